@@ -1,0 +1,63 @@
+# rxbulkhead build. Every tool the targets use is installed by the targets
+# themselves (pinned versions) into ./.bin, so a fresh clone needs only Go.
+
+GO              ?= go
+BIN             := $(CURDIR)/.bin
+STATICCHECK_VER := v0.8.2
+STATICCHECK     := $(BIN)/staticcheck
+# The core module and every nested module (bench, contrib/*, ...).
+MODULES         := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {} \; | sort)
+STRESS_TIME     ?= 2m
+FUZZ_TIME       ?= 30s
+
+.PHONY: all test vet lint fmt-check bench cover demo stress fuzz tools clean
+
+all: lint test
+
+## test: go vet and the race-enabled tests of every module
+test: vet
+	@set -e; for m in $(MODULES); do \
+		echo "== go test -race $$m"; \
+		(cd $$m && $(GO) test -race -count=1 ./...); \
+	done
+
+vet:
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+
+## lint: gofmt and a pinned staticcheck over every module
+lint: fmt-check $(STATICCHECK)
+	@set -e; for m in $(MODULES); do \
+		echo "== staticcheck $$m"; \
+		(cd $$m && $(STATICCHECK) ./...); \
+	done
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+$(STATICCHECK):
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
+
+tools: $(STATICCHECK)
+
+## bench: core benchmarks (GOMAXPROCS 1 and 2)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1,2 -count 5 .
+
+## cover: coverage of the core module
+cover:
+	$(GO) test -race -count=1 -coverprofile=cover.out ./...
+	$(GO) tool cover -func=cover.out | tail -1
+
+## demo: the EDI hub demo
+demo:
+	@echo "the EDI hub demo is not there yet"
+
+stress:
+	@echo "the long stress run is not there yet"
+
+fuzz:
+	@echo "fuzzing is not there yet"
+
+clean:
+	rm -rf $(BIN) cover.out

@@ -1,0 +1,46 @@
+package bulkhead
+
+import "time"
+
+// Clock is the source of time of a Semaphore: Now stamps events and queue
+// deadlines, AfterFunc bounds waits.
+//
+// A Semaphore calls Now and AfterFunc while holding its internal lock, so an
+// implementation must not call back into the Semaphore from them, and
+// AfterFunc must not run f before it returns (run it later, on any goroutine).
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc call.
+type Timer interface {
+	// Stop prevents the call if it has not started; it reports whether it did.
+	Stop() bool
+}
+
+// realClock is the time package. Inside a testing/synctest bubble it runs on
+// the bubble's fake time.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// Option configures a Semaphore at construction.
+type Option interface{ apply(*options) }
+
+type options struct {
+	clock Clock
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithClock makes the Semaphore read time from c. The default is the real
+// clock, which testing/synctest virtualises inside a bubble. A nil c makes New
+// fail.
+func WithClock(c Clock) Option {
+	return optionFunc(func(o *options) { o.clock = c })
+}

@@ -1,0 +1,99 @@
+package bulkhead
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// QueueOrder is the order in which queued calls are granted permits.
+type QueueOrder uint8
+
+const (
+	// FIFO grants the oldest waiter first. It is the zero value.
+	FIFO QueueOrder = iota
+	// LIFO grants the newest waiter first; when the queue is full, the
+	// oldest waiter is evicted (Reason Evicted) to make room for a newcomer.
+	LIFO
+)
+
+// String returns "FIFO" or "LIFO".
+func (o QueueOrder) String() string {
+	switch o {
+	case FIFO:
+		return "FIFO"
+	case LIFO:
+		return "LIFO"
+	}
+	return fmt.Sprintf("QueueOrder(%d)", uint8(o))
+}
+
+// Config is the configuration of a Semaphore. The zero Config is not valid
+// (MaxConcurrentCalls must be at least 1); start from DefaultConfig.
+type Config struct {
+	// MaxConcurrentCalls is the number of permits: calls allowed to run at
+	// once. It must be at least 1.
+	MaxConcurrentCalls int
+	// MaxWaitDuration is how long a call may wait for a permit. Zero means
+	// never wait: a call that finds no permit is rejected at once (NoWait).
+	// It must not be negative.
+	MaxWaitDuration time.Duration
+	// MaxQueuedCalls bounds the wait queue. Zero means no bound other than
+	// MaxWaitDuration. It must not be negative.
+	MaxQueuedCalls int
+	// QueueOrder is FIFO (the zero value) or LIFO.
+	QueueOrder QueueOrder
+}
+
+// DefaultConfig returns resilience4j's defaults: 25 concurrent calls, no wait,
+// no queue bound, FIFO.
+func DefaultConfig() Config {
+	return Config{MaxConcurrentCalls: 25}
+}
+
+// ErrInvalidConfig is the errors.Is target of every *ConfigError.
+var ErrInvalidConfig = errors.New("bulkhead: invalid config")
+
+// ConfigError reports a configuration field with a bad value.
+type ConfigError struct {
+	Name  string // the bulkhead (or registry config) the value was meant for; may be empty
+	Field string // the Config field, e.g. "MaxConcurrentCalls"
+	Value any    // the rejected value
+	Rule  string // what the value must be, e.g. "must be >= 1"
+}
+
+// Error returns a message naming the bulkhead, the field, the value and the rule.
+func (e *ConfigError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("bulkhead: invalid config: %s %s, got %v", e.Field, e.Rule, e.Value)
+	}
+	return fmt.Sprintf("bulkhead %q: invalid config: %s %s, got %v", e.Name, e.Field, e.Rule, e.Value)
+}
+
+// Is reports whether target is ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Validate returns a *ConfigError for the first invalid field, or nil.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxConcurrentCalls < 1:
+		return &ConfigError{Field: "MaxConcurrentCalls", Value: c.MaxConcurrentCalls, Rule: "must be >= 1"}
+	case c.MaxWaitDuration < 0:
+		return &ConfigError{Field: "MaxWaitDuration", Value: c.MaxWaitDuration, Rule: "must be >= 0"}
+	case c.MaxQueuedCalls < 0:
+		return &ConfigError{Field: "MaxQueuedCalls", Value: c.MaxQueuedCalls, Rule: "must be >= 0"}
+	case c.QueueOrder != FIFO && c.QueueOrder != LIFO:
+		return &ConfigError{Field: "QueueOrder", Value: c.QueueOrder, Rule: "must be FIFO or LIFO"}
+	}
+	return nil
+}
+
+// validateFor is Validate with the bulkhead's name in the error.
+func (c Config) validateFor(name string) error {
+	err := c.Validate()
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		ce.Name = name
+	}
+	return err
+}

@@ -1,0 +1,20 @@
+// Package bulkhead provides a semaphore bulkhead whose permit is acquired
+// asynchronously: a call that has to wait for a permit is a small record in a
+// bounded FIFO (or LIFO) queue, not a parked goroutine, and nothing blocks the
+// goroutine that asks.
+//
+// A [Semaphore] limits the number of concurrent calls to one dependency (one
+// partner, one downstream service). [Semaphore.AcquirePermissionAsync] returns
+// an [Acquisition], a future with three outcomes: granted (Err() == nil),
+// rejected (a [*FullError], which matches [ErrBulkheadFull]) or withdrawn by
+// [Acquisition.Cancel] ([ErrCancelled]). Whoever holds a granted permit gives
+// it back exactly once, with [Semaphore.OnComplete] when the call ran or
+// [Semaphore.ReleasePermission] when it did not.
+//
+// A [Registry] keeps one bulkhead per name (per partner) with named
+// configurations. A [Clock] can be injected with [WithClock]; the testkit
+// package provides a virtual one.
+//
+// The reactive operators in the sub-packages (flowable, observable, single,
+// maybe, completable, operator) depend only on the [Bulkhead] interface.
+package bulkhead

@@ -1,0 +1,65 @@
+package bulkhead
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrBulkheadFull is the errors.Is target of every rejection. The concrete
+// error is always a *FullError that says which bulkhead and why.
+var ErrBulkheadFull = errors.New("bulkhead is full")
+
+// ErrCancelled is the outcome of an Acquisition withdrawn by Cancel before a
+// permit was granted. A withdrawn acquisition is not a rejection.
+var ErrCancelled = errors.New("bulkhead: permit acquisition cancelled")
+
+// ErrPending is what Acquisition.Err returns while the outcome is unknown.
+var ErrPending = errors.New("bulkhead: permit acquisition pending")
+
+// Reason says why a call was rejected.
+type Reason uint8
+
+const (
+	// NoWait: all permits were taken and the bulkhead does not wait
+	// (MaxWaitDuration is zero, or TryAcquirePermission was used).
+	NoWait Reason = iota + 1
+	// QueueFull: the wait queue held MaxQueuedCalls waiters (FIFO order).
+	QueueFull
+	// WaitTimeout: the call waited MaxWaitDuration without a permit.
+	WaitTimeout
+	// Evicted: in LIFO order, a newer call took this waiter's place in a
+	// full queue.
+	Evicted
+)
+
+// String returns the reason as it appears in error messages and events.
+func (r Reason) String() string {
+	switch r {
+	case NoWait:
+		return "no wait"
+	case QueueFull:
+		return "queue full"
+	case WaitTimeout:
+		return "wait timeout"
+	case Evicted:
+		return "evicted"
+	case 0:
+		return "none"
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// FullError is the error of a rejected call. errors.Is(err, ErrBulkheadFull)
+// is true for every *FullError.
+type FullError struct {
+	Name   string // the bulkhead's name
+	Reason Reason // why the call was rejected
+}
+
+// Error returns "bulkhead 'NAME' is full and does not permit further calls (REASON)".
+func (e *FullError) Error() string {
+	return fmt.Sprintf("bulkhead '%s' is full and does not permit further calls (%s)", e.Name, e.Reason)
+}
+
+// Is reports whether target is ErrBulkheadFull.
+func (e *FullError) Is(target error) bool { return target == ErrBulkheadFull }

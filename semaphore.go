@@ -1,0 +1,500 @@
+package bulkhead
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// Semaphore is a bulkhead that limits concurrent calls with permits acquired
+// asynchronously. Waiting calls are records in a bounded queue; waits are
+// bounded by at most one timer per Semaphore.
+//
+// Invariants, all guarded by mu:
+//   - held permits = cfg.MaxConcurrentCalls - available; available may be
+//     negative after a shrinking ChangeConfig, until enough calls finish.
+//   - a waiter is queued (linked) only while its Acquisition is pending or
+//     has just been cancelled (Cancel unlinks it right after its CAS).
+//   - the fast path takes a permit only when one is free and nobody waits,
+//     so queued calls are never overtaken.
+//   - a permit moves from the Semaphore to a waiter only when the waiter's
+//     CAS (pending -> granted) succeeds; a waiter whose CAS fails was
+//     cancelled and never held the permit.
+//
+// Callbacks and event listeners never run while mu is held.
+type Semaphore struct {
+	name  string
+	clock Clock
+	epoch time.Time // deadlines are offsets from epoch (monotonic reading)
+
+	events publisher
+
+	// Prebuilt outcomes of immediate rejections, so they do not allocate.
+	rejectNoWait    *Acquisition
+	rejectQueueFull *Acquisition
+	errWaitTimeout  *FullError
+	errEvicted      *FullError
+
+	mu        sync.Mutex
+	cfg       Config
+	available int
+
+	// The wait queue, oldest at head. FIFO grants from the head, LIFO from
+	// the tail; expiry and eviction always take the head.
+	head, tail *Acquisition
+	queued     int
+	// unordered is set when a waiter was queued with a deadline earlier than
+	// the tail's (after MaxWaitDuration shrank): expiry then sweeps the whole
+	// queue instead of popping the head. It is cleared when the queue empties.
+	unordered bool
+
+	timer    Timer
+	timerAt  time.Duration // deadline the timer is armed for
+	timerGen uint64        // identifies the current timer; stale ones do no harm
+
+	// Decided waiters whose outcome has not been delivered yet, in decision
+	// order (linked through next). One goroutine at a time delivers them
+	// (delivering); others that decide more outcomes append and leave.
+	notifyHead, notifyTail *Acquisition
+	delivering             bool
+}
+
+// New returns a Semaphore named name (used in errors, events and metrics).
+// It fails with a *ConfigError if cfg is not valid, and with an error if name
+// is empty or an option is invalid.
+func New(name string, cfg Config, opts ...Option) (*Semaphore, error) {
+	if name == "" {
+		return nil, errors.New("bulkhead: New: name must not be empty")
+	}
+	if err := cfg.validateFor(name); err != nil {
+		return nil, err
+	}
+	o := options{clock: realClock{}}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.clock == nil {
+		return nil, fmt.Errorf("bulkhead %q: WithClock: clock must not be nil", name)
+	}
+	s := &Semaphore{
+		name:           name,
+		clock:          o.clock,
+		epoch:          o.clock.Now(),
+		cfg:            cfg,
+		available:      cfg.MaxConcurrentCalls,
+		errWaitTimeout: &FullError{Name: name, Reason: WaitTimeout},
+		errEvicted:     &FullError{Name: name, Reason: Evicted},
+	}
+	s.rejectNoWait = newDone(stateRejected, &FullError{Name: name, Reason: NoWait})
+	s.rejectQueueFull = newDone(stateRejected, &FullError{Name: name, Reason: QueueFull})
+	return s, nil
+}
+
+// Name returns the bulkhead's name.
+func (s *Semaphore) Name() string { return s.name }
+
+// Config returns the current configuration.
+func (s *Semaphore) Config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// Metrics is a snapshot of a Semaphore's state.
+type Metrics struct {
+	// AvailableConcurrentCalls is the number of free permits (never negative).
+	AvailableConcurrentCalls int
+	// MaxAllowedConcurrentCalls is the configured number of permits.
+	MaxAllowedConcurrentCalls int
+	// InFlightCalls is the number of permits held. After a shrinking
+	// ChangeConfig it may exceed MaxAllowedConcurrentCalls for a while.
+	InFlightCalls int
+	// QueuedCalls is the number of calls waiting for a permit.
+	QueuedCalls int
+	// MaxQueuedCalls is the configured queue bound (0: unbounded).
+	MaxQueuedCalls int
+}
+
+// Metrics returns a consistent snapshot of the permits and the queue.
+func (s *Semaphore) Metrics() Metrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Metrics{
+		AvailableConcurrentCalls:  max(s.available, 0),
+		MaxAllowedConcurrentCalls: s.cfg.MaxConcurrentCalls,
+		InFlightCalls:             s.cfg.MaxConcurrentCalls - s.available,
+		QueuedCalls:               s.queued,
+		MaxQueuedCalls:            s.cfg.MaxQueuedCalls,
+	}
+}
+
+// OnEvent registers f to receive every event of this bulkhead and returns a
+// func that unregisters it (idempotent). Listeners run synchronously on the
+// goroutine that caused the event, never under the bulkhead's lock; a
+// panicking listener is recovered and ignored. With no listener registered,
+// events cost one atomic load. OnEvent panics if f is nil.
+func (s *Semaphore) OnEvent(f func(Event)) (remove func()) { return s.events.add(f) }
+
+func (s *Semaphore) publish(t EventType, r Reason) {
+	if !s.events.active() {
+		return
+	}
+	s.events.publish(Event{Type: t, Name: s.name, Time: s.clock.Now(), Reason: r})
+}
+
+// TryAcquirePermission takes a permit if one is free and nobody is waiting,
+// and reports whether it did. It never waits and never overtakes queued calls.
+// It publishes CallPermitted or CallRejected (NoWait).
+func (s *Semaphore) TryAcquirePermission() bool {
+	s.mu.Lock()
+	if s.available > 0 && s.head == nil {
+		s.available--
+		s.mu.Unlock()
+		s.publish(CallPermitted, 0)
+		return true
+	}
+	s.mu.Unlock()
+	s.publish(CallRejected, NoWait)
+	return false
+}
+
+// AcquirePermissionAsync requests a permit without blocking.
+//
+// If a permit is free and nobody waits, it returns an Acquisition that is
+// already granted, without allocating. If none is free it returns one that
+// is already rejected when MaxWaitDuration is zero (NoWait) or the FIFO queue
+// holds MaxQueuedCalls waiters (QueueFull); in LIFO order the oldest waiter
+// is evicted instead (Evicted). Otherwise the call is queued: the returned
+// Acquisition is granted in queue order as permits come back, rejected with
+// WaitTimeout after MaxWaitDuration, or withdrawn by its Cancel.
+func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
+	s.mu.Lock()
+	if s.available > 0 && s.head == nil {
+		s.available--
+		s.mu.Unlock()
+		s.publish(CallPermitted, 0)
+		return grantedAcquisition
+	}
+	if s.cfg.MaxWaitDuration == 0 {
+		s.mu.Unlock()
+		s.publish(CallRejected, NoWait)
+		return s.rejectNoWait
+	}
+	if s.cfg.MaxQueuedCalls > 0 && s.queued >= s.cfg.MaxQueuedCalls {
+		if s.cfg.QueueOrder == FIFO {
+			s.mu.Unlock()
+			s.publish(CallRejected, QueueFull)
+			return s.rejectQueueFull
+		}
+		for s.queued >= s.cfg.MaxQueuedCalls {
+			s.evictHeadLocked()
+		}
+	}
+	a := &Acquisition{owner: s}
+	s.enqueueLocked(a)
+	s.unlockAndDeliver()
+	return a
+}
+
+// AcquirePermission blocks until a permit is granted, the call is rejected
+// (a *FullError) or ctx ends (ctx.Err()). If ctx is already done it fails
+// without taking a permit. When ctx ends first it leaves no permit held and
+// no waiter queued: a permit granted concurrently is given back.
+func (s *Semaphore) AcquirePermission(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a := s.AcquirePermissionAsync()
+	if a.state.Load()&firedBit != 0 {
+		return a.Err()
+	}
+	select {
+	case <-a.Done():
+		return a.Err()
+	case <-ctx.Done():
+		if a.Cancel() {
+			return ctx.Err()
+		}
+		// The outcome was decided concurrently. A grant is given back, as
+		// if ctx had won ("pretend we didn't", as x/sync/semaphore does).
+		<-a.Done()
+		if a.Err() == nil {
+			s.ReleasePermission()
+			return ctx.Err()
+		}
+		return a.Err()
+	}
+}
+
+// ReleasePermission gives back a permit whose call did not run. It publishes
+// no event. It panics, naming the bulkhead, if more permits are released than
+// were acquired.
+func (s *Semaphore) ReleasePermission() { s.release(false) }
+
+// OnComplete gives back a permit whose call ran, and publishes CallFinished.
+// It panics, naming the bulkhead, if more permits are released than were
+// acquired.
+func (s *Semaphore) OnComplete() { s.release(true) }
+
+func (s *Semaphore) release(finished bool) {
+	s.mu.Lock()
+	if s.available >= s.cfg.MaxConcurrentCalls {
+		s.mu.Unlock()
+		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
+	}
+	s.available++
+	if finished && s.events.active() {
+		s.mu.Unlock()
+		// Published before the next waiter's CallPermitted.
+		s.publish(CallFinished, 0)
+		s.mu.Lock()
+	}
+	s.grantLocked()
+	s.unlockAndDeliver()
+}
+
+// ChangeConfig replaces the configuration of a live bulkhead. If cfg is not
+// valid it returns a *ConfigError and keeps the old configuration.
+//
+// Growing MaxConcurrentCalls grants queued calls at once (on the calling
+// goroutine). Shrinking never blocks: calls in flight above the new limit
+// finish normally and their permits are absorbed. Queued calls keep their
+// deadlines, and a queue bound below the current queue length rejects
+// nobody already queued.
+func (s *Semaphore) ChangeConfig(cfg Config) error {
+	if err := cfg.validateFor(s.name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.available += cfg.MaxConcurrentCalls - s.cfg.MaxConcurrentCalls
+	s.cfg = cfg
+	s.grantLocked()
+	s.unlockAndDeliver()
+	return nil
+}
+
+// grantLocked hands free permits to waiters in queue order.
+func (s *Semaphore) grantLocked() {
+	for s.available > 0 && s.head != nil {
+		var a *Acquisition
+		if s.cfg.QueueOrder == LIFO {
+			a = s.tail
+		} else {
+			a = s.head
+		}
+		s.unlinkLocked(a)
+		// The CAS decides grant vs Cancel: if Cancel won, the permit stays.
+		if a.decide(stateGranted, nil) {
+			s.available--
+			s.notifyLocked(a)
+		}
+	}
+	s.idleTimerLocked()
+}
+
+func (s *Semaphore) evictHeadLocked() {
+	a := s.head
+	s.unlinkLocked(a)
+	if a.decide(stateRejected, s.errEvicted) {
+		s.notifyLocked(a)
+	}
+}
+
+// withdraw is called by Acquisition.Cancel after its CAS won: the waiter is
+// unlinked (unless a grant or expiry loop already popped it and lost its CAS)
+// and CallCancelled is published.
+func (s *Semaphore) withdraw(a *Acquisition) {
+	s.mu.Lock()
+	if a.linked {
+		s.unlinkLocked(a)
+		s.idleTimerLocked()
+	}
+	s.mu.Unlock()
+	s.publish(CallCancelled, 0)
+}
+
+// enqueueLocked queues a at the tail with its deadline and makes sure the
+// timer will fire by then.
+func (s *Semaphore) enqueueLocked(a *Acquisition) {
+	now := s.clock.Now().Sub(s.epoch)
+	a.deadline = addSaturating(now, s.cfg.MaxWaitDuration)
+	if s.tail != nil && a.deadline < s.tail.deadline {
+		s.unordered = true
+	}
+	a.linked = true
+	a.prev = s.tail
+	if s.tail != nil {
+		s.tail.next = a
+	} else {
+		s.head = a
+	}
+	s.tail = a
+	s.queued++
+	if s.timer == nil || a.deadline < s.timerAt {
+		s.armTimerLocked(now, a.deadline)
+	}
+}
+
+func (s *Semaphore) unlinkLocked(a *Acquisition) {
+	if a.prev != nil {
+		a.prev.next = a.next
+	} else {
+		s.head = a.next
+	}
+	if a.next != nil {
+		a.next.prev = a.prev
+	} else {
+		s.tail = a.prev
+	}
+	a.prev, a.next, a.linked = nil, nil, false
+	s.queued--
+	if s.head == nil {
+		s.unordered = false
+	}
+}
+
+func (s *Semaphore) notifyLocked(a *Acquisition) {
+	if s.notifyTail != nil {
+		s.notifyTail.next = a
+	} else {
+		s.notifyHead = a
+	}
+	s.notifyTail = a
+}
+
+// armTimerLocked makes the one timer of this Semaphore fire at deadline.
+func (s *Semaphore) armTimerLocked(now, deadline time.Duration) {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timerGen++
+	gen := s.timerGen
+	s.timerAt = deadline
+	s.timer = s.clock.AfterFunc(deadline-now, func() { s.onTimer(gen) })
+}
+
+// idleTimerLocked stops the timer once nobody waits.
+func (s *Semaphore) idleTimerLocked() {
+	if s.head == nil && s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+		s.timerGen++
+	}
+}
+
+// onTimer runs on the Clock's timer goroutine: it rejects every waiter whose
+// deadline has passed (WaitTimeout), re-arms the timer for the earliest
+// remaining deadline and delivers the rejections on this goroutine.
+func (s *Semaphore) onTimer(gen uint64) {
+	s.mu.Lock()
+	if gen == s.timerGen {
+		s.timer = nil
+	}
+	now := s.clock.Now().Sub(s.epoch)
+	next := time.Duration(math.MaxInt64)
+	if s.unordered {
+		for a := s.head; a != nil; {
+			n := a.next
+			if a.deadline <= now {
+				s.expireLocked(a)
+			} else {
+				next = min(next, a.deadline)
+			}
+			a = n
+		}
+	} else {
+		for s.head != nil && s.head.deadline <= now {
+			s.expireLocked(s.head)
+		}
+		if s.head != nil {
+			next = s.head.deadline
+		}
+	}
+	if s.head != nil && (s.timer == nil || next < s.timerAt) {
+		s.armTimerLocked(now, next)
+	}
+	s.idleTimerLocked()
+	s.unlockAndDeliver()
+}
+
+func (s *Semaphore) expireLocked(a *Acquisition) {
+	s.unlinkLocked(a)
+	if a.decide(stateRejected, s.errWaitTimeout) {
+		s.notifyLocked(a)
+	}
+}
+
+// unlockAndDeliver releases mu and, unless another goroutine is already
+// delivering, delivers every decided outcome on the calling goroutine, one at
+// a time and outside the lock. Outcomes decided by callbacks (a release
+// inside OnDone) are appended to the list and delivered by the same loop, so
+// releases never recurse. If a callback panics, delivery is handed to a new
+// goroutine before the panic propagates, so no decided waiter is stranded.
+func (s *Semaphore) unlockAndDeliver() {
+	if s.delivering || s.notifyHead == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.delivering = true
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		s.mu.Lock()
+		s.delivering = false
+		more := s.notifyHead != nil
+		s.mu.Unlock()
+		if more {
+			go func() {
+				s.mu.Lock()
+				s.unlockAndDeliver()
+			}()
+		}
+	}()
+	for {
+		a := s.notifyHead
+		if a == nil {
+			s.delivering = false
+			s.mu.Unlock()
+			finished = true
+			return
+		}
+		s.notifyHead = a.next
+		if s.notifyHead == nil {
+			s.notifyTail = nil
+		}
+		a.next = nil
+		s.mu.Unlock()
+		s.deliver(a)
+		s.mu.Lock()
+	}
+}
+
+// deliver publishes the event of a decided outcome, then runs its callbacks:
+// CallPermitted is published before the waiter's callbacks, which may
+// already release the permit.
+func (s *Semaphore) deliver(a *Acquisition) {
+	if a.state.Load() == stateGranted {
+		s.publish(CallPermitted, 0)
+	} else if fe, ok := a.err.(*FullError); ok {
+		s.publish(CallRejected, fe.Reason)
+	}
+	a.fire()
+}
+
+func addSaturating(a, b time.Duration) time.Duration {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// Compile-time checks.
+var (
+	_ Bulkhead         = (*Semaphore)(nil)
+	_ BlockingBulkhead = (*Semaphore)(nil)
+)
