@@ -26,40 +26,18 @@ import (
 //
 // Callbacks and event listeners never run while mu is held.
 type Semaphore struct {
-	name  string
-	clock Clock
-	epoch time.Time // deadlines are offsets from epoch (monotonic reading)
-
+	name   string
+	clock  Clock
 	events publisher
-
-	// Prebuilt outcomes of immediate rejections, so they do not allocate.
-	rejectNoWait    *Acquisition
-	rejectQueueFull *Acquisition
-	errWaitTimeout  *FullError
-	errEvicted      *FullError
 
 	mu        sync.Mutex
 	cfg       Config
 	available int
-
-	// The wait queue, oldest at head. FIFO grants from the head, LIFO from
-	// the tail; expiry and eviction always take the head.
-	head, tail *Acquisition
-	queued     int
-	// unordered is set when a waiter was queued with a deadline earlier than
-	// the tail's (after MaxWaitDuration shrank): expiry then sweeps the whole
-	// queue instead of popping the head. It is cleared when the queue empties.
-	unordered bool
-
-	timer    Timer
-	timerAt  time.Duration // deadline the timer is armed for
-	timerGen uint64        // identifies the current timer; stale ones do no harm
-
-	// Decided waiters whose outcome has not been delivered yet, in decision
-	// order (linked through next). One goroutine at a time delivers them
-	// (delivering); others that decide more outcomes append and leave.
-	notifyHead, notifyTail *Acquisition
-	delivering             bool
+	// wait holds everything a bulkhead needs once it has been full: the
+	// queue, its timer and the prebuilt rejections. It is allocated on the
+	// first wait or rejection, so that an idle bulkhead (most of a 500-partner
+	// registry) stays small.
+	wait *waitState
 }
 
 // New returns a Semaphore named name (used in errors, events and metrics).
@@ -79,19 +57,25 @@ func New(name string, cfg Config, opts ...Option) (*Semaphore, error) {
 	if o.clock == nil {
 		return nil, fmt.Errorf("bulkhead %q: WithClock: clock must not be nil", name)
 	}
-	s := &Semaphore{
-		name:           name,
-		clock:          o.clock,
-		epoch:          o.clock.Now(),
-		cfg:            cfg,
-		available:      cfg.MaxConcurrentCalls,
-		errWaitTimeout: &FullError{Name: name, Reason: WaitTimeout},
-		errEvicted:     &FullError{Name: name, Reason: Evicted},
-	}
-	s.rejectNoWait = newDone(stateRejected, &FullError{Name: name, Reason: NoWait})
-	s.rejectQueueFull = newDone(stateRejected, &FullError{Name: name, Reason: QueueFull})
-	return s, nil
+	return &Semaphore{name: name, clock: o.clock, cfg: cfg, available: cfg.MaxConcurrentCalls}, nil
 }
+
+// waitLocked returns the wait state, allocating it on first use.
+func (s *Semaphore) waitLocked() *waitState {
+	if s.wait == nil {
+		s.wait = &waitState{
+			epoch:           s.clock.Now(),
+			rejectNoWait:    newDone(stateRejected, &FullError{Name: s.name, Reason: NoWait}),
+			rejectQueueFull: newDone(stateRejected, &FullError{Name: s.name, Reason: QueueFull}),
+			errWaitTimeout:  &FullError{Name: s.name, Reason: WaitTimeout},
+			errEvicted:      &FullError{Name: s.name, Reason: Evicted},
+		}
+	}
+	return s.wait
+}
+
+// nobodyWaitsLocked reports whether the wait queue is empty.
+func (s *Semaphore) nobodyWaitsLocked() bool { return s.wait == nil || s.wait.head == nil }
 
 // Name returns the bulkhead's name.
 func (s *Semaphore) Name() string { return s.name }
@@ -126,9 +110,16 @@ func (s *Semaphore) Metrics() Metrics {
 		AvailableConcurrentCalls:  max(s.available, 0),
 		MaxAllowedConcurrentCalls: s.cfg.MaxConcurrentCalls,
 		InFlightCalls:             s.cfg.MaxConcurrentCalls - s.available,
-		QueuedCalls:               s.queued,
+		QueuedCalls:               s.queuedLocked(),
 		MaxQueuedCalls:            s.cfg.MaxQueuedCalls,
 	}
+}
+
+func (s *Semaphore) queuedLocked() int {
+	if s.wait == nil {
+		return 0
+	}
+	return s.wait.queued
 }
 
 // OnEvent registers f to receive every event of this bulkhead and returns a
@@ -150,7 +141,7 @@ func (s *Semaphore) publish(t EventType, r Reason) {
 // It publishes CallPermitted or CallRejected (NoWait).
 func (s *Semaphore) TryAcquirePermission() bool {
 	s.mu.Lock()
-	if s.available > 0 && s.head == nil {
+	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
 		s.mu.Unlock()
 		s.publish(CallPermitted, 0)
@@ -172,25 +163,26 @@ func (s *Semaphore) TryAcquirePermission() bool {
 // WaitTimeout after MaxWaitDuration, or withdrawn by its Cancel.
 func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 	s.mu.Lock()
-	if s.available > 0 && s.head == nil {
+	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
 		s.mu.Unlock()
 		s.publish(CallPermitted, 0)
 		return grantedAcquisition
 	}
+	w := s.waitLocked()
 	if s.cfg.MaxWaitDuration == 0 {
 		s.mu.Unlock()
 		s.publish(CallRejected, NoWait)
-		return s.rejectNoWait
+		return w.rejectNoWait
 	}
-	if s.cfg.MaxQueuedCalls > 0 && s.queued >= s.cfg.MaxQueuedCalls {
+	if s.cfg.MaxQueuedCalls > 0 && w.queued >= s.cfg.MaxQueuedCalls {
 		if s.cfg.QueueOrder == FIFO {
 			s.mu.Unlock()
 			s.publish(CallRejected, QueueFull)
-			return s.rejectQueueFull
+			return w.rejectQueueFull
 		}
-		for s.queued >= s.cfg.MaxQueuedCalls {
-			s.evictHeadLocked()
+		for w.queued >= s.cfg.MaxQueuedCalls {
+			w.reject(w.head, w.errEvicted)
 		}
 	}
 	a := &Acquisition{owner: s}
@@ -278,29 +270,23 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 
 // grantLocked hands free permits to waiters in queue order.
 func (s *Semaphore) grantLocked() {
-	for s.available > 0 && s.head != nil {
-		var a *Acquisition
+	w := s.wait
+	if w == nil {
+		return
+	}
+	for s.available > 0 && w.head != nil {
+		a := w.head
 		if s.cfg.QueueOrder == LIFO {
-			a = s.tail
-		} else {
-			a = s.head
+			a = w.tail
 		}
-		s.unlinkLocked(a)
+		w.unlink(a)
 		// The CAS decides grant vs Cancel: if Cancel won, the permit stays.
 		if a.decide(stateGranted, nil) {
 			s.available--
-			s.notifyLocked(a)
+			w.notify(a)
 		}
 	}
-	s.idleTimerLocked()
-}
-
-func (s *Semaphore) evictHeadLocked() {
-	a := s.head
-	s.unlinkLocked(a)
-	if a.decide(stateRejected, s.errEvicted) {
-		s.notifyLocked(a)
-	}
+	w.stopTimerIfIdle()
 }
 
 // withdraw is called by Acquisition.Cancel after its CAS won: the waiter is
@@ -309,122 +295,11 @@ func (s *Semaphore) evictHeadLocked() {
 func (s *Semaphore) withdraw(a *Acquisition) {
 	s.mu.Lock()
 	if a.linked {
-		s.unlinkLocked(a)
-		s.idleTimerLocked()
+		s.wait.unlink(a)
+		s.wait.stopTimerIfIdle()
 	}
 	s.mu.Unlock()
 	s.publish(CallCancelled, 0)
-}
-
-// enqueueLocked queues a at the tail with its deadline and makes sure the
-// timer will fire by then.
-func (s *Semaphore) enqueueLocked(a *Acquisition) {
-	now := s.clock.Now().Sub(s.epoch)
-	a.deadline = addSaturating(now, s.cfg.MaxWaitDuration)
-	if s.tail != nil && a.deadline < s.tail.deadline {
-		s.unordered = true
-	}
-	a.linked = true
-	a.prev = s.tail
-	if s.tail != nil {
-		s.tail.next = a
-	} else {
-		s.head = a
-	}
-	s.tail = a
-	s.queued++
-	if s.timer == nil || a.deadline < s.timerAt {
-		s.armTimerLocked(now, a.deadline)
-	}
-}
-
-func (s *Semaphore) unlinkLocked(a *Acquisition) {
-	if a.prev != nil {
-		a.prev.next = a.next
-	} else {
-		s.head = a.next
-	}
-	if a.next != nil {
-		a.next.prev = a.prev
-	} else {
-		s.tail = a.prev
-	}
-	a.prev, a.next, a.linked = nil, nil, false
-	s.queued--
-	if s.head == nil {
-		s.unordered = false
-	}
-}
-
-func (s *Semaphore) notifyLocked(a *Acquisition) {
-	if s.notifyTail != nil {
-		s.notifyTail.next = a
-	} else {
-		s.notifyHead = a
-	}
-	s.notifyTail = a
-}
-
-// armTimerLocked makes the one timer of this Semaphore fire at deadline.
-func (s *Semaphore) armTimerLocked(now, deadline time.Duration) {
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	s.timerGen++
-	gen := s.timerGen
-	s.timerAt = deadline
-	s.timer = s.clock.AfterFunc(deadline-now, func() { s.onTimer(gen) })
-}
-
-// idleTimerLocked stops the timer once nobody waits.
-func (s *Semaphore) idleTimerLocked() {
-	if s.head == nil && s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-		s.timerGen++
-	}
-}
-
-// onTimer runs on the Clock's timer goroutine: it rejects every waiter whose
-// deadline has passed (WaitTimeout), re-arms the timer for the earliest
-// remaining deadline and delivers the rejections on this goroutine.
-func (s *Semaphore) onTimer(gen uint64) {
-	s.mu.Lock()
-	if gen == s.timerGen {
-		s.timer = nil
-	}
-	now := s.clock.Now().Sub(s.epoch)
-	next := time.Duration(math.MaxInt64)
-	if s.unordered {
-		for a := s.head; a != nil; {
-			n := a.next
-			if a.deadline <= now {
-				s.expireLocked(a)
-			} else {
-				next = min(next, a.deadline)
-			}
-			a = n
-		}
-	} else {
-		for s.head != nil && s.head.deadline <= now {
-			s.expireLocked(s.head)
-		}
-		if s.head != nil {
-			next = s.head.deadline
-		}
-	}
-	if s.head != nil && (s.timer == nil || next < s.timerAt) {
-		s.armTimerLocked(now, next)
-	}
-	s.idleTimerLocked()
-	s.unlockAndDeliver()
-}
-
-func (s *Semaphore) expireLocked(a *Acquisition) {
-	s.unlinkLocked(a)
-	if a.decide(stateRejected, s.errWaitTimeout) {
-		s.notifyLocked(a)
-	}
 }
 
 // unlockAndDeliver releases mu and, unless another goroutine is already
@@ -434,19 +309,20 @@ func (s *Semaphore) expireLocked(a *Acquisition) {
 // releases never recurse. If a callback panics, delivery is handed to a new
 // goroutine before the panic propagates, so no decided waiter is stranded.
 func (s *Semaphore) unlockAndDeliver() {
-	if s.delivering || s.notifyHead == nil {
+	w := s.wait
+	if w == nil || w.delivering || w.notifyHead == nil {
 		s.mu.Unlock()
 		return
 	}
-	s.delivering = true
+	w.delivering = true
 	finished := false
 	defer func() {
 		if finished {
 			return
 		}
 		s.mu.Lock()
-		s.delivering = false
-		more := s.notifyHead != nil
+		w.delivering = false
+		more := w.notifyHead != nil
 		s.mu.Unlock()
 		if more {
 			go func() {
@@ -456,18 +332,13 @@ func (s *Semaphore) unlockAndDeliver() {
 		}
 	}()
 	for {
-		a := s.notifyHead
+		a := w.popNotified()
 		if a == nil {
-			s.delivering = false
+			w.delivering = false
 			s.mu.Unlock()
 			finished = true
 			return
 		}
-		s.notifyHead = a.next
-		if s.notifyHead == nil {
-			s.notifyTail = nil
-		}
-		a.next = nil
 		s.mu.Unlock()
 		s.deliver(a)
 		s.mu.Lock()

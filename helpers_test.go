@@ -1,0 +1,79 @@
+package bulkhead_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// newSemaphore builds a Semaphore or fails the test, and checks at cleanup
+// that every permit came back and nobody is left waiting.
+func newSemaphore(t testing.TB, name string, cfg bulkhead.Config, opts ...bulkhead.Option) *bulkhead.Semaphore {
+	t.Helper()
+	s, err := bulkhead.New(name, cfg, opts...)
+	if err != nil {
+		t.Fatalf("New(%q, %+v): %v", name, cfg, err)
+	}
+	t.Cleanup(func() {
+		if m := s.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+			t.Errorf("bulkhead %q leaked: %d permits held, %d calls queued", name, m.InFlightCalls, m.QueuedCalls)
+		}
+	})
+	return s
+}
+
+// eventLog records the events of a bulkhead.
+type eventLog struct {
+	mu     sync.Mutex
+	events []bulkhead.Event
+}
+
+func recordEvents(t testing.TB, s *bulkhead.Semaphore) *eventLog {
+	l := &eventLog{}
+	remove := s.OnEvent(func(e bulkhead.Event) {
+		l.mu.Lock()
+		l.events = append(l.events, e)
+		l.mu.Unlock()
+	})
+	t.Cleanup(remove)
+	return l
+}
+
+// types returns the recorded event types as strings, reasons in brackets.
+func (l *eventLog) types() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, len(l.events))
+	for i, e := range l.events {
+		out[i] = e.Type.String()
+		if e.Type == bulkhead.CallRejected {
+			out[i] += "(" + e.Reason.String() + ")"
+		}
+	}
+	return out
+}
+
+// outcomes records the order in which acquisitions complete.
+type outcomes struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *outcomes) watch(label string, a *bulkhead.Acquisition) {
+	a.OnDone(func(err error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if err != nil {
+			o.seen = append(o.seen, label+":"+err.Error())
+			return
+		}
+		o.seen = append(o.seen, label)
+	})
+}
+
+func (o *outcomes) list() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.seen...)
+}
