@@ -1,0 +1,107 @@
+package flowable
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+)
+
+type publisherFunc[T any] func(s Subscriber[T])
+
+func (f publisherFunc[T]) Subscribe(s Subscriber[T]) {
+	if s == nil {
+		panic("flowable: Subscribe called with a nil Subscriber (rule 1.9)")
+	}
+	f(s)
+}
+
+// Just returns a Publisher that emits vs in order, as requested, then
+// completes. Each subscription replays all of vs.
+func Just[T any](vs ...T) Publisher[T] { return FromSlice(vs) }
+
+// FromSlice returns a Publisher that emits the elements of items in order,
+// as requested, then completes. Elements are emitted on the goroutine that
+// calls Request. items is not copied: do not modify it while subscribed.
+func FromSlice[T any](items []T) Publisher[T] {
+	return pullPublisher[T]{n: len(items), at: func(i int) T { return items[i] }}
+}
+
+// Range returns a Publisher that emits the count integers start,
+// start+1, ..., start+count-1 as requested, then completes. It panics if
+// count is negative or the last value overflows int.
+func Range(start, count int) Publisher[int] {
+	if count < 0 {
+		panic(fmt.Sprintf("flowable: Range: count must be >= 0, got %d", count))
+	}
+	if count > 0 && start > math.MaxInt-(count-1) {
+		panic(fmt.Sprintf("flowable: Range(%d, %d): last value overflows int", start, count))
+	}
+	return pullPublisher[int]{n: count, at: func(i int) int { return start + i }}
+}
+
+// Empty returns a Publisher that completes at once, without demand.
+func Empty[T any]() Publisher[T] {
+	return publisherFunc[T](func(s Subscriber[T]) {
+		s.OnSubscribe(doneSubscription{})
+		s.OnComplete()
+	})
+}
+
+// Error returns a Publisher that signals err at once, without demand. It
+// panics if err is nil.
+func Error[T any](err error) Publisher[T] {
+	if err == nil {
+		panic("flowable: Error called with a nil error")
+	}
+	return publisherFunc[T](func(s Subscriber[T]) {
+		s.OnSubscribe(doneSubscription{})
+		s.OnError(err)
+	})
+}
+
+// Never returns a Publisher that never signals anything after OnSubscribe
+// (except OnError for a Request(n <= 0), rule 3.9).
+func Never[T any]() Publisher[T] {
+	return publisherFunc[T](func(s Subscriber[T]) {
+		s.OnSubscribe(&neverSubscription[T]{down: s})
+	})
+}
+
+// Defer returns a Publisher that calls factory for each subscription and
+// subscribes to the Publisher it returns. If factory returns nil, the
+// subscriber gets OnSubscribe then OnError naming the problem.
+func Defer[T any](factory func() Publisher[T]) Publisher[T] {
+	if factory == nil {
+		panic("flowable: Defer called with a nil factory")
+	}
+	return publisherFunc[T](func(s Subscriber[T]) {
+		p := factory()
+		if p == nil {
+			Error[T](errDeferNil).Subscribe(s)
+			return
+		}
+		p.Subscribe(s)
+	})
+}
+
+var errDeferNil = fmt.Errorf("flowable: Defer: factory returned a nil Publisher")
+
+// doneSubscription is the Subscription of a publisher that has terminated:
+// every call is a no-op (rule 3.6).
+type doneSubscription struct{}
+
+func (doneSubscription) Request(int64) {}
+func (doneSubscription) Cancel()       {}
+
+type neverSubscription[T any] struct {
+	down Subscriber[T]
+	done atomic.Bool
+}
+
+func (s *neverSubscription[T]) Request(n int64) {
+	if n <= 0 && s.done.CompareAndSwap(false, true) {
+		s.down.OnError(badErr(n - 1))
+	}
+}
+
+func (s *neverSubscription[T]) Cancel() { s.done.Store(true) }
