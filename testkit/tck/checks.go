@@ -1,0 +1,495 @@
+package tck
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"weak"
+)
+
+// check1_1 requests nothing, then 1, 2 and 3 elements one request at a
+// time, and a second subscriber requests 2 from OnSubscribe; the probe
+// flags any OnNext beyond demand.
+func check1_1[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	rec, p, ok := start(t, r, f, nil)
+	if ok {
+		settle()
+		for _, n := range []int64{1, 2, 3} {
+			p.Request(n)
+			settle()
+		}
+	}
+	finish(p)
+	requireNoViolations(r, rec, "no demand, then Request(1), Request(2), Request(3)")
+
+	rec, p, ok = start(t, r, f, func(p *probe[T]) {
+		p.onSubscribe = func(p *probe[T]) { p.Request(2) }
+	})
+	if ok {
+		settle()
+	}
+	finish(p)
+	requireNoViolations(r, rec, "Request(2) from OnSubscribe")
+	return ""
+}
+
+// check1_3 hammers each subscription with Request(1) from several
+// goroutines at once (a grant or an emission on another goroutine races
+// them), while the probe yields inside every signal so that overlapping
+// signals are likely to be seen.
+func check1_3[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	const requesters, perRequester = 4, 8
+	for i := range o.iterations() {
+		rec, p, ok := start(t, r, f, func(p *probe[T]) { p.widen = true })
+		if ok {
+			var wg sync.WaitGroup
+			for range requesters {
+				wg.Go(func() {
+					for range perRequester {
+						p.Request(1)
+					}
+				})
+			}
+			wg.Wait()
+			settle()
+		}
+		finish(p)
+		if !requireNoViolations(r, rec, fmt.Sprintf("iteration %d: Request(1) from %d goroutines at once", i, requesters)) {
+			break
+		}
+	}
+	return ""
+}
+
+// check1_4 requests everything from a failing publisher: it must deliver
+// its elements, then OnError.
+func check1_4[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	if o.Terminal != Fails && o.Terminal != FailsAtOnce {
+		return fmt.Sprintf("the publisher does not fail (Options.Terminal is %v)", o.Terminal)
+	}
+	rec, p, ok := start(t, r, f, func(p *probe[T]) {
+		p.onSubscribe = func(p *probe[T]) { p.Request(math.MaxInt64) }
+	})
+	if ok {
+		settle()
+		s := rec.snapshot()
+		want := o.expected(o.Elements)
+		switch {
+		case len(s.errs) != 1 || s.completes != 0:
+			r.Errorf("%s: with unbounded demand the publisher signalled %d OnError and %d OnComplete, want exactly one OnError; signals: %s", Rule1_4, len(s.errs), s.completes, s.log)
+		case !matchesErr(o, s.errs[0]):
+			r.Errorf("%s: OnError(%v) does not match Options.ErrorIs (%v); signals: %s", Rule1_4, s.errs[0], o.ErrorIs, s.log)
+		case s.nexts != want:
+			r.Errorf("%s: %d element(s) before OnError, want %d; signals: %s", Rule1_4, s.nexts, want, s.log)
+		}
+	}
+	finish(p)
+	requireNoViolations(r, rec, "unbounded demand")
+	return ""
+}
+
+// check1_5 requests everything from a finite publisher: it must deliver
+// its elements, then OnComplete.
+func check1_5[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	if o.Terminal != Completes {
+		return fmt.Sprintf("the publisher does not complete (Options.Terminal is %v)", o.Terminal)
+	}
+	rec, p, ok := start(t, r, f, func(p *probe[T]) {
+		p.onSubscribe = func(p *probe[T]) { p.Request(math.MaxInt64) }
+	})
+	if ok {
+		settle()
+		s := rec.snapshot()
+		if s.completes != 1 || len(s.errs) != 0 || s.nexts != o.Elements {
+			r.Errorf("%s: with unbounded demand the publisher signalled %d element(s), %d OnComplete, %d OnError; want %d, 1, 0; signals: %s",
+				Rule1_5, s.nexts, s.completes, len(s.errs), o.Elements, s.log)
+		}
+	}
+	finish(p)
+	requireNoViolations(r, rec, "unbounded demand")
+	return ""
+}
+
+// check1_7 drives the publisher to a terminal signal (its own, and the
+// OnError of a Request(0)), then requests and cancels: nothing may follow.
+func check1_7[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	poke := func(p *probe[T]) {
+		p.Request(1)
+		p.Request(0)
+		p.Request(-1)
+		p.Request(math.MaxInt64)
+		p.Cancel()
+		settle()
+	}
+	if o.terminates() {
+		rec, p, ok := start(t, r, f, func(p *probe[T]) {
+			p.onSubscribe = func(p *probe[T]) { p.Request(math.MaxInt64) }
+		})
+		if ok {
+			settle()
+			if s := rec.snapshot(); !s.terminated() {
+				r.Errorf("%s: with unbounded demand the publisher did not terminate (Options.Terminal is %v); signals: %s", Rule1_7, o.Terminal, s.log)
+			}
+			poke(p)
+		}
+		finish(p)
+		requireNoViolations(r, rec, "Request and Cancel after the publisher's own terminal signal")
+	}
+	rec, p, ok := start(t, r, f, nil)
+	if ok {
+		settle()
+		if !rec.snapshot().terminated() {
+			p.Request(0) // rule 3.9 makes it terminate
+			settle()
+		}
+		if rec.snapshot().terminated() {
+			poke(p)
+		}
+	}
+	finish(p)
+	requireNoViolations(r, rec, "Request and Cancel after the OnError of Request(0)")
+	return ""
+}
+
+// check1_9 subscribes without demand: OnSubscribe must come first, once;
+// a rejecting publisher must signal OnSubscribe then OnError, nothing else.
+func check1_9[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	rec, p, ok := start(t, r, f, nil)
+	if ok {
+		settle()
+		s := rec.snapshot()
+		if s.subscribed != 1 {
+			r.Errorf("%s: OnSubscribe was called %d time(s), want 1; signals: %s", Rule1_9, s.subscribed, s.log)
+		}
+		if o.Terminal == FailsAtOnce {
+			switch {
+			case len(s.errs) != 1 || s.nexts != 0 || s.completes != 0:
+				r.Errorf("%s: a rejection must be OnSubscribe then OnError, nothing else; signals: %s", Rule1_9, s.log)
+			case !matchesErr(o, s.errs[0]):
+				r.Errorf("%s: the rejection OnError(%v) does not match Options.ErrorIs (%v)", Rule1_9, s.errs[0], o.ErrorIs)
+			}
+		}
+	}
+	finish(p)
+	requireNoViolations(r, rec, "subscribed without demand")
+	return ""
+}
+
+// check2_13 calls Subscribe(nil), which must panic with a message naming
+// the rule (1.9 or 2.13), and checks that no nil ever reaches a subscriber.
+func check2_13[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	pub := f(t)
+	if pub == nil {
+		r.Errorf("tck: the factory returned a nil Publisher")
+		return ""
+	}
+	msg, panicked := func() (msg string, panicked bool) {
+		defer func() {
+			if v := recover(); v != nil {
+				msg, panicked = fmt.Sprint(v), true
+			}
+		}()
+		pub.Subscribe(nil)
+		return "", false
+	}()
+	switch {
+	case !panicked:
+		r.Errorf("%s: Subscribe(nil) returned normally; want a panic naming the rule", Rule2_13)
+	case !strings.Contains(msg, "1.9") && !strings.Contains(msg, "2.13"):
+		r.Errorf("%s: Subscribe(nil) panicked with %q, which names neither rule 1.9 nor rule 2.13", Rule2_13, msg)
+	}
+	settle()
+	rec, p, ok := start(t, r, f, func(p *probe[T]) {
+		p.onSubscribe = func(p *probe[T]) { p.Request(math.MaxInt64) }
+	})
+	if ok {
+		settle()
+	}
+	finish(p)
+	requireNoViolations(r, rec, "unbounded demand (no nil Subscription or error may be signalled)")
+	return ""
+}
+
+// check3_3 requests one element from OnSubscribe, then one more from each
+// OnNext: a publisher that answers by calling OnNext from within OnNext
+// recurses without bound.
+func check3_3[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	if o.Terminal == FailsAtOnce || (o.Elements != Infinite && o.Elements < 2) {
+		return "the publisher emits fewer than 2 elements, so Request from OnNext cannot recurse into OnNext"
+	}
+	const upTo = 64
+	rec, p, ok := start(t, r, f, func(p *probe[T]) {
+		p.onSubscribe = func(p *probe[T]) { p.Request(1) }
+		p.onNext = func(p *probe[T], n int64) {
+			if n < upTo {
+				p.Request(1)
+			} else {
+				p.Cancel()
+			}
+		}
+	})
+	if ok {
+		settle()
+	}
+	finish(p)
+	requireNoViolations(r, rec, "Request(1) from OnSubscribe and from each OnNext")
+	return ""
+}
+
+// check3_6 cancels, then requests (positive and non-positive n) right away
+// and again once the publisher has settled: no signal may follow, in
+// particular no OnError for Request(0).
+func check3_6[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	rec, p, ok := start(t, r, f, nil)
+	if ok {
+		settle()
+		p.Request(1)
+		settle()
+		before := rec.snapshot()
+		p.Cancel()
+		p.Request(0)
+		p.Request(1)
+		settle()
+		s1 := rec.snapshot()
+		for _, err := range s1.errs[len(before.errs):] {
+			if isRule39Error(err) {
+				r.Errorf("%s: Request(0) after Cancel signalled OnError(%v); signals: %s", Rule3_6, err, s1.log)
+			}
+		}
+		p.Request(1)
+		p.Request(math.MaxInt64)
+		p.Request(0)
+		p.Request(-1)
+		settle()
+		if s2 := rec.snapshot(); s2.signals() != s1.signals() {
+			r.Errorf("%s: Request after Cancel caused %d more signal(s); signals: %s", Rule3_6, s2.signals()-s1.signals(), s2.log)
+		}
+	}
+	finish(p)
+	requireNoViolations(r, rec, "Request after Cancel")
+	return ""
+}
+
+// check3_7 cancels, then cancels again, sequentially and from two
+// goroutines at once: no panic, no signal (a bulkhead would panic on a
+// second release of the permit).
+func check3_7[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	rec, p, ok := start(t, r, f, nil)
+	if ok {
+		settle()
+		p.Request(1)
+		settle()
+		cancel := func(which string) {
+			defer func() {
+				if v := recover(); v != nil {
+					r.Errorf("%s: %s Cancel panicked: %v", Rule3_7, which, v)
+				}
+			}()
+			p.Cancel()
+		}
+		cancel("the first")
+		settle()
+		s1 := rec.snapshot()
+		cancel("a second")
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { cancel("a concurrent") })
+		}
+		wg.Wait()
+		settle()
+		if s2 := rec.snapshot(); s2.signals() != s1.signals() {
+			r.Errorf("%s: Cancel after Cancel caused %d more signal(s); signals: %s", Rule3_7, s2.signals()-s1.signals(), s2.log)
+		}
+	}
+	finish(p)
+	requireNoViolations(r, rec, "Cancel after Cancel")
+	return ""
+}
+
+// check3_8 requests 1, 2, then 3 elements and checks that each request is
+// honoured in full (up to Options.Elements).
+func check3_8[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	if o.Terminal == FailsAtOnce || o.Elements == 0 {
+		return "the publisher emits no element"
+	}
+	rec, p, ok := start(t, r, f, nil)
+	if ok {
+		settle()
+		var total int64
+		for _, n := range []int64{1, 2, 3} {
+			p.Request(n)
+			total += n
+			settle()
+			s := rec.snapshot()
+			if want := o.expected(total); s.nexts != want {
+				r.Errorf("%s: after requests totalling %d, %d element(s) delivered, want %d; signals: %s", Rule3_8, total, s.nexts, want, s.log)
+				break
+			}
+		}
+	}
+	finish(p)
+	requireNoViolations(r, rec, "Request(1), Request(2), Request(3)")
+	return ""
+}
+
+// check3_9 requests 0, -1 and math.MinInt64 (a subscription each), and 0
+// after a positive request: each must end in OnError citing rule 3.9.
+func check3_9[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	for i, n := range []int64{0, -1, math.MinInt64} {
+		rec, p, ok := start(t, r, f, nil)
+		if !ok {
+			finish(p)
+			return ""
+		}
+		settle()
+		if rec.snapshot().terminated() {
+			finish(p)
+			return "the publisher terminates before any request"
+		}
+		if i == 0 { // first with outstanding demand, then without
+			p.Request(1)
+			settle()
+			if rec.snapshot().terminated() {
+				finish(p)
+				rec, p, _ = start(t, r, f, nil)
+				settle()
+			}
+		}
+		before := rec.snapshot()
+		p.Request(n)
+		settle()
+		s := rec.snapshot()
+		errs := s.errs[len(before.errs):]
+		switch {
+		case len(errs) != 1:
+			r.Errorf("%s: Request(%d) led to %d OnError, want 1; signals: %s", Rule3_9, n, len(errs), s.log)
+		case !isRule39Error(errs[0]):
+			r.Errorf("%s: Request(%d) led to OnError(%v), which neither matches flowable.ErrNonPositiveRequest nor cites rule 3.9", Rule3_9, n, errs[0])
+		}
+		finish(p)
+		requireNoViolations(r, rec, fmt.Sprintf("Request(%d)", n))
+	}
+	return ""
+}
+
+// check3_13 cancels a subscription (without demand, and after one element
+// was requested), lets go of the subscriber and collects garbage: the
+// subscriber must be gone, although the publisher is still alive.
+func check3_13[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	for _, demand := range []int64{0, 1} {
+		wp, rec, pub, ok := subscribeAndCancel(t, r, f, demand)
+		if !ok {
+			return ""
+		}
+		settle()
+		runtime.GC()
+		runtime.GC()
+		if wp.Value() != nil {
+			r.Errorf("%s: after Request(%d), Cancel and two garbage collections the subscriber is still reachable: the publisher, or a goroutine, timer or queue it uses, keeps a reference; signals: %s",
+				Rule3_13, demand, rec.snapshot().log)
+		}
+		requireNoViolations(r, rec, fmt.Sprintf("Request(%d) then Cancel", demand))
+		runtime.KeepAlive(pub)
+	}
+	return ""
+}
+
+// subscribeAndCancel subscribes a probe, requests demand, cancels and
+// returns a weak pointer to the probe: no strong reference to it survives
+// the call but those the publisher keeps.
+//
+//go:noinline
+func subscribeAndCancel[T any](t *testing.T, r reporter, f Factory[T], demand int64) (weak.Pointer[probe[T]], *record, any, bool) {
+	rec := &record{}
+	p := newProbe[T](rec)
+	pub := f(t)
+	if pub == nil {
+		r.Errorf("tck: the factory returned a nil Publisher")
+		return weak.Pointer[probe[T]]{}, rec, nil, false
+	}
+	if !subscribe(r, pub, p) {
+		return weak.Pointer[probe[T]]{}, rec, pub, false
+	}
+	settle()
+	if demand > 0 {
+		p.Request(demand)
+		settle()
+	}
+	p.Cancel()
+	return weak.Make(p), rec, pub, true
+}
+
+// check3_17 makes the demand overflow (math.MaxInt64 twice, from
+// OnSubscribe and later) and sends thousands of Request(1): no error, and
+// every element is delivered.
+func check3_17[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
+	r.Helper()
+	scenarios := []struct {
+		name string
+		sub  func(p *probe[T])
+		next func(p *probe[T], n int64)
+		then func(p *probe[T])
+	}{
+		{"Request(MaxInt64) from OnSubscribe and again from the first OnNext", func(p *probe[T]) { p.Request(math.MaxInt64) },
+			func(p *probe[T], n int64) {
+				if n == 1 {
+					p.Request(math.MaxInt64)
+				}
+			}, nil},
+		{"Request(MaxInt64) twice from OnSubscribe", func(p *probe[T]) {
+			p.Request(math.MaxInt64)
+			p.Request(math.MaxInt64)
+		}, nil, nil},
+		{"Request(1), then Request(MaxInt64-1) and Request(MaxInt64)", func(p *probe[T]) { p.Request(1) }, nil, func(p *probe[T]) {
+			p.Request(math.MaxInt64 - 1)
+			p.Request(math.MaxInt64)
+		}},
+		{"3000 calls of Request(1)", nil, nil, func(p *probe[T]) {
+			for range 3000 {
+				p.Request(1)
+			}
+		}},
+	}
+	for _, sc := range scenarios {
+		rec, p, ok := start(t, r, f, func(p *probe[T]) { p.onSubscribe, p.onNext = sc.sub, sc.next })
+		if ok {
+			settle()
+			if sc.then != nil {
+				sc.then(p)
+				settle()
+			}
+			s := rec.snapshot()
+			for _, err := range s.errs {
+				if o.Terminal == Completes || o.Terminal == Endless || isRule39Error(err) {
+					r.Errorf("%s: %s: OnError(%v); signals: %s", Rule3_17, sc.name, err, s.log)
+				}
+			}
+			total := int64(3000)
+			if sc.then == nil || sc.sub != nil {
+				total = math.MaxInt64
+			}
+			if want := o.expected(total); o.Elements != Infinite && s.nexts != want {
+				r.Errorf("%s: %s: %d element(s) delivered, want %d; signals: %s", Rule3_17, sc.name, s.nexts, want, s.log)
+			}
+		}
+		finish(p)
+		requireNoViolations(r, rec, sc.name)
+	}
+	return ""
+}
