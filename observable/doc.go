@@ -1,0 +1,62 @@
+// Package observable puts a bulkhead around an rxgo Observable: every
+// observation of the returned Observable runs the source only while it holds
+// a permit of the bulkhead.
+//
+// Building the pipeline takes no permit. Each Observe (each subscription)
+// asks for its own permit without blocking the caller: Observe returns its
+// channel at once, even when the bulkhead is full. When the permit is
+// granted the source is observed and its items are forwarded; when the call
+// is rejected the channel receives one error item, a *bulkhead.FullError
+// (errors.Is(err, bulkhead.ErrBulkheadFull)), and closes, and the source is
+// never observed.
+//
+// # Walking away holds the permit
+//
+// rxgo gives an operator no signal when a consumer stops reading a channel.
+// A consumer that walks away without draining the channel and without
+// cancelling the context it passed with rxgo.WithContext leaves the
+// subscription blocked on its next send, and that subscription keeps its
+// permit for ever. Every consumer must either drain the channel until it
+// closes or cancel its context. Operators that stop early, such as Take or
+// First, do not cancel anything upstream: give them a context and cancel it
+// once done. In tests, testkit.CheckPermits reports such a leak.
+//
+// # The permit is given back when
+//
+//   - the source closes its channel or emits an error item (OnComplete; an
+//     error item is the last item forwarded, as with rxgo's default
+//     StopOnError strategy);
+//   - the consumer's context ends while the source runs (OnComplete if the
+//     source had emitted an item, ReleasePermission otherwise), and the
+//     source's context is cancelled;
+//   - the consumer's context ends while the acquisition waits: the
+//     acquisition is withdrawn and no permit is taken.
+//
+// Cancellation in rxgo is a request: the permit comes back when the
+// subscription cancels the source's context, and a source that does not
+// watch its context may run a little longer on its own goroutine.
+//
+// # Options, Retry and BackOffRetry
+//
+// rxgo options pass through: WithBufferedChannel sizes the channel Observe
+// returns, and WithContext (given to Bulkhead, to Observe, or to a
+// downstream operator, which propagates it upstream) is the consumer's
+// context. Retry and BackOffRetry re-observe their source after an error
+// item, so a pipeline such as
+//
+//	observable.Bulkhead(b, src).Retry(3, func(err error) bool {
+//		return errors.Is(err, bulkhead.ErrBulkheadFull)
+//	})
+//
+// asks for a new permit on each attempt. Note that rxgo's Retry and
+// BackOffRetry observe their source as soon as they are called, not when
+// their result is observed: with them, the permit is requested when the
+// pipeline is built.
+//
+// # Cost
+//
+// rxgo starts one goroutine per observation of a deferred Observable; this
+// package runs each subscription, including the wait for its permit, on that
+// goroutine and adds none. A subscription waiting for a permit therefore
+// costs that goroutine plus the bulkhead's queue record.
+package observable

@@ -1,0 +1,114 @@
+package observable_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/reactivex/rxgo/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/rxpermit/rxtest"
+	"github.com/rxbulkhead/bulkhead/observable"
+)
+
+// The grant (a release on another goroutine) and the consumer's cancel race
+// for a queued subscription, thousands of times on real goroutines: whoever
+// wins, the permit comes back exactly once (an over-release panics in the
+// Semaphore) and nothing stays queued.
+func TestGrantRacingCancelNeverLeaksAPermit(t *testing.T) {
+	b, _ := rxtest.Partner(t, 1, time.Hour)
+	obs := observable.Bulkhead(b, rxgo.Just(1)())
+	for i := range 3000 {
+		require.True(t, b.TryAcquirePermission())
+		ctx, cancel := context.WithCancel(t.Context())
+		ch := obs.Observe(rxgo.WithContext(ctx))
+		// Let the subscription queue most of the time, not always.
+		for j := 0; i%4 != 0 && j < 100 && b.Metrics().QueuedCalls == 0; j++ {
+			runtime.Gosched()
+		}
+		var wg sync.WaitGroup
+		wg.Go(b.ReleasePermission)
+		wg.Go(cancel)
+		items := rxtest.Drain(ch) // closes only after the permit's fate is settled
+		wg.Wait()
+		for _, it := range items {
+			require.Equal(t, 1, it.V)
+		}
+		m := b.Metrics()
+		require.Zero(t, m.InFlightCalls, "iteration %d", i)
+		require.Zero(t, m.QueuedCalls, "iteration %d", i)
+	}
+}
+
+// Many subscribers, some cancelling while pending, some while running, some
+// draining, some timing out, through a 2-permit bulkhead: all permits come
+// back and the limit is never exceeded.
+func TestHammerManySubscribersKeepTheLimitAndReturnEveryPermit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sem, _ := rxtest.Partner(t, 2, 50*time.Millisecond)
+		b := &counting{Bulkhead: sem}
+		var peak atomic.Int64
+		src := rxgo.Defer([]rxgo.Producer{func(ctx context.Context, next chan<- rxgo.Item) {
+			// Sources observed minus permits given back: the sources
+			// running under a permit. The release is counted before the
+			// Semaphore can grant the permit to the next subscription.
+			active := b.started.Add(1) - b.released.Load()
+			for p := peak.Load(); active > p && !peak.CompareAndSwap(p, active); p = peak.Load() {
+			}
+			for i := range 3 {
+				select {
+				case <-time.After(time.Millisecond):
+				case <-ctx.Done():
+					return
+				}
+				if !rxgo.Of(i).SendContext(ctx, next) {
+					return
+				}
+			}
+		}})
+		obs := observable.Bulkhead(b, src)
+		var wg sync.WaitGroup
+		for i := range 400 {
+			r := rand.New(rand.NewPCG(uint64(i), 1))
+			wg.Go(func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				ch := obs.Observe(rxgo.WithContext(ctx))
+				switch r.IntN(3) {
+				case 0: // cancel after a random virtual delay
+					time.AfterFunc(time.Duration(r.IntN(5000))*time.Microsecond, cancel)
+					rxtest.Drain(ch)
+				case 1: // take one item then walk away properly
+					<-ch
+					cancel()
+					rxtest.Drain(ch)
+				default:
+					rxtest.Drain(ch)
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		assert.LessOrEqual(t, peak.Load(), int64(2))
+		assert.Positive(t, peak.Load())
+		assert.Equal(t, b.started.Load(), b.released.Load())
+	})
+}
+
+// counting is a Bulkhead that counts the permits given back, before giving
+// them back.
+type counting struct {
+	bulkhead.Bulkhead
+	started, released atomic.Int64
+}
+
+func (c *counting) ReleasePermission() { c.released.Add(1); c.Bulkhead.ReleasePermission() }
+func (c *counting) OnComplete()        { c.released.Add(1); c.Bulkhead.OnComplete() }
