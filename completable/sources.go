@@ -1,0 +1,66 @@
+package completable
+
+import "context"
+
+// FromFunc returns a Completable that runs f on a new goroutine for each
+// subscription and signals OnComplete when f returns nil, OnError with its
+// error otherwise. Subscribe never blocks.
+//
+// f's context ends when the subscription is disposed; f should then return
+// promptly (its result is dropped). If the observer disposes inside
+// OnSubscribe, f does not run. f runs on a goroutine of its own so that
+// Dispose can reach it from the subscribing goroutine, and so that a
+// Bulkhead that grants a permit on the goroutine of another call's release
+// never runs f there. FromFunc panics if f is nil.
+func FromFunc(f func(ctx context.Context) error) Completable {
+	if f == nil {
+		panic("completable: FromFunc called with a nil func")
+	}
+	return funcCompletable{f}
+}
+
+type funcCompletable struct {
+	f func(ctx context.Context) error
+}
+
+func (c funcCompletable) Subscribe(o Observer) {
+	if o == nil {
+		panic(nilObserver)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &subscription{cancel: cancel}
+	o.OnSubscribe(s)
+	if s.IsDisposed() {
+		return // disposed inside OnSubscribe (Dispose cancelled ctx)
+	}
+	go func() {
+		defer cancel()
+		s.finish(o, c.f(ctx))
+	}()
+}
+
+// Complete returns a Completable that signals OnComplete at once, on the
+// subscribing goroutine, unless the observer disposes inside OnSubscribe.
+func Complete() Completable { return done{} }
+
+// Error returns a Completable that signals OnError(err) at once, on the
+// subscribing goroutine, unless the observer disposes inside OnSubscribe.
+// It panics if err is nil.
+func Error(err error) Completable {
+	if err == nil {
+		panic("completable: Error called with a nil error")
+	}
+	return done{err}
+}
+
+// done is the Completable of Complete (err == nil) and Error.
+type done struct{ err error }
+
+func (c done) Subscribe(o Observer) {
+	if o == nil {
+		panic(nilObserver)
+	}
+	s := &subscription{}
+	o.OnSubscribe(s)
+	s.finish(o, c.err)
+}
