@@ -1,0 +1,58 @@
+package otel_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/rxbulkhead/bulkhead"
+	bulkheadotel "github.com/rxbulkhead/bulkhead/contrib/otel"
+)
+
+// Start observes every bulkhead of a registry; here a manual reader stands
+// in for an exporter.
+func ExampleStart() {
+	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	walmart, _ := registry.Bulkhead("walmart")
+
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer provider.Shutdown(context.Background())
+
+	instruments, err := bulkheadotel.Start(registry, bulkheadotel.WithMeterProvider(provider))
+	if err != nil {
+		panic(err)
+	}
+	defer instruments.Close()
+
+	walmart.TryAcquirePermission()
+	defer walmart.OnComplete()
+
+	var rm metricdata.ResourceMetrics
+	_ = reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if g, ok := m.Data.(metricdata.Gauge[int64]); ok {
+			fmt.Println(m.Name, g.DataPoints[0].Value)
+		}
+	}
+	// Output:
+	// bulkhead.available_concurrent_calls 19
+	// bulkhead.max_allowed_concurrent_calls 20
+	// bulkhead.queued_calls 0
+	// bulkhead.max_queued_calls 0
+}
+
+// In a service, Start uses the global meter provider that the service set
+// up with its exporter (OTLP, Prometheus, ...).
+func Example_globalProvider() {
+	registry := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+
+	instruments, err := bulkheadotel.Start(registry)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer instruments.Close()
+}

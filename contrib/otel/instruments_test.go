@@ -1,0 +1,258 @@
+package otel_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
+
+	"github.com/rxbulkhead/bulkhead"
+	bulkheadotel "github.com/rxbulkhead/bulkhead/contrib/otel"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newRegistry(t *testing.T, defaults bulkhead.Config) *bulkhead.Registry {
+	t.Helper()
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := bulkhead.NewRegistry(defaults, bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
+	testkit.CheckRegistry(t, r)
+	return r
+}
+
+func mustBulkhead(t *testing.T, r *bulkhead.Registry, name string) *bulkhead.Semaphore {
+	t.Helper()
+	s, err := r.Bulkhead(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// start wires Instruments to a manual reader and returns a func that
+// collects and flattens every data point to "instrument{attrs}" -> value.
+// The func reports problems with t.Errorf, so any goroutine may call it.
+func start(t *testing.T, r *bulkhead.Registry) (*bulkheadotel.Instruments, func() map[string]int64) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	in, err := bulkheadotel.Start(r, bulkheadotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close() })
+	return in, func() map[string]int64 {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Errorf("Collect: %v", err)
+		}
+		out := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			if sm.Scope.Name != bulkheadotel.ScopeName {
+				t.Errorf("scope %q, want %q", sm.Scope.Name, bulkheadotel.ScopeName)
+			}
+			for _, m := range sm.Metrics {
+				if m.Unit != "{call}" {
+					t.Errorf("%s has unit %q, want {call}", m.Name, m.Unit)
+				}
+				var points []metricdata.DataPoint[int64]
+				switch d := m.Data.(type) {
+				case metricdata.Gauge[int64]:
+					points = d.DataPoints
+				case metricdata.Sum[int64]:
+					if !d.IsMonotonic || d.Temporality != metricdata.CumulativeTemporality {
+						t.Errorf("%s is not a cumulative monotonic sum", m.Name)
+					}
+					points = d.DataPoints
+				default:
+					t.Errorf("%s has data %T", m.Name, m.Data)
+				}
+				for _, p := range points {
+					out[m.Name+"{"+attrs(p.Attributes)+"}"] = p.Value
+				}
+			}
+		}
+		return out
+	}
+}
+
+func attrs(s attribute.Set) string {
+	var parts []string
+	for _, kv := range s.ToSlice() {
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// points renders the expected data points of one bulkhead.
+func points(name string, available, maxAllowed, queued, maxQueued, permitted, rejected, finished, cancelled int64) map[string]int64 {
+	n := "name=" + name
+	return map[string]int64{
+		"bulkhead.available_concurrent_calls{" + n + "}":   available,
+		"bulkhead.max_allowed_concurrent_calls{" + n + "}": maxAllowed,
+		"bulkhead.queued_calls{" + n + "}":                 queued,
+		"bulkhead.max_queued_calls{" + n + "}":             maxQueued,
+		"bulkhead.calls{kind=permitted," + n + "}":         permitted,
+		"bulkhead.calls{kind=rejected," + n + "}":          rejected,
+		"bulkhead.calls{kind=finished," + n + "}":          finished,
+		"bulkhead.calls{kind=cancelled," + n + "}":         cancelled,
+	}
+}
+
+func union(ms ...map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+func check(t *testing.T, got, want map[string]int64) {
+	t.Helper()
+	if !maps.Equal(got, want) {
+		t.Fatalf("data points:\n got %v\nwant %v", sorted(got), sorted(want))
+	}
+}
+
+func sorted(m map[string]int64) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "\n  %s %d", k, m[k])
+	}
+	return b.String()
+}
+
+func TestInstrumentsReportGaugesAndCountEveryKind(t *testing.T) {
+	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1})
+	s := mustBulkhead(t, r, "walmart")
+	_, collect := start(t, r)
+
+	s.TryAcquirePermission()
+	s.TryAcquirePermission()
+	queued := s.AcquirePermissionAsync()
+	s.AcquirePermissionAsync() // rejected: queue full
+	check(t, collect(), points("walmart", 0, 2, 1, 1, 2, 1, 0, 0))
+
+	queued.Cancel()
+	s.OnComplete()
+	s.ReleasePermission()
+	check(t, collect(), points("walmart", 2, 2, 0, 1, 2, 1, 1, 1))
+}
+
+func TestInstrumentsPickUpBulkheadsCreatedLaterAndForgetRemovedOnes(t *testing.T) {
+	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	_, collect := start(t, r)
+	check(t, collect(), map[string]int64{})
+
+	late := mustBulkhead(t, r, "late")
+	late.TryAcquirePermission() // before the first collection that sees it: not counted
+	late.OnComplete()
+	check(t, collect(), points("late", 1, 1, 0, 0, 0, 0, 0, 0))
+	late.TryAcquirePermission()
+	late.TryAcquirePermission()
+	late.OnComplete()
+	other := mustBulkhead(t, r, "other")
+	check(t, collect(), union(points("late", 1, 1, 0, 0, 1, 1, 1, 0), points("other", 1, 1, 0, 0, 0, 0, 0, 0)))
+
+	r.Remove("late")
+	other.TryAcquirePermission()
+	other.OnComplete()
+	late.TryAcquirePermission() // not observed any more
+	late.OnComplete()
+	check(t, collect(), points("other", 1, 1, 0, 0, 1, 0, 1, 0))
+}
+
+func TestCloseStopsReporting(t *testing.T) {
+	r := newRegistry(t, bulkhead.DefaultConfig())
+	s := mustBulkhead(t, r, "p")
+	in, collect := start(t, r)
+	check(t, collect(), points("p", 25, 25, 0, 0, 0, 0, 0, 0))
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	s.TryAcquirePermission()
+	s.OnComplete()
+	check(t, collect(), map[string]int64{})
+}
+
+func TestStartPanicsOnNilRegistry(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Start(nil) did not panic")
+		}
+	}()
+	_, _ = bulkheadotel.Start(nil)
+}
+
+// TestConcurrentCollectionsCountEveryEvent races collections, registry
+// churn and traffic: every event of a bulkhead observed before the traffic
+// must be counted exactly once.
+func TestConcurrentCollectionsCountEveryEvent(t *testing.T) {
+	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 2})
+	s := mustBulkhead(t, r, "steady")
+	_, collect := start(t, r)
+
+	const workers, iterations = 4, 2000
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var permitted, rejected int64
+	for range workers {
+		wg.Go(func() {
+			var p, rj int64
+			for range iterations {
+				if s.TryAcquirePermission() {
+					p++
+					s.OnComplete()
+				} else {
+					rj++
+				}
+			}
+			mu.Lock()
+			permitted += p
+			rejected += rj
+			mu.Unlock()
+		})
+	}
+	wg.Go(func() {
+		for i := range 200 {
+			name := fmt.Sprintf("churn-%d", i%5)
+			if b, err := r.Bulkhead(name); err == nil && b.TryAcquirePermission() {
+				b.OnComplete()
+			}
+			if i%3 == 0 {
+				r.Remove(name)
+			}
+		}
+	})
+	wg.Go(func() {
+		for range 50 {
+			collect()
+		}
+	})
+	wg.Wait()
+
+	got := collect()
+	if permitted+rejected != workers*iterations {
+		t.Fatalf("workers saw %d outcomes, want %d", permitted+rejected, workers*iterations)
+	}
+	for kind, want := range map[string]int64{"permitted": permitted, "finished": permitted, "rejected": rejected, "cancelled": 0} {
+		if v := got["bulkhead.calls{kind="+kind+",name=steady}"]; v != want {
+			t.Errorf("%s = %d, want %d", kind, v, want)
+		}
+	}
+}

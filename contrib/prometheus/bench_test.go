@@ -1,0 +1,51 @@
+package prometheus_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rxbulkhead/bulkhead"
+	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
+)
+
+// BenchmarkCollect500 measures one scrape of a 500-partner registry.
+func BenchmarkCollect500(b *testing.B) {
+	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	for i := range 500 {
+		if _, err := r.Bulkhead(fmt.Sprintf("partner-%03d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := bulkheadprom.NewCollector(r)
+	defer c.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTryAcquireOnComplete measures what the collector's listener adds
+// to the hot path of a bulkhead (two events per iteration).
+func BenchmarkTryAcquireOnComplete(b *testing.B) {
+	for _, withCollector := range []bool{false, true} {
+		b.Run(fmt.Sprintf("collector=%v", withCollector), func(b *testing.B) {
+			r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1 << 20})
+			s, _ := r.Bulkhead("p")
+			if withCollector {
+				c := bulkheadprom.NewCollector(r)
+				defer c.Close()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				s.TryAcquirePermission()
+				s.OnComplete()
+			}
+		})
+	}
+}

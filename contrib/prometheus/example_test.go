@@ -1,0 +1,56 @@
+package prometheus_test
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rxbulkhead/bulkhead"
+	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
+)
+
+// The collector reports every bulkhead of the registry.
+func ExampleNewCollector() {
+	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20, MaxQueuedCalls: 100})
+	walmart, _ := registry.Bulkhead("walmart")
+
+	collector := bulkheadprom.NewCollector(registry)
+	defer collector.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector)
+
+	walmart.TryAcquirePermission() // one call in flight
+
+	families, _ := reg.Gather()
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			var labels string
+			for _, l := range m.GetLabel() {
+				labels += fmt.Sprintf(" %s=%s", l.GetName(), l.GetValue())
+			}
+			value := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			fmt.Printf("%s%s %v\n", mf.GetName(), labels, value)
+		}
+	}
+	walmart.OnComplete()
+	// Output:
+	// bulkhead_available_concurrent_calls name=walmart 19
+	// bulkhead_calls_total kind=cancelled name=walmart 0
+	// bulkhead_calls_total kind=finished name=walmart 0
+	// bulkhead_calls_total kind=permitted name=walmart 1
+	// bulkhead_calls_total kind=rejected name=walmart 0
+	// bulkhead_max_allowed_concurrent_calls name=walmart 20
+	// bulkhead_max_queued_calls name=walmart 100
+	// bulkhead_queued_calls name=walmart 0
+}
+
+// Serving the metrics of a registry of partner bulkheads on /metrics.
+func Example_handler() {
+	registry := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+
+	prometheus.MustRegister(bulkheadprom.NewCollector(registry))
+	http.Handle("/metrics", promhttp.Handler())
+	// http.ListenAndServe(":9090", nil)
+}

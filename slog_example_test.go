@@ -1,0 +1,47 @@
+package bulkhead_test
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// Rejections are logged as warnings with the bulkhead's name and the reason.
+func ExampleEventLogger() {
+	// A text handler without the time, so that the output is stable.
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+
+	bh, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1})
+	remove := bh.OnEvent(bulkhead.EventLogger{Logger: logger}.Log)
+	defer remove()
+
+	bh.TryAcquirePermission() // permitted: not logged
+	bh.TryAcquirePermission() // rejected
+	bh.OnComplete()           // finished: not logged
+	// Output:
+	// level=WARN msg="bulkhead call rejected" bulkhead=walmart reason="no wait"
+}
+
+// Logging the rejections of every bulkhead of a registry. Bulkheads created
+// later need their own OnEvent call.
+func ExampleEventLogger_registry() {
+	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	for _, name := range []string{"walmart", "carrefour"} {
+		if _, err := registry.Bulkhead(name); err != nil {
+			panic(err)
+		}
+	}
+
+	logEvent := bulkhead.EventLogger{Logger: slog.Default()}.Log
+	for _, bh := range registry.All() {
+		bh.OnEvent(logEvent)
+	}
+}
