@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // newSemaphore builds a Semaphore or fails the test, and checks at cleanup
@@ -15,11 +16,7 @@ func newSemaphore(t testing.TB, name string, cfg bulkhead.Config, opts ...bulkhe
 	if err != nil {
 		t.Fatalf("New(%q, %+v): %v", name, cfg, err)
 	}
-	t.Cleanup(func() {
-		if m := s.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
-			t.Errorf("bulkhead %q leaked: %d permits held, %d calls queued", name, m.InFlightCalls, m.QueuedCalls)
-		}
-	})
+	testkit.CheckPermits(t, s)
 	return s
 }
 

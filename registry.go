@@ -16,6 +16,14 @@ type Registry struct {
 	mu        sync.Mutex
 	configs   map[string]Config
 	bulkheads map[string]*Semaphore
+	listeners []*registryListener
+}
+
+// registryListener is one Registry.OnEvent registration: the func and its
+// subscription on every bulkhead, guarded by Registry.mu.
+type registryListener struct {
+	f    func(Event)
+	subs map[*Semaphore]func()
 }
 
 // RegistryOption configures a Registry.
@@ -75,12 +83,74 @@ func (r *Registry) BulkheadWithConfig(name, configName string) (*Semaphore, erro
 	if !ok {
 		return nil, fmt.Errorf("bulkhead %q: unknown config %q (known: %s)", name, configName, strings.Join(r.configNamesLocked(), ", "))
 	}
+	return r.createLocked(name, cfg)
+}
+
+// createLocked creates and registers a bulkhead, subscribing the registry's
+// listeners before anyone else can see it, so they miss none of its events.
+func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
 	s, err := New(name, cfg, r.opts...)
 	if err != nil {
 		return nil, err
 	}
+	for _, l := range r.listeners {
+		l.subs[s] = s.OnEvent(l.f)
+	}
 	r.bulkheads[name] = s
 	return s, nil
+}
+
+// Configure returns the bulkhead named name with configuration cfg: it
+// creates it with cfg if it does not exist, and otherwise applies cfg with
+// ChangeConfig. Nobody can observe a new bulkhead with another
+// configuration first. It fails with a *ConfigError if cfg is invalid, and
+// then changes nothing.
+func (r *Registry) Configure(name string, cfg Config) (*Semaphore, error) {
+	r.mu.Lock()
+	s, ok := r.bulkheads[name]
+	if !ok {
+		defer r.mu.Unlock()
+		return r.createLocked(name, cfg)
+	}
+	r.mu.Unlock()
+	if s.Config() == cfg {
+		return s, nil
+	}
+	if err := s.ChangeConfig(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OnEvent registers f on every bulkhead of the registry, present and future
+// (a bulkhead created later is subscribed before it is returned to anyone),
+// and returns a func that unregisters it everywhere (idempotent). Removing a
+// bulkhead from the registry unsubscribes f from it. f runs as described at
+// Semaphore.OnEvent. OnEvent panics if f is nil.
+func (r *Registry) OnEvent(f func(Event)) (remove func()) {
+	if f == nil {
+		panic("bulkhead: Registry.OnEvent called with a nil listener")
+	}
+	l := &registryListener{f: f, subs: map[*Semaphore]func(){}}
+	r.mu.Lock()
+	for _, s := range r.bulkheads {
+		l.subs[s] = s.OnEvent(f)
+	}
+	r.listeners = append(r.listeners, l)
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			r.listeners = slices.DeleteFunc(r.listeners, func(x *registryListener) bool { return x == l })
+			subs := l.subs
+			l.subs = nil
+			r.mu.Unlock()
+			for _, unsubscribe := range subs {
+				unsubscribe()
+			}
+		})
+	}
 }
 
 // AddConfig adds or replaces a named configuration after validating it.
@@ -117,13 +187,23 @@ func (r *Registry) All() []*Semaphore {
 }
 
 // Remove forgets the bulkhead named name and reports whether it existed.
-// Holders of the removed *Semaphore may go on using it.
+// Holders of the removed *Semaphore may go on using it; the registry's
+// listeners (OnEvent) no longer receive its events.
 func (r *Registry) Remove(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.bulkheads[name]
+	s, ok := r.bulkheads[name]
+	if !ok {
+		return false
+	}
 	delete(r.bulkheads, name)
-	return ok
+	for _, l := range r.listeners {
+		if unsubscribe, ok := l.subs[s]; ok {
+			delete(l.subs, s)
+			unsubscribe()
+		}
+	}
+	return true
 }
 
 func (r *Registry) configNamesLocked() []string {

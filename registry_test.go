@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestRegistryReturnsSameBulkheadPerName(t *testing.T) {
@@ -67,14 +68,61 @@ func TestRegistryAllIsSortedAndRemoveForgets(t *testing.T) {
 }
 
 func TestRegistryPassesBulkheadOptions(t *testing.T) {
-	clock := &countingClock{}
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
 	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour},
 		bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
 	s, err := r.Bulkhead("walmart")
 	require.NoError(t, err)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
-	assert.Equal(t, 1, clock.armed(), "the registry's bulkhead uses the injected clock")
+	assert.Equal(t, 1, clock.PendingTimers(), "the registry's bulkhead uses the injected clock")
 	require.True(t, a.Cancel())
 	s.ReleasePermission()
+}
+
+func TestRegistryOnEventCoversPresentAndFutureBulkheads(t *testing.T) {
+	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	early, err := r.Bulkhead("early")
+	require.NoError(t, err)
+	var got []string
+	remove := r.OnEvent(func(e bulkhead.Event) { got = append(got, e.Name+":"+e.Type.String()) })
+	late, err := r.Bulkhead("late")
+	require.NoError(t, err)
+
+	early.TryAcquirePermission()
+	late.TryAcquirePermission() // the very first event of a new bulkhead is seen
+	assert.Equal(t, []string{"early:permitted", "late:permitted"}, got)
+
+	require.True(t, r.Remove("early"))
+	early.OnComplete()
+	late.OnComplete()
+	assert.Equal(t, []string{"early:permitted", "late:permitted", "late:finished"}, got, "removed bulkheads are unsubscribed")
+
+	remove()
+	remove()
+	late.TryAcquirePermission()
+	late.OnComplete()
+	assert.Len(t, got, 3, "unregistered everywhere")
+	assert.PanicsWithValue(t, "bulkhead: Registry.OnEvent called with a nil listener", func() { r.OnEvent(nil) })
+}
+
+func TestRegistryConfigureCreatesOrChanges(t *testing.T) {
+	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	cfg := bulkhead.Config{MaxConcurrentCalls: 7, MaxWaitDuration: time.Second}
+	s, err := r.Configure("walmart", cfg)
+	require.NoError(t, err)
+	assert.Equal(t, cfg, s.Config(), "created with cfg, never with the defaults")
+
+	again, err := r.Configure("walmart", bulkhead.Config{MaxConcurrentCalls: 3})
+	require.NoError(t, err)
+	assert.Same(t, s, again)
+	assert.Equal(t, 3, s.Config().MaxConcurrentCalls)
+
+	_, err = r.Configure("walmart", bulkhead.Config{})
+	require.ErrorIs(t, err, bulkhead.ErrInvalidConfig)
+	assert.Equal(t, 3, s.Config().MaxConcurrentCalls, "unchanged on error")
+	_, err = r.Configure("tesco", bulkhead.Config{})
+	require.ErrorIs(t, err, bulkhead.ErrInvalidConfig)
+	_, ok := r.Find("tesco")
+	assert.False(t, ok)
 }

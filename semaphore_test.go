@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestNewRejectsInvalidInput(t *testing.T) {
@@ -335,20 +336,20 @@ func TestExpiryRacingGrantDecidesOnce(t *testing.T) {
 }
 
 func TestAtMostOneTimerArmedForManyWaiters(t *testing.T) {
-	clock := &countingClock{}
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
 	s := newSemaphore(t, "timers", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute}, bulkhead.WithClock(clock))
 	require.True(t, s.TryAcquirePermission())
 	waiters := make([]*bulkhead.Acquisition, 1000)
 	for i := range waiters {
 		waiters[i] = s.AcquirePermissionAsync()
 	}
-	assert.Equal(t, 1, clock.armed(), "timers armed for 1000 waiters")
+	assert.Equal(t, 1, clock.PendingTimers(), "timers armed for 1000 waiters")
 	for _, w := range waiters[:999] {
 		require.True(t, w.Cancel())
 	}
-	assert.LessOrEqual(t, clock.armed(), 1)
+	assert.LessOrEqual(t, clock.PendingTimers(), 1)
 	require.True(t, waiters[999].Cancel())
-	assert.Zero(t, clock.armed(), "timer stopped once nobody waits")
+	assert.Zero(t, clock.PendingTimers(), "timer stopped once nobody waits")
 	s.ReleasePermission()
 }
 
@@ -647,4 +648,22 @@ func TestFullErrorMatchesErrBulkheadFull(t *testing.T) {
 	}
 	assert.True(t, strings.HasPrefix(bulkhead.EventType(9).String(), "EventType("))
 	assert.Equal(t, "LIFO", bulkhead.LIFO.String())
+}
+
+func TestWaitTimeoutOnVirtualClock(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	s := newSemaphore(t, "virtual", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(clock))
+	log := recordEvents(t, s)
+	require.True(t, s.TryAcquirePermission())
+	a := s.AcquirePermissionAsync()
+	clock.Advance(49 * time.Millisecond)
+	require.ErrorIs(t, a.Err(), bulkhead.ErrPending)
+	clock.Advance(time.Millisecond) // the timer fires on this goroutine
+	var fe *bulkhead.FullError
+	require.ErrorAs(t, a.Err(), &fe)
+	assert.Equal(t, bulkhead.WaitTimeout, fe.Reason)
+	assert.Zero(t, clock.PendingTimers())
+	s.ReleasePermission()
+	assert.Equal(t, []string{"permitted", "rejected(wait timeout)"}, log.types())
+	assert.Equal(t, time.Unix(0, 0).Add(50*time.Millisecond), log.events[1].Time)
 }
