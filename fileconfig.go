@@ -654,17 +654,15 @@ func NewRegistryFromConfig(rc RegistryConfig, opts ...RegistryOption) (*Registry
 // Apply reloads a configuration into a live registry. It resolves rc first
 // and, if that fails, returns the error and changes nothing. Otherwise it
 // adds or replaces every config of rc (the one named "default" becomes the
-// configuration of bulkheads created later by Bulkhead), applies
-// Semaphore.ChangeConfig to every instance of rc that exists and creates the
-// others.
+// configuration of bulkheads created later by Bulkhead) and applies every
+// instance of rc with Registry.Configure: an existing bulkhead changes with
+// Semaphore.ChangeConfig, a missing one is created with its configuration,
+// so no caller ever sees it with another one.
 //
 // Bulkheads that rc does not list as instances keep their configuration,
 // and none is removed. Each bulkhead changes atomically, with
 // ChangeConfig's guarantees (growth grants waiters at once, shrinking
-// blocks nobody), but not all of them at the same instant. An instance
-// created by Apply is created with the default configuration and changed
-// right after, so a caller that obtains it concurrently may see that
-// configuration for an instant.
+// blocks nobody), but not all of them at the same instant.
 //
 // Waiters granted because a bulkhead grew have their OnDone callbacks run
 // on the goroutine calling Apply, as with ChangeConfig. Concurrent Apply
@@ -678,6 +676,10 @@ func (r *Registry) Apply(rc RegistryConfig) error {
 	return r.applyResolved(res)
 }
 
+// applyResolved adds the configs of res, then configures its instances in
+// name order. res has been validated by Resolve, so the errors below are
+// only a safety net; a config is validated again by AddConfig and an
+// instance by Configure, each before anything of it changes.
 func (r *Registry) applyResolved(res ResolvedConfig) error {
 	for _, name := range slices.Sorted(maps.Keys(res.Configs)) {
 		if err := r.AddConfig(name, res.Configs[name]); err != nil {
@@ -685,15 +687,8 @@ func (r *Registry) applyResolved(res ResolvedConfig) error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(res.Instances)) {
-		cfg := res.Instances[name]
-		s, err := r.Bulkhead(name)
-		if err != nil {
+		if _, err := r.Configure(name, res.Instances[name]); err != nil {
 			return err
-		}
-		if s.Config() != cfg {
-			if err := s.ChangeConfig(cfg); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

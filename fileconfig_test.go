@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -462,6 +463,46 @@ func TestApplyKeepsUnlistedBulkheadsAndUpdatesDefault(t *testing.T) {
 	if s, _ := r.Bulkhead("later"); s.Config().MaxConcurrentCalls != 7 {
 		t.Errorf("a bulkhead created after Apply has %+v, want the new default", s.Config())
 	}
+}
+
+// TestApplyCreatesInstancesWithTheirConfigAtOnce races a reader with reloads
+// that each create an instance whose config is not the default: whenever the
+// reader finds the new instance, it must already have its own config.
+func TestApplyCreatesInstancesWithTheirConfigAtOnce(t *testing.T) {
+	r, err := bulkhead.NewRegistryFromConfig(decodeJSON(t, `{"configs": {"default": {"maxConcurrentCalls": 1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckRegistry(t, r)
+	const reloads = 300
+	var next atomic.Int64 // index of the instance the next reload creates
+	done := make(chan struct{})
+	var reader sync.WaitGroup
+	reader.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			name := fmt.Sprintf("n-%d", next.Load())
+			if s, ok := r.Find(name); ok {
+				if got := s.Config().MaxConcurrentCalls; got != 7 {
+					t.Errorf("%s seen with %d permits, want its own 7", name, got)
+					return
+				}
+			}
+		}
+	})
+	for i := range reloads {
+		rc := decodeJSON(t, fmt.Sprintf(`{"configs": {"default": {"maxConcurrentCalls": 1}}, "instances": {"n-%d": {"maxConcurrentCalls": 7}}}`, i))
+		if err := r.Apply(rc); err != nil {
+			t.Fatal(err)
+		}
+		next.Add(1)
+	}
+	close(done)
+	reader.Wait()
 }
 
 // TestApplyUnderTrafficLeaksNoPermit reloads two alternating files while

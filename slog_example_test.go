@@ -34,14 +34,13 @@ func ExampleEventLogger() {
 // later need their own OnEvent call.
 func ExampleEventLogger_registry() {
 	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	// Every bulkhead of the registry, present and future, logs its
+	// rejections and cancellations.
+	stop := registry.OnEvent(bulkhead.EventLogger{Logger: slog.Default()}.Log)
+	defer stop()
 	for _, name := range []string{"walmart", "carrefour"} {
 		if _, err := registry.Bulkhead(name); err != nil {
 			panic(err)
 		}
-	}
-
-	logEvent := bulkhead.EventLogger{Logger: slog.Default()}.Log
-	for _, bh := range registry.All() {
-		bh.OnEvent(logEvent)
 	}
 }

@@ -3,8 +3,11 @@ package otel
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -43,25 +46,52 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // so that a Prometheus exporter yields the same series as the
 // contrib/prometheus collector (bulkhead_calls_total for the counter).
 //
-// Gauges are read from Semaphore.Metrics at each collection, so every
-// bulkhead of the registry is reported, including those created after
-// Start. Counts come from event listeners: Start subscribes to the
-// bulkheads the registry holds, and every collection subscribes to those
-// created since, so the events of a bulkhead created after Start are
-// counted from the first collection that sees it (its counter starts at 0
-// there). A bulkhead removed from the registry is no longer observed and its
-// listener is removed.
+// Every bulkhead the registry holds at collection time is reported,
+// including those created after Start. Gauges are read from
+// Semaphore.Metrics at each collection. Counts come from a
+// bulkhead.CallCounter: a bulkhead that exists when Start is called is
+// counted from then on, and one created later from its creation, so no
+// event is lost before its first collection. A bulkhead removed from the
+// registry is no longer observed nor counted; one created again under its
+// name continues its count, which therefore never goes down (as a
+// cumulative counter must not).
 type Instruments struct {
-	t   *tracker
-	reg metric.Registration
+	registry *bulkhead.Registry
+	counter  *bulkhead.CallCounter
+	reg      metric.Registration
+	closed   atomic.Bool
 
 	available, maxAllowed, queued, maxQueued, calls metric.Int64Observable
+
+	mu    sync.Mutex           // guards attrs
+	attrs map[string]*attrSets // by bulkhead name, for the bulkheads of the last collection
 }
 
-// Start creates the instruments on the meter named ScopeName, registers
-// their callback and subscribes to the events of reg's bulkheads. It fails
-// if the meter cannot create an instrument or register the callback, and
-// panics if reg is nil. Call Close to stop.
+// attrSets are the attribute sets of one bulkhead's observations, built
+// once per bulkhead rather than at every collection.
+type attrSets struct {
+	name                                     metric.MeasurementOption
+	permitted, rejected, finished, cancelled metric.MeasurementOption
+}
+
+func newAttrSets(name string) *attrSets {
+	kind := func(t bulkhead.EventType) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name), attribute.String("kind", t.String())))
+	}
+	return &attrSets{
+		name:      metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name))),
+		permitted: kind(bulkhead.CallPermitted),
+		rejected:  kind(bulkhead.CallRejected),
+		finished:  kind(bulkhead.CallFinished),
+		cancelled: kind(bulkhead.CallCancelled),
+	}
+}
+
+// Start creates the instruments on the meter named ScopeName, starts
+// counting the events of reg's bulkheads, present and future, and registers
+// the instruments' callback. It fails, counting nothing, if the meter
+// cannot create an instrument or register the callback, and panics if reg
+// is nil. Call Close to stop.
 func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 	if reg == nil {
 		panic("bulkhead/contrib/otel: Start called with a nil *bulkhead.Registry")
@@ -75,7 +105,7 @@ func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 	}
 	meter := cfg.provider.Meter(ScopeName)
 
-	in := &Instruments{}
+	in := &Instruments{registry: reg}
 	var err error
 	gauge := func(name, desc string) metric.Int64Observable {
 		g, e := meter.Int64ObservableGauge(name, metric.WithUnit("{call}"), metric.WithDescription(desc))
@@ -87,43 +117,70 @@ func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 	in.queued = gauge("bulkhead.queued_calls", "Number of calls waiting for a permit.")
 	in.maxQueued = gauge("bulkhead.max_queued_calls", "Configured bound of the wait queue (MaxQueuedCalls); 0 means unbounded.")
 	calls, e := meter.Int64ObservableCounter("bulkhead.calls", metric.WithUnit("{call}"),
-		metric.WithDescription("Calls seen by the bulkhead since it was first observed, by kind: permitted, rejected, finished, cancelled."))
+		metric.WithDescription("Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the instruments started."))
 	in.calls = calls
 	if err = errors.Join(err, e); err != nil {
 		return nil, err
 	}
-	in.t = newTracker(reg)
+	in.counter = bulkhead.NewCallCounter(reg)
 	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls)
 	if err != nil {
-		in.t.close()
+		in.counter.Close()
 		return nil, err
 	}
 	return in, nil
 }
 
-// observe is the callback: the SDK may run it on any goroutine, also
-// concurrently; the tracker makes that safe.
+// observe is the callback. The SDK may run it on any goroutine, also
+// concurrently with itself: the counter and the registry are safe for
+// concurrent use and attrs is guarded by mu.
 func (in *Instruments) observe(_ context.Context, o metric.Observer) error {
-	for _, b := range in.t.sync() {
-		if b.c == nil {
-			continue // closed concurrently
-		}
-		m := b.s.Metrics()
-		o.ObserveInt64(in.available, int64(m.AvailableConcurrentCalls), b.c.name)
-		o.ObserveInt64(in.maxAllowed, int64(m.MaxAllowedConcurrentCalls), b.c.name)
-		o.ObserveInt64(in.queued, int64(m.QueuedCalls), b.c.name)
-		o.ObserveInt64(in.maxQueued, int64(m.MaxQueuedCalls), b.c.name)
-		for i := range kinds {
-			o.ObserveInt64(in.calls, int64(b.c.n[i].Load()), b.c.kinds[i])
-		}
+	if in.closed.Load() {
+		return nil
+	}
+	all := in.registry.All()
+	sets := in.attrSetsOf(all)
+	for i, s := range all {
+		a := sets[i]
+		m := s.Metrics()
+		o.ObserveInt64(in.available, int64(m.AvailableConcurrentCalls), a.name)
+		o.ObserveInt64(in.maxAllowed, int64(m.MaxAllowedConcurrentCalls), a.name)
+		o.ObserveInt64(in.queued, int64(m.QueuedCalls), a.name)
+		o.ObserveInt64(in.maxQueued, int64(m.MaxQueuedCalls), a.name)
+		n := in.counter.Counts(s.Name())
+		o.ObserveInt64(in.calls, int64(n.Permitted), a.permitted)
+		o.ObserveInt64(in.calls, int64(n.Rejected), a.rejected)
+		o.ObserveInt64(in.calls, int64(n.Finished), a.finished)
+		o.ObserveInt64(in.calls, int64(n.Cancelled), a.cancelled)
 	}
 	return nil
 }
 
+// attrSetsOf returns the attribute sets of bhs, reusing those of the last
+// collection, and keeps only these: the sets of removed bulkheads are
+// dropped.
+func (in *Instruments) attrSetsOf(bhs []*bulkhead.Semaphore) []*attrSets {
+	out := make([]*attrSets, len(bhs))
+	next := make(map[string]*attrSets, len(bhs))
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for i, s := range bhs {
+		a := in.attrs[s.Name()]
+		if a == nil {
+			a = newAttrSets(s.Name())
+		}
+		next[s.Name()] = a
+		out[i] = a
+	}
+	in.attrs = next
+	return out
+}
+
 // Close unregisters the callback, so the instruments report nothing more,
-// and removes the event listeners. It returns the error of unregistering.
-// Close is idempotent.
+// and stops counting events. It returns the error of unregistering. Close
+// is idempotent.
 func (in *Instruments) Close() error {
-	in.t.close()
+	in.closed.Store(true)
+	in.counter.Close()
 	return in.reg.Unregister()
 }

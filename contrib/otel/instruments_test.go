@@ -151,27 +151,43 @@ func TestInstrumentsReportGaugesAndCountEveryKind(t *testing.T) {
 	check(t, collect(), points("walmart", 2, 2, 0, 1, 2, 1, 1, 1))
 }
 
-func TestInstrumentsPickUpBulkheadsCreatedLaterAndForgetRemovedOnes(t *testing.T) {
+func TestInstrumentsCountBulkheadCreatedLaterFromItsFirstEvent(t *testing.T) {
 	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 	_, collect := start(t, r)
 	check(t, collect(), map[string]int64{})
 
 	late := mustBulkhead(t, r, "late")
-	late.TryAcquirePermission() // before the first collection that sees it: not counted
-	late.OnComplete()
-	check(t, collect(), points("late", 1, 1, 0, 0, 0, 0, 0, 0))
-	late.TryAcquirePermission()
+	late.TryAcquirePermission() // before any collection sees "late": counted all the same
 	late.TryAcquirePermission()
 	late.OnComplete()
-	other := mustBulkhead(t, r, "other")
-	check(t, collect(), union(points("late", 1, 1, 0, 0, 1, 1, 1, 0), points("other", 1, 1, 0, 0, 0, 0, 0, 0)))
+	check(t, collect(), points("late", 1, 1, 0, 0, 1, 1, 1, 0))
 
-	r.Remove("late")
+	late.TryAcquirePermission()
+	late.OnComplete()
+	mustBulkhead(t, r, "other")
+	check(t, collect(), union(points("late", 1, 1, 0, 0, 2, 1, 2, 0), points("other", 1, 1, 0, 0, 0, 0, 0, 0)))
+}
+
+func TestInstrumentsForgetRemovedBulkheadsAndContinueTheirName(t *testing.T) {
+	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	old := mustBulkhead(t, r, "p")
+	other := mustBulkhead(t, r, "other")
+	_, collect := start(t, r)
+	old.TryAcquirePermission()
+	old.OnComplete()
+
+	r.Remove("p")
 	other.TryAcquirePermission()
 	other.OnComplete()
-	late.TryAcquirePermission() // not observed any more
-	late.OnComplete()
+	old.TryAcquirePermission() // not observed any more
+	old.OnComplete()
 	check(t, collect(), points("other", 1, 1, 0, 0, 1, 0, 1, 0))
+
+	// A new bulkhead under the removed name continues its cumulative count.
+	renewed := mustBulkhead(t, r, "p")
+	renewed.TryAcquirePermission()
+	renewed.OnComplete()
+	check(t, collect(), union(points("p", 1, 1, 0, 0, 2, 0, 2, 0), points("other", 1, 1, 0, 0, 1, 0, 1, 0)))
 }
 
 func TestCloseStopsReporting(t *testing.T) {
@@ -200,19 +216,26 @@ func TestStartPanicsOnNilRegistry(t *testing.T) {
 }
 
 // TestConcurrentCollectionsCountEveryEvent races collections, registry
-// churn and traffic: every event of a bulkhead observed before the traffic
+// churn and traffic on a bulkhead that existed before Start ("steady") and
+// on one that the workers create after it ("late"): every event of both
 // must be counted exactly once.
 func TestConcurrentCollectionsCountEveryEvent(t *testing.T) {
 	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 2})
-	s := mustBulkhead(t, r, "steady")
+	mustBulkhead(t, r, "steady")
 	_, collect := start(t, r)
 
 	const workers, iterations = 4, 2000
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var permitted, rejected int64
-	for range workers {
+	permitted, rejected := map[string]int64{}, map[string]int64{}
+	for w := range workers {
 		wg.Go(func() {
+			name := []string{"steady", "late"}[w%2]
+			s, err := r.Bulkhead(name) // "late" is created here, racing
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			var p, rj int64
 			for range iterations {
 				if s.TryAcquirePermission() {
@@ -223,8 +246,8 @@ func TestConcurrentCollectionsCountEveryEvent(t *testing.T) {
 				}
 			}
 			mu.Lock()
-			permitted += p
-			rejected += rj
+			permitted[name] += p
+			rejected[name] += rj
 			mu.Unlock()
 		})
 	}
@@ -239,20 +262,24 @@ func TestConcurrentCollectionsCountEveryEvent(t *testing.T) {
 			}
 		}
 	})
-	wg.Go(func() {
-		for range 50 {
-			collect()
-		}
-	})
+	for range 2 { // collections race with each other too
+		wg.Go(func() {
+			for range 25 {
+				collect()
+			}
+		})
+	}
 	wg.Wait()
 
 	got := collect()
-	if permitted+rejected != workers*iterations {
-		t.Fatalf("workers saw %d outcomes, want %d", permitted+rejected, workers*iterations)
+	if total := permitted["steady"] + rejected["steady"] + permitted["late"] + rejected["late"]; total != workers*iterations {
+		t.Fatalf("workers saw %d outcomes, want %d", total, workers*iterations)
 	}
-	for kind, want := range map[string]int64{"permitted": permitted, "finished": permitted, "rejected": rejected, "cancelled": 0} {
-		if v := got["bulkhead.calls{kind="+kind+",name=steady}"]; v != want {
-			t.Errorf("%s = %d, want %d", kind, v, want)
+	for _, name := range []string{"steady", "late"} {
+		for kind, want := range map[string]int64{"permitted": permitted[name], "finished": permitted[name], "rejected": rejected[name], "cancelled": 0} {
+			if v := got["bulkhead.calls{kind="+kind+",name="+name+"}"]; v != want {
+				t.Errorf("%s: %s = %d, want %d", name, kind, v, want)
+			}
 		}
 	}
 }

@@ -30,7 +30,7 @@ func BenchmarkCollect500(b *testing.B) {
 	}
 }
 
-// BenchmarkTryAcquireOnComplete measures what the collector's listener adds
+// BenchmarkTryAcquireOnComplete measures what the collector's CallCounter adds
 // to the hot path of a bulkhead (two events per iteration).
 func BenchmarkTryAcquireOnComplete(b *testing.B) {
 	for _, withCollector := range []bool{false, true} {

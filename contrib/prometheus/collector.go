@@ -1,6 +1,8 @@
 package prometheus
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -16,32 +18,41 @@ import (
 //	bulkhead_calls_total{kind}             counter events, kind = permitted,
 //	                                               rejected, finished or cancelled
 //
-// Gauges are read from Semaphore.Metrics at scrape time, so every bulkhead
-// of the registry is reported, including those created after the
-// Collector. Counters come from event listeners: NewCollector subscribes to
-// the bulkheads the registry holds, and every scrape subscribes to the ones
-// created since, so the events of a bulkhead created after NewCollector are
-// counted from the first scrape that sees it (its counters start at 0
-// there). A bulkhead removed from the registry disappears from the next
-// scrape and its listener is removed.
+// Every bulkhead the registry holds at scrape time is reported, including
+// those created after the Collector. Gauges are read from
+// Semaphore.Metrics at scrape time. Counters come from a
+// bulkhead.CallCounter: a bulkhead that exists when NewCollector is called
+// is counted from then on, and one created later from its creation, so no
+// event is lost before its first scrape. A bulkhead removed from the
+// registry disappears from the next scrape and is no longer counted; one
+// created again under its name continues its counters, which therefore
+// never go down.
 //
-// A Collector is safe for concurrent use. Subscribing turns event
-// publication on for every bulkhead: each event then costs the goroutine
-// that causes it a clock read and a listener call, and the listener itself
-// is one atomic add (about 65 ns per event in BenchmarkTryAcquireOnComplete).
+// A Collector is safe for concurrent use. Counting turns event publication
+// on for every bulkhead of the registry: each event then costs the goroutine
+// that causes it a clock read and the counter's listener (a lock-free map
+// lookup by name and one atomic add); BenchmarkTryAcquireOnComplete
+// measures it.
 type Collector struct {
-	t *tracker
+	reg     *bulkhead.Registry
+	counter *bulkhead.CallCounter
+	closed  atomic.Bool
 
 	available, maxAllowed, queued, maxQueued, calls *prometheus.Desc
 }
 
-// NewCollector returns a Collector over reg and subscribes to the events
-// of the bulkheads reg holds now. Register it with a prometheus.Registerer.
-// It panics if reg is nil.
+// NewCollector returns a Collector over reg and starts counting the events
+// of its bulkheads, present and future. Register it with a
+// prometheus.Registerer; call Close when it is no longer used. It panics if
+// reg is nil.
 func NewCollector(reg *bulkhead.Registry) *Collector {
+	if reg == nil {
+		panic("bulkhead/contrib/prometheus: NewCollector called with a nil *bulkhead.Registry")
+	}
 	name := []string{"name"}
 	return &Collector{
-		t: newTracker(reg),
+		reg:     reg,
+		counter: bulkhead.NewCallCounter(reg),
 		available: prometheus.NewDesc("bulkhead_available_concurrent_calls",
 			"Number of free permits of the bulkhead.", name, nil),
 		maxAllowed: prometheus.NewDesc("bulkhead_max_allowed_concurrent_calls",
@@ -51,7 +62,7 @@ func NewCollector(reg *bulkhead.Registry) *Collector {
 		maxQueued: prometheus.NewDesc("bulkhead_max_queued_calls",
 			"Configured bound of the wait queue (MaxQueuedCalls); 0 means unbounded.", name, nil),
 		calls: prometheus.NewDesc("bulkhead_calls_total",
-			"Calls seen by the bulkhead since it was first scraped, by kind: permitted, rejected, finished, cancelled.",
+			"Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the collector was created.",
 			[]string{"name", "kind"}, nil),
 	}
 }
@@ -65,29 +76,34 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.calls
 }
 
-// Collect reports every bulkhead the registry holds, in name order, after
-// subscribing to the events of those it had not seen. After Close it
-// reports the gauges only.
+// Collect reports every bulkhead the registry holds, in name order. After
+// Close it reports the gauges only.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	for _, b := range c.t.sync() {
-		name := b.s.Name()
-		m := b.s.Metrics()
+	closed := c.closed.Load()
+	for _, s := range c.reg.All() {
+		name := s.Name()
+		m := s.Metrics()
 		ch <- prometheus.MustNewConstMetric(c.available, prometheus.GaugeValue, float64(m.AvailableConcurrentCalls), name)
 		ch <- prometheus.MustNewConstMetric(c.maxAllowed, prometheus.GaugeValue, float64(m.MaxAllowedConcurrentCalls), name)
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(m.QueuedCalls), name)
 		ch <- prometheus.MustNewConstMetric(c.maxQueued, prometheus.GaugeValue, float64(m.MaxQueuedCalls), name)
-		if b.c == nil {
+		if closed {
 			continue
 		}
-		for i, kind := range kinds {
-			ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(b.c.n[i].Load()), name, kind)
-		}
+		n := c.counter.Counts(name)
+		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Permitted), name, bulkhead.CallPermitted.String())
+		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Rejected), name, bulkhead.CallRejected.String())
+		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Finished), name, bulkhead.CallFinished.String())
+		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Cancelled), name, bulkhead.CallCancelled.String())
 	}
 }
 
-// Close removes the Collector's event listeners from every bulkhead. Call
-// it after unregistering the Collector; later scrapes report the gauges
-// only. Close is idempotent.
-func (c *Collector) Close() { c.t.close() }
+// Close stops counting events (see bulkhead.CallCounter.Close). Call it
+// after unregistering the Collector; later scrapes report the gauges only.
+// Close is idempotent.
+func (c *Collector) Close() {
+	c.closed.Store(true)
+	c.counter.Close()
+}
 
 var _ prometheus.Collector = (*Collector)(nil)

@@ -60,7 +60,7 @@ const header = `
 # TYPE bulkhead_queued_calls gauge
 # HELP bulkhead_max_queued_calls Configured bound of the wait queue (MaxQueuedCalls); 0 means unbounded.
 # TYPE bulkhead_max_queued_calls gauge
-# HELP bulkhead_calls_total Calls seen by the bulkhead since it was first scraped, by kind: permitted, rejected, finished, cancelled.
+# HELP bulkhead_calls_total Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the collector was created.
 # TYPE bulkhead_calls_total counter
 `
 
@@ -89,7 +89,7 @@ func TestCollectorReportsGaugesAndCountsEveryKind(t *testing.T) {
 	compare(t, c, exposition("walmart", 2, 2, 0, 1, 2, 1, 1, 1))
 }
 
-func TestCollectorPicksUpBulkheadsCreatedLater(t *testing.T) {
+func TestCollectorCountsBulkheadCreatedLaterFromItsFirstEvent(t *testing.T) {
 	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 	c := bulkheadprom.NewCollector(r)
 	defer c.Close()
@@ -98,17 +98,17 @@ func TestCollectorPicksUpBulkheadsCreatedLater(t *testing.T) {
 	}
 
 	late := mustBulkhead(t, r, "late")
-	late.TryAcquirePermission() // before the first scrape that sees "late": not counted
-	late.OnComplete()
-	compare(t, c, exposition("late", 1, 1, 0, 0, 0, 0, 0, 0))
-
-	late.TryAcquirePermission() // counted from now on
+	late.TryAcquirePermission() // before any scrape sees "late": counted all the same
 	late.TryAcquirePermission()
 	late.OnComplete()
 	compare(t, c, exposition("late", 1, 1, 0, 0, 1, 1, 1, 0))
+
+	late.TryAcquirePermission()
+	late.OnComplete()
+	compare(t, c, exposition("late", 1, 1, 0, 0, 2, 1, 2, 0))
 }
 
-func TestCollectorForgetsRemovedBulkheads(t *testing.T) {
+func TestCollectorForgetsRemovedBulkheadsAndContinuesTheirName(t *testing.T) {
 	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 	old := mustBulkhead(t, r, "p")
 	mustBulkhead(t, r, "q")
@@ -123,15 +123,15 @@ func TestCollectorForgetsRemovedBulkheads(t *testing.T) {
 	r.Remove("p")
 	compare(t, c, exposition("q", 1, 1, 0, 0, 0, 0, 0, 0))
 
-	// A new bulkhead under the old name starts from zero: the old one's
-	// listener is gone, so its later events are not counted either.
+	// The removed bulkhead is no longer counted; a new one under its name
+	// continues the name's counters, so the series never goes down.
 	renewed := mustBulkhead(t, r, "p")
-	compare(t, c, exposition("p", 1, 1, 0, 0, 0, 0, 0, 0)+exposition("q", 1, 1, 0, 0, 0, 0, 0, 0))
 	old.TryAcquirePermission()
 	old.OnComplete()
+	compare(t, c, exposition("p", 1, 1, 0, 0, 1, 0, 1, 0)+exposition("q", 1, 1, 0, 0, 0, 0, 0, 0))
 	renewed.TryAcquirePermission()
 	renewed.OnComplete()
-	compare(t, c, exposition("p", 1, 1, 0, 0, 1, 0, 1, 0)+exposition("q", 1, 1, 0, 0, 0, 0, 0, 0))
+	compare(t, c, exposition("p", 1, 1, 0, 0, 2, 0, 2, 0)+exposition("q", 1, 1, 0, 0, 0, 0, 0, 0))
 }
 
 func TestCloseStopsCountingAndKeepsGauges(t *testing.T) {
@@ -183,20 +183,27 @@ func TestNewCollectorPanicsOnNilRegistry(t *testing.T) {
 }
 
 // TestConcurrentScrapesCountEveryEvent hammers the collector: scrapes,
-// bulkhead creation and removal race with traffic. Every event of a bulkhead
-// that was subscribed before the traffic started must be counted exactly
-// once.
+// bulkhead creation and removal race with traffic on a bulkhead that existed
+// before the collector ("steady") and on one that the workers create after
+// it ("late"). Every event of both must be counted exactly once.
 func TestConcurrentScrapesCountEveryEvent(t *testing.T) {
 	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 2})
-	s := mustBulkhead(t, r, "steady")
+	mustBulkhead(t, r, "steady")
 	c := bulkheadprom.NewCollector(r)
 	defer c.Close()
 
 	const workers, iterations = 4, 2000
 	var wg sync.WaitGroup
-	var permitted, rejected sync.Map
+	var mu sync.Mutex
+	permitted, rejected := map[string]int{}, map[string]int{}
 	for w := range workers {
 		wg.Go(func() {
+			name := []string{"steady", "late"}[w%2]
+			s, err := r.Bulkhead(name) // "late" is created here, racing
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			var p, rj int
 			for range iterations {
 				if s.TryAcquirePermission() {
@@ -206,8 +213,10 @@ func TestConcurrentScrapesCountEveryEvent(t *testing.T) {
 					rj++
 				}
 			}
-			permitted.Store(w, p)
-			rejected.Store(w, rj)
+			mu.Lock()
+			permitted[name] += p
+			rejected[name] += rj
+			mu.Unlock()
 		})
 	}
 	wg.Go(func() {
@@ -228,32 +237,31 @@ func TestConcurrentScrapesCountEveryEvent(t *testing.T) {
 	})
 	wg.Wait()
 
-	var wantP, wantR int
-	permitted.Range(func(_, v any) bool { wantP += v.(int); return true })
-	rejected.Range(func(_, v any) bool { wantR += v.(int); return true })
-	// Compare only the steady bulkhead's series: the churned ones depend on
-	// the interleaving.
+	if total := permitted["steady"] + rejected["steady"] + permitted["late"] + rejected["late"]; total != workers*iterations {
+		t.Fatalf("workers saw %d outcomes, want %d", total, workers*iterations)
+	}
+	// Compare the counters of steady and late only: the churned bulkheads'
+	// depend on the interleaving.
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got strings.Builder
+	got := map[string]string{}
 	for _, mf := range mfs {
 		if mf.GetName() != "bulkhead_calls_total" {
 			continue
 		}
 		for _, m := range mf.Metric {
-			if m.Label[1].GetValue() == "steady" {
-				fmt.Fprintf(&got, "%s=%v ", m.Label[0].GetValue(), m.Counter.GetValue())
-			}
+			name := m.Label[1].GetValue()
+			got[name] += fmt.Sprintf("%s=%v ", m.Label[0].GetValue(), m.Counter.GetValue())
 		}
 	}
-	if wantStr := fmt.Sprintf("cancelled=0 finished=%d permitted=%d rejected=%d ", wantP, wantP, wantR); got.String() != wantStr {
-		t.Fatalf("counters %q, want %q", got.String(), wantStr)
-	}
-	if wantP+wantR != workers*iterations {
-		t.Fatalf("workers saw %d outcomes, want %d", wantP+wantR, workers*iterations)
+	for _, name := range []string{"steady", "late"} {
+		want := fmt.Sprintf("cancelled=0 finished=%d permitted=%d rejected=%d ", permitted[name], permitted[name], rejected[name])
+		if got[name] != want {
+			t.Errorf("%s: counters %q, want %q", name, got[name], want)
+		}
 	}
 }

@@ -1,0 +1,110 @@
+package bulkhead
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// CallCounts are the numbers of events a bulkhead published, by type.
+type CallCounts struct {
+	Permitted uint64 // CallPermitted events: permits granted
+	Rejected  uint64 // CallRejected events, whatever the Reason
+	Finished  uint64 // CallFinished events: permits returned by OnComplete
+	Cancelled uint64 // CallCancelled events: waiting calls withdrawn
+}
+
+// CallCounter counts the events of every bulkhead of a Registry, by
+// bulkhead name and event type. It is the event source of the metrics
+// exporters (contrib/prometheus, contrib/otel).
+//
+// It listens with Registry.OnEvent, so it counts the events of a bulkhead
+// created after NewCallCounter from the bulkhead's creation: nobody can use
+// the bulkhead before the counter is subscribed. The bulkheads that exist
+// when NewCallCounter is called are counted from then on.
+//
+// Counts are kept per name, for the life of the counter. A bulkhead removed
+// from the registry is no longer counted (Registry.Remove unsubscribes the
+// counter) and its counts stay as they were; a bulkhead created again under
+// that name continues them. So the counts of a name never go down, which is
+// what a monitoring counter needs. A counter keeps one entry (64 bytes of
+// counters, plus the map's node) per name that published an event.
+//
+// Goroutines: the counter's listener runs on whichever goroutine publishes
+// an event (see Semaphore.OnEvent) — the caller of TryAcquirePermission,
+// AcquirePermissionAsync, OnComplete or Cancel, the goroutine that delivers
+// a queued call's grant (a releaser, a ChangeConfig or Apply caller), or the
+// Clock's timer goroutine for a wait timeout — concurrently for different
+// and for the same bulkheads. Counts and Close may be called from any
+// goroutine. The listener takes no lock once a name has its entry: one
+// lock-free map lookup and one atomic add per event.
+type CallCounter struct {
+	// counts maps a bulkhead name (string) to its *callCounts. Entries
+	// are added by the first event of a name (LoadOrStore decides which
+	// of two racing first events creates it; both then add to the same
+	// entry) and never removed, so a *callCounts once loaded stays valid.
+	counts sync.Map
+	remove func() // from Registry.OnEvent; idempotent
+}
+
+// callCounts holds the counters of one name, indexed by EventType-1. They
+// are only incremented (by the publishing goroutines) and read one by one
+// (by Counts), so atomics suffice. The padding gives each name its own
+// cache line, so that busy bulkheads of different partners do not slow
+// each other down through false sharing.
+type callCounts struct {
+	n [4]atomic.Uint64
+	_ [64 - 4*8]byte
+}
+
+// NewCallCounter starts counting the events of every bulkhead of r,
+// present and future, until Close. It panics if r is nil.
+func NewCallCounter(r *Registry) *CallCounter {
+	if r == nil {
+		panic("bulkhead: NewCallCounter called with a nil *Registry")
+	}
+	c := &CallCounter{}
+	c.remove = r.OnEvent(c.count)
+	return c
+}
+
+// count is the listener: it runs on the goroutine that publishes e.
+func (c *CallCounter) count(e Event) {
+	i := uint(e.Type) - 1
+	if i >= uint(len(callCounts{}.n)) {
+		return // an event type this counter does not know
+	}
+	v, ok := c.counts.Load(e.Name)
+	if !ok {
+		v, _ = c.counts.LoadOrStore(e.Name, new(callCounts))
+	}
+	v.(*callCounts).n[i].Add(1)
+}
+
+// Counts returns the counts of the bulkhead named name; all zero if it
+// published no event since the counter started. The fields are read one
+// after the other while events may be counted, not as one snapshot.
+// Finished is read before Permitted: if the bulkhead held no permit when the
+// counter started and each call's CallPermitted is published before its
+// CallFinished (as when one goroutine acquires and completes), Counts never
+// reports more finished than permitted calls. After Close, Counts returns
+// the counts as they were then.
+func (c *CallCounter) Counts(name string) CallCounts {
+	v, ok := c.counts.Load(name)
+	if !ok {
+		return CallCounts{}
+	}
+	n := &v.(*callCounts).n
+	var out CallCounts
+	out.Finished = n[CallFinished-1].Load()
+	out.Cancelled = n[CallCancelled-1].Load()
+	out.Rejected = n[CallRejected-1].Load()
+	out.Permitted = n[CallPermitted-1].Load()
+	return out
+}
+
+// Close stops counting: it unsubscribes the counter from every bulkhead of
+// the registry, present and future. An event published after Close returns
+// (on the same goroutine, or on one synchronised with it) is not counted; an
+// event that another goroutine publishes while Close runs may be. Close is
+// idempotent.
+func (c *CallCounter) Close() { c.remove() }

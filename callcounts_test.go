@@ -1,0 +1,356 @@
+package bulkhead_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+// newCountedRegistry returns a registry on a virtual clock (waits never
+// time out unless the test advances it), checked for leaked permits at the
+// end of the test, and a CallCounter over it closed at the end.
+func newCountedRegistry(t *testing.T, defaults bulkhead.Config) (*bulkhead.Registry, *bulkhead.CallCounter) {
+	t.Helper()
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := bulkhead.NewRegistry(defaults, bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
+	testkit.CheckRegistry(t, r)
+	c := bulkhead.NewCallCounter(r)
+	t.Cleanup(c.Close)
+	return r, c
+}
+
+func mustRegistryBulkhead(t *testing.T, r *bulkhead.Registry, name string) *bulkhead.Semaphore {
+	t.Helper()
+	s, err := r.Bulkhead(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func wantCounts(t *testing.T, c *bulkhead.CallCounter, name string, want bulkhead.CallCounts) {
+	t.Helper()
+	if got := c.Counts(name); got != want {
+		t.Fatalf("Counts(%q) = %+v, want %+v", name, got, want)
+	}
+}
+
+func TestCallCounterCountsEveryEventType(t *testing.T) {
+	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1})
+	s := mustRegistryBulkhead(t, r, "walmart")
+
+	s.TryAcquirePermission()             // permitted
+	s.TryAcquirePermission()             // permitted
+	queued := s.AcquirePermissionAsync() // queued: no event yet
+	s.AcquirePermissionAsync()           // rejected: queue full
+	wantCounts(t, c, "walmart", bulkhead.CallCounts{Permitted: 2, Rejected: 1})
+
+	queued.Cancel()       // cancelled
+	s.OnComplete()        // finished
+	s.ReleasePermission() // given back unused: no event
+	wantCounts(t, c, "walmart", bulkhead.CallCounts{Permitted: 2, Rejected: 1, Finished: 1, Cancelled: 1})
+	wantCounts(t, c, "unknown", bulkhead.CallCounts{})
+}
+
+func TestCallCounterCountsBulkheadsCreatedLaterFromTheirFirstEvent(t *testing.T) {
+	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+
+	// Each way of creating a bulkhead: the very first call is counted.
+	late := mustRegistryBulkhead(t, r, "late")
+	late.TryAcquirePermission()
+	late.OnComplete()
+	if err := r.AddConfig("big", bulkhead.Config{MaxConcurrentCalls: 5}); err != nil {
+		t.Fatal(err)
+	}
+	named, err := r.BulkheadWithConfig("named", "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named.TryAcquirePermission()
+	named.OnComplete()
+	configured, err := r.Configure("configured", bulkhead.Config{MaxConcurrentCalls: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configured.TryAcquirePermission()
+	configured.TryAcquirePermission()
+	configured.OnComplete()
+
+	wantCounts(t, c, "late", bulkhead.CallCounts{Permitted: 1, Finished: 1})
+	wantCounts(t, c, "named", bulkhead.CallCounts{Permitted: 1, Finished: 1})
+	wantCounts(t, c, "configured", bulkhead.CallCounts{Permitted: 1, Rejected: 1, Finished: 1})
+}
+
+func TestCallCounterCountsExistingBulkheadsFromItsStart(t *testing.T) {
+	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	testkit.CheckRegistry(t, r)
+	s := mustRegistryBulkhead(t, r, "p")
+	s.TryAcquirePermission() // before the counter: not counted
+	c := bulkhead.NewCallCounter(r)
+	defer c.Close()
+	s.OnComplete()
+	wantCounts(t, c, "p", bulkhead.CallCounts{Finished: 1})
+}
+
+func TestCallCounterIgnoresBulkheadsOutsideItsRegistry(t *testing.T) {
+	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	mustRegistryBulkhead(t, r, "p")
+	stranger := newSemaphore(t, "p", bulkhead.Config{MaxConcurrentCalls: 1})
+	stranger.TryAcquirePermission()
+	stranger.OnComplete()
+	wantCounts(t, c, "p", bulkhead.CallCounts{})
+}
+
+func TestCallCounterCloseStopsCountingAndKeepsCounts(t *testing.T) {
+	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	other := bulkhead.NewCallCounter(r)
+	defer other.Close()
+	s := mustRegistryBulkhead(t, r, "p")
+	s.TryAcquirePermission()
+
+	c.Close()
+	c.Close() // idempotent
+	s.OnComplete()
+	later := mustRegistryBulkhead(t, r, "later")
+	later.TryAcquirePermission()
+	later.OnComplete()
+
+	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 1})
+	wantCounts(t, c, "later", bulkhead.CallCounts{})
+	// Closing one counter leaves the others counting.
+	wantCounts(t, other, "p", bulkhead.CallCounts{Permitted: 1, Finished: 1})
+	wantCounts(t, other, "later", bulkhead.CallCounts{Permitted: 1, Finished: 1})
+}
+
+func TestCallCounterStopsCountingRemovedBulkheadAndContinuesItsName(t *testing.T) {
+	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	old := mustRegistryBulkhead(t, r, "p")
+	old.TryAcquirePermission()
+	old.OnComplete()
+
+	r.Remove("p")
+	old.TryAcquirePermission() // no longer in the registry: not counted
+	old.OnComplete()
+	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 1, Finished: 1})
+
+	renewed := mustRegistryBulkhead(t, r, "p")
+	renewed.TryAcquirePermission()
+	renewed.TryAcquirePermission()
+	renewed.OnComplete()
+	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 2, Rejected: 1, Finished: 2})
+}
+
+func TestNewCallCounterPanicsOnNilRegistry(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewCallCounter(nil) did not panic")
+		}
+	}()
+	bulkhead.NewCallCounter(nil)
+}
+
+// tally is what the hammer's workers saw happen to one bulkhead.
+type tally struct{ permitted, rejected, finished, cancelled atomic.Uint64 }
+
+func (t *tally) counts() bulkhead.CallCounts {
+	return bulkhead.CallCounts{
+		Permitted: t.permitted.Load(), Rejected: t.rejected.Load(),
+		Finished: t.finished.Load(), Cancelled: t.cancelled.Load(),
+	}
+}
+
+// TestCallCounterHammerCountsEveryEventOnce races workers that create
+// bulkheads (all after the counter), acquire, queue, cancel and complete,
+// against readers of Counts. Every event must be counted exactly once under
+// its bulkhead's name, from the bulkhead's first event; while the traffic
+// runs, counts never go down and never show more finished than permitted
+// calls.
+func TestCallCounterHammerCountsEveryEventOnce(t *testing.T) {
+	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1})
+	// Many names, all hit first by every worker at once after start: the
+	// first events of a name race to create its entry.
+	var names []string
+	tallies := map[string]*tally{}
+	for i := range 64 {
+		n := fmt.Sprintf("p%02d", i)
+		names = append(names, n)
+		tallies[n] = &tally{}
+	}
+	start := make(chan struct{})
+
+	const workers, iterations = 4, 4000
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			<-start
+			for i := range iterations {
+				// Every worker on the same name for 8 iterations; the
+				// first calls race to create it.
+				name := names[(i/8)%len(names)]
+				s, err := r.Bulkhead(name)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				tl := tallies[name]
+				if i%2 == 0 {
+					if !s.TryAcquirePermission() {
+						tl.rejected.Add(1)
+						continue
+					}
+					tl.permitted.Add(1)
+					runtime.Gosched() // hold the permit a while: others queue or are rejected
+					s.OnComplete()
+					tl.finished.Add(1)
+					continue
+				}
+				a := s.AcquirePermissionAsync()
+				if errors.Is(a.Err(), bulkhead.ErrPending) && a.Cancel() {
+					tl.cancelled.Add(1)
+					continue
+				}
+				<-a.Done() // decided: granted at once, granted while we cancelled, or rejected
+				if a.Err() != nil {
+					tl.rejected.Add(1)
+					continue
+				}
+				tl.permitted.Add(1)
+				runtime.Gosched()
+				s.OnComplete()
+				tl.finished.Add(1)
+			}
+		})
+	}
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		last := map[string]bulkhead.CallCounts{}
+		for {
+			for _, n := range names {
+				got := c.Counts(n)
+				if got.Finished > got.Permitted {
+					t.Errorf("%s: %+v shows more finished than permitted calls", n, got)
+				}
+				prev := last[n]
+				if got.Permitted < prev.Permitted || got.Rejected < prev.Rejected || got.Finished < prev.Finished || got.Cancelled < prev.Cancelled {
+					t.Errorf("%s: counts went down from %+v to %+v", n, prev, got)
+				}
+				last[n] = got
+			}
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.Gosched() // two cores: leave room for the workers
+			}
+		}
+	})
+	close(start)
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+
+	var total uint64
+	for _, n := range names {
+		want := tallies[n].counts()
+		wantCounts(t, c, n, want)
+		total += want.Permitted + want.Rejected + want.Cancelled
+	}
+	if total != workers*iterations {
+		t.Fatalf("workers saw %d outcomes, want %d", total, workers*iterations)
+	}
+}
+
+// TestCallCounterRacingFirstEventsAreAllCounted releases goroutines at once
+// on the first event of fresh bulkheads, so that they race to create the
+// name's entry: no event may be lost to the race.
+func TestCallCounterRacingFirstEventsAreAllCounted(t *testing.T) {
+	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 64})
+	const rounds, racers = 300, 4
+	for round := range rounds {
+		name := fmt.Sprintf("fresh-%d", round)
+		s := mustRegistryBulkhead(t, r, name)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range racers {
+			wg.Go(func() {
+				<-start
+				s.TryAcquirePermission()
+			})
+		}
+		close(start)
+		wg.Wait()
+		wantCounts(t, c, name, bulkhead.CallCounts{Permitted: racers})
+		for range racers {
+			s.ReleasePermission()
+		}
+	}
+}
+
+// frozenClock is a Clock whose Now costs nothing, to isolate the cost of
+// listeners from that of reading the time. It sets no timers.
+type frozenClock struct{}
+
+func (frozenClock) Now() time.Time { return time.Time{} }
+func (frozenClock) AfterFunc(time.Duration, func()) bulkhead.Timer {
+	panic("frozenClock: no timers")
+}
+
+// BenchmarkCallCounter measures what counting adds to TryAcquirePermission +
+// OnComplete (two events per iteration) on one of 500 bulkheads: no
+// listener at all, a CallCounter, and, as the floor a per-bulkhead hook
+// could reach, a closure subscribed to the bulkhead directly that adds to
+// its own atomic counter. With clock=real each event also reads the time;
+// clock=frozen leaves the listener's own cost.
+func BenchmarkCallCounter(b *testing.B) {
+	clocks := map[string]bulkhead.Clock{"real": nil, "frozen": frozenClock{}}
+	for _, clock := range []string{"real", "frozen"} {
+		for _, mode := range []string{"none", "CallCounter", "closure"} {
+			b.Run("clock="+clock+"/listener="+mode, func(b *testing.B) {
+				var opts []bulkhead.RegistryOption
+				if c := clocks[clock]; c != nil {
+					opts = append(opts, bulkhead.WithBulkheadOptions(bulkhead.WithClock(c)))
+				}
+				r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1 << 20}, opts...)
+				for i := range 500 {
+					if _, err := r.Bulkhead(fmt.Sprintf("partner-%03d", i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s, _ := r.Find("partner-250")
+				switch mode {
+				case "CallCounter":
+					c := bulkhead.NewCallCounter(r)
+					defer c.Close()
+				case "closure":
+					var n atomic.Uint64
+					defer s.OnEvent(func(bulkhead.Event) { n.Add(1) })()
+				}
+				b.Run("serial", func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						s.TryAcquirePermission()
+						s.OnComplete()
+					}
+				})
+				b.Run("parallel", func(b *testing.B) {
+					b.ReportAllocs()
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							if s.TryAcquirePermission() {
+								s.OnComplete()
+							}
+						}
+					})
+				})
+			})
+		}
+	}
+}
