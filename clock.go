@@ -2,11 +2,12 @@ package bulkhead
 
 import "time"
 
-// Clock is the source of time of a Semaphore: Now stamps events and queue
-// deadlines, AfterFunc bounds waits.
+// Clock is the source of time of a Semaphore or a Pool: Now stamps events
+// and queue deadlines, AfterFunc bounds waits (and retires idle Pool
+// workers).
 //
-// A Semaphore calls Now and AfterFunc while holding its internal lock, so an
-// implementation must not call back into the Semaphore from them, and
+// Both call Now and AfterFunc while holding their internal lock, so an
+// implementation must not call back into them from Now or AfterFunc, and
 // AfterFunc must not run f before it returns (run it later, on any goroutine).
 type Clock interface {
 	Now() time.Time
@@ -27,7 +28,7 @@ func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
-// Option configures a Semaphore at construction.
+// Option configures a Semaphore (New) or a Pool (NewPool) at construction.
 type Option interface{ apply(*options) }
 
 type options struct {
@@ -38,9 +39,9 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithClock makes the Semaphore read time from c. The default is the real
-// clock, which testing/synctest virtualises inside a bubble. A nil c makes New
-// fail.
+// WithClock makes the Semaphore or Pool read time from c. The default is the
+// real clock, which testing/synctest virtualises inside a bubble. A nil c
+// makes New and NewPool fail.
 func WithClock(c Clock) Option {
 	return optionFunc(func(o *options) { o.clock = c })
 }

@@ -9,9 +9,11 @@ import (
 // error is always a *FullError that says which bulkhead and why.
 var ErrBulkheadFull = errors.New("bulkhead is full")
 
-// ErrCancelled is the outcome of an Acquisition withdrawn by Cancel before a
-// permit was granted. A withdrawn acquisition is not a rejection.
-var ErrCancelled = errors.New("bulkhead: permit acquisition cancelled")
+// ErrCancelled is the outcome of a call withdrawn while it waited: an
+// Acquisition cancelled before a permit was granted, or a Pool task whose
+// context ended (or that was cancelled) before a worker started it. A
+// withdrawn call is not a rejection.
+var ErrCancelled = errors.New("bulkhead: cancelled while waiting")
 
 // ErrPending is what Acquisition.Err returns while the outcome is unknown.
 var ErrPending = errors.New("bulkhead: permit acquisition pending")

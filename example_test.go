@@ -104,7 +104,7 @@ func ExampleAcquisition_Cancel() {
 	}
 	fmt.Println(waiter.Err(), bh.Metrics().QueuedCalls)
 	bh.ReleasePermission()
-	// Output: bulkhead: permit acquisition cancelled 0
+	// Output: bulkhead: cancelled while waiting 0
 }
 
 func ExampleNewRegistry() {

@@ -1,0 +1,54 @@
+package completable
+
+import (
+	"context"
+
+	bulkhead "github.com/rxbulkhead/bulkhead"
+)
+
+// FromPool returns a Completable that runs fn on p once per subscription
+// and signals OnComplete when fn returns nil, OnError with its error
+// otherwise. A blocking fn blocks a worker of p, never the subscriber:
+// Subscribe returns at once and starts no goroutine of its own.
+//
+// Subscribe calls OnSubscribe first, then submits fn (bulkhead.Submit). A
+// full pool signals OnError(*bulkhead.FullError) (QueueFull), a closed pool
+// OnError(bulkhead.ErrPoolClosed), a panic in fn OnError(*bulkhead.PanicError).
+// Dispose withdraws a queued task (fn never runs) or cancels the context of
+// a running one; no signal follows. If the observer disposes inside
+// OnSubscribe, nothing is submitted. The terminal signal runs on the pool's
+// worker, or on the subscribing goroutine when the pool rejects the task at
+// once. FromPool panics if p or fn is nil.
+func FromPool(p *bulkhead.Pool, fn func(ctx context.Context) error) Completable {
+	if p == nil {
+		panic("completable: FromPool called with a nil *bulkhead.Pool")
+	}
+	if fn == nil {
+		panic("completable: FromPool called with a nil func")
+	}
+	return poolCompletable{p: p, fn: fn}
+}
+
+type poolCompletable struct {
+	p  *bulkhead.Pool
+	fn func(ctx context.Context) error
+}
+
+func (c poolCompletable) Subscribe(o Observer) {
+	if o == nil {
+		panic(nilObserver)
+	}
+	// Dispose cancels ctx: Submit then withdraws the queued task, or the
+	// running task sees its context end.
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &subscription{cancel: cancel}
+	o.OnSubscribe(s)
+	if s.IsDisposed() {
+		return // disposed inside OnSubscribe (Dispose cancelled ctx)
+	}
+	f := bulkhead.Submit(c.p, ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, c.fn(ctx) })
+	f.OnDone(func(_ struct{}, err error) {
+		cancel()
+		s.finish(o, err) // the CAS in finish decides against Dispose
+	})
+}

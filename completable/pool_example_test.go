@@ -1,0 +1,22 @@
+package completable_test
+
+import (
+	"context"
+	"fmt"
+
+	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/completable"
+)
+
+func ExampleFromPool() {
+	sftp, _ := bulkhead.NewPool("sftp", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 8})
+	defer sftp.Close(context.Background())
+
+	// upload blocks in a file transfer library: it runs on the pool's workers.
+	upload := func(context.Context) error { fmt.Println("uploading invoice.edi"); return nil }
+	err := completable.Await(context.Background(), completable.FromPool(sftp, upload))
+	fmt.Println("uploaded:", err)
+	// Output:
+	// uploading invoice.edi
+	// uploaded: <nil>
+}

@@ -1,0 +1,213 @@
+package bulkhead_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// legacyQuote stands for a blocking client that ignores contexts (a SOAP
+// library, a file transfer): the reason to use a Pool rather than a Semaphore.
+func legacyQuote(sku string) (float64, error) { return float64(len(sku)) * 1.5, nil }
+
+func ExampleNewPool() {
+	p, err := bulkhead.NewPool("legacy-soap", bulkhead.PoolConfig{
+		MaxWorkers:    4,  // what the SOAP endpoint can take at once
+		CoreWorkers:   1,  // kept while idle
+		QueueCapacity: 16, // beyond this, fail fast
+		KeepAlive:     30 * time.Second,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(context.Background())
+
+	f := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (float64, error) {
+		return legacyQuote("ABC-123")
+	})
+	price, err := f.Get(context.Background())
+	fmt.Println(price, err)
+
+	_, err = bulkhead.NewPool("bad", bulkhead.PoolConfig{MaxWorkers: 2, CoreWorkers: 5})
+	fmt.Println(err)
+	// Output:
+	// 10.5 <nil>
+	// bulkhead "bad": invalid config: CoreWorkers must be <= MaxWorkers (2), got 5
+}
+
+func ExampleSubmit() {
+	p, _ := bulkhead.NewPool("sftp", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+	defer p.Close(context.Background())
+
+	release := make(chan struct{})
+	transfer := func(name string) func(context.Context) (string, error) {
+		return func(context.Context) (string, error) {
+			<-release // a blocking transfer
+			return name + " sent", nil
+		}
+	}
+	running := bulkhead.Submit(p, context.Background(), transfer("a.edi"))
+	queued := bulkhead.Submit(p, context.Background(), transfer("b.edi"))
+	rejected := bulkhead.Submit(p, context.Background(), transfer("c.edi"))
+
+	// Rejection is immediate: the caller never blocks.
+	fmt.Println(rejected.Err())
+	fmt.Println(errors.Is(rejected.Err(), bulkhead.ErrBulkheadFull))
+
+	close(release)
+	for _, f := range []*bulkhead.Future[string]{running, queued} {
+		fmt.Println(f.Get(context.Background()))
+	}
+	// Output:
+	// bulkhead 'sftp' is full and does not permit further calls (queue full)
+	// true
+	// a.edi sent <nil>
+	// b.edi sent <nil>
+}
+
+func ExampleFuture_OnDone() {
+	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 2})
+	defer p.Close(context.Background())
+
+	done := make(chan struct{})
+	f := bulkhead.Submit(p, context.Background(), func(context.Context) (float64, error) {
+		return legacyQuote("XYZ")
+	})
+	// Runs on the worker once the quote is there, or at once if it already is.
+	f.OnDone(func(price float64, err error) {
+		fmt.Println("quote:", price, err)
+		close(done)
+	})
+	<-done
+	// Output:
+	// quote: 4.5 <nil>
+}
+
+func ExampleFuture_Cancel() {
+	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+	defer p.Close(context.Background())
+
+	started, release := make(chan struct{}), make(chan struct{})
+	busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 1, nil
+	})
+	<-started
+	queued := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 2, nil })
+
+	fmt.Println(queued.Cancel(), queued.Err(), queued.Ran())
+	close(release)
+	fmt.Println(busy.Get(context.Background()))
+	// Output:
+	// true bulkhead: cancelled while waiting false
+	// 1 <nil>
+}
+
+func ExampleFuture_Get() {
+	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+	defer p.Close(context.Background())
+
+	started, release := make(chan struct{}), make(chan struct{})
+	busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 1, nil
+	})
+	<-started
+
+	// The submission context bounds the wait in the queue: when it ends,
+	// the task is withdrawn without running.
+	ctx, cancel := context.WithCancel(context.Background())
+	queued := bulkhead.Submit(p, ctx, func(context.Context) (int, error) { return 2, nil })
+	cancel()
+	_, err := queued.Get(context.Background())
+	fmt.Println(errors.Is(err, bulkhead.ErrCancelled), errors.Is(err, context.Canceled), queued.Ran())
+
+	close(release)
+	fmt.Println(busy.Get(context.Background()))
+	// Output:
+	// true true false
+	// 1 <nil>
+}
+
+func ExamplePool_Close() {
+	p, _ := bulkhead.NewPool("sftp", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+
+	started := make(chan struct{})
+	stuck := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (string, error) {
+		close(started)
+		<-ctx.Done() // a transfer that honours its context
+		return "", context.Cause(ctx)
+	})
+	<-started
+	queued := bulkhead.Submit(p, context.Background(), func(context.Context) (string, error) { return "sent", nil })
+
+	// Close drains until its context ends, then cancels what is left. Here
+	// the context has already ended: cancel at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	fmt.Println("close:", p.Close(ctx))
+	fmt.Println("queued:", errors.Is(queued.Err(), bulkhead.ErrPoolClosed), errors.Is(queued.Err(), bulkhead.ErrCancelled))
+	_, err := stuck.Get(context.Background())
+	fmt.Println("running:", err)
+	fmt.Println("wait:", p.Close(context.Background()))
+	fmt.Println("after:", bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 0, nil }).Err())
+	// Output:
+	// close: context canceled
+	// queued: true true
+	// running: bulkhead: pool closed
+	// wait: <nil>
+	// after: bulkhead: pool closed
+}
+
+func ExamplePool_OnEvent() {
+	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 1})
+	defer p.Close(context.Background())
+	events := make(chan bulkhead.EventType, 4)
+	remove := p.OnEvent(func(e bulkhead.Event) { events <- e.Type })
+	defer remove()
+
+	f := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil })
+	<-f.Done()
+	fmt.Println(<-events, <-events)
+	// Output:
+	// permitted finished
+}
+
+func ExamplePool_Metrics() {
+	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 10})
+	defer p.Close(context.Background())
+
+	release := make(chan struct{})
+	var fs []*bulkhead.Future[int]
+	for range 5 {
+		fs = append(fs, bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) {
+			<-release
+			return 0, nil
+		}))
+	}
+	m := p.Metrics()
+	fmt.Printf("workers %d/%d, queue %d/%d, room for %d\n", m.PoolSize, m.MaxWorkers, m.QueueDepth, m.QueueCapacity, m.RemainingQueueCapacity)
+	close(release)
+	for _, f := range fs {
+		<-f.Done()
+	}
+	// Output:
+	// workers 2/2, queue 3/10, room for 7
+}
+
+func ExampleNewPoolRegistry() {
+	r := bulkhead.NewPoolRegistry(bulkhead.DefaultPoolConfig(),
+		bulkhead.WithPoolConfig("slow-partner", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 5}))
+	defer r.Close(context.Background())
+
+	soap, _ := r.PoolWithConfig("walmart-soap", "slow-partner")
+	same, _ := r.Pool("walmart-soap") // an existing pool keeps its configuration
+	fmt.Println(soap == same, same.Config().MaxWorkers)
+	// Output:
+	// true 2
+}

@@ -1,0 +1,103 @@
+package bulkhead_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// newTestPool builds a Pool or fails the test. At cleanup it closes the pool,
+// waiting for every task (a test that leaves a task blocked fails: inside a
+// synctest bubble as a deadlock), and checks that no worker is left and
+// nothing is queued.
+func newTestPool(t testing.TB, name string, cfg bulkhead.PoolConfig, opts ...bulkhead.Option) *bulkhead.Pool {
+	t.Helper()
+	p, err := bulkhead.NewPool(name, cfg, opts...)
+	if err != nil {
+		t.Fatalf("NewPool(%q, %+v): %v", name, cfg, err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("pool %q: Close: %v", name, err)
+		}
+		if m := p.Metrics(); m.ActiveWorkers != 0 || m.PoolSize != 0 || m.QueueDepth != 0 {
+			t.Errorf("pool %q leaked after Close: %+v", name, m)
+		}
+	})
+	return p
+}
+
+// poolGate blocks the tasks that wait on it until it is opened.
+type poolGate struct {
+	c    chan struct{}
+	once sync.Once
+}
+
+// newPoolGate returns a closed gate that opens at cleanup at the latest, so
+// that a failing test does not leave tasks blocked (create it after the pool:
+// cleanups run last-in first-out).
+func newPoolGate(t testing.TB) *poolGate {
+	g := &poolGate{c: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
+}
+
+func (g *poolGate) open() { g.once.Do(func() { close(g.c) }) }
+
+// task returns a task function that blocks until the gate opens (or its
+// context ends: then it returns the context's cause), then returns v.
+func poolTaskWaitingOn[T any](g *poolGate, v T) func(context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		select {
+		case <-g.c:
+			return v, nil
+		case <-ctx.Done():
+			var zero T
+			return zero, context.Cause(ctx)
+		}
+	}
+}
+
+// poolEventLog records the events of a pool.
+type poolEventLog struct {
+	mu     sync.Mutex
+	events []bulkhead.Event
+}
+
+func recordPoolEvents(t testing.TB, p *bulkhead.Pool) *poolEventLog {
+	l := &poolEventLog{}
+	t.Cleanup(p.OnEvent(func(e bulkhead.Event) {
+		l.mu.Lock()
+		l.events = append(l.events, e)
+		l.mu.Unlock()
+	}))
+	return l
+}
+
+// types returns the recorded event types, reasons in brackets.
+func (l *poolEventLog) types() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, len(l.events))
+	for i, e := range l.events {
+		out[i] = e.Type.String()
+		if e.Type == bulkhead.CallRejected {
+			out[i] += "(" + e.Reason.String() + ")"
+		}
+	}
+	return out
+}
+
+func (l *poolEventLog) count(t bulkhead.EventType) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.events {
+		if e.Type == t {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,148 @@
+package bulkhead
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// PoolRegistry keeps one Pool per name (one per blocking dependency) and a
+// set of named configurations to create them from, as Registry does for
+// Semaphores. It is safe for concurrent use.
+type PoolRegistry struct {
+	opts []Option
+
+	mu      sync.Mutex
+	configs map[string]PoolConfig
+	pools   map[string]*Pool
+}
+
+// PoolRegistryOption configures a PoolRegistry.
+type PoolRegistryOption interface{ applyPoolRegistry(*PoolRegistry) }
+
+type poolRegistryOptionFunc func(*PoolRegistry)
+
+func (f poolRegistryOptionFunc) applyPoolRegistry(r *PoolRegistry) { f(r) }
+
+// WithPoolConfig adds a named configuration for PoolWithConfig.
+func WithPoolConfig(name string, cfg PoolConfig) PoolRegistryOption {
+	return poolRegistryOptionFunc(func(r *PoolRegistry) { r.configs[name] = cfg })
+}
+
+// WithPoolOptions passes opts (such as WithClock) to every Pool the
+// PoolRegistry creates.
+func WithPoolOptions(opts ...Option) PoolRegistryOption {
+	return poolRegistryOptionFunc(func(r *PoolRegistry) { r.opts = append(r.opts, opts...) })
+}
+
+// NewPoolRegistry returns a PoolRegistry whose pools use defaults unless
+// created with a named configuration (kept under DefaultConfigName).
+// Configurations are validated when a pool is created from them, so a bad
+// one surfaces as a *ConfigError from Pool or PoolWithConfig.
+func NewPoolRegistry(defaults PoolConfig, opts ...PoolRegistryOption) *PoolRegistry {
+	r := &PoolRegistry{
+		configs: map[string]PoolConfig{DefaultConfigName: defaults},
+		pools:   map[string]*Pool{},
+	}
+	for _, o := range opts {
+		o.applyPoolRegistry(r)
+	}
+	return r
+}
+
+// Pool returns the pool named name, creating it with the default
+// configuration if it does not exist yet.
+func (r *PoolRegistry) Pool(name string) (*Pool, error) {
+	return r.PoolWithConfig(name, DefaultConfigName)
+}
+
+// PoolWithConfig returns the pool named name, creating it with the
+// configuration named configName if it does not exist yet. An existing pool
+// is returned as it is, whatever configName says. It fails if configName is
+// unknown or its configuration is invalid.
+func (r *PoolRegistry) PoolWithConfig(name, configName string) (*Pool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.pools[name]; ok {
+		return p, nil
+	}
+	cfg, ok := r.configs[configName]
+	if !ok {
+		names := make([]string, 0, len(r.configs))
+		for n := range r.configs {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("bulkhead %q: unknown pool config %q (known: %s)", name, configName, strings.Join(names, ", "))
+	}
+	p, err := NewPool(name, cfg, r.opts...)
+	if err != nil {
+		return nil, err
+	}
+	r.pools[name] = p
+	return p, nil
+}
+
+// AddConfig adds or replaces a named configuration after validating it.
+// Pools already created from it keep their configuration.
+func (r *PoolRegistry) AddConfig(name string, cfg PoolConfig) error {
+	if err := cfg.validateFor(name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.configs[name] = cfg
+	return nil
+}
+
+// Find returns the pool named name if it exists.
+func (r *PoolRegistry) Find(name string) (*Pool, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.pools[name]
+	return p, ok
+}
+
+// All returns every pool, sorted by name.
+func (r *PoolRegistry) All() []*Pool {
+	r.mu.Lock()
+	all := make([]*Pool, 0, len(r.pools))
+	for _, p := range r.pools {
+		all = append(all, p)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(all, func(a, b *Pool) int { return strings.Compare(a.name, b.name) })
+	return all
+}
+
+// Remove forgets the pool named name and reports whether it existed. It does
+// not close the pool: holders of the removed *Pool may go on using it, and
+// whoever removes it should Close it.
+func (r *PoolRegistry) Remove(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.pools[name]
+	delete(r.pools, name)
+	return ok
+}
+
+// Close closes every pool the registry holds, concurrently, with the
+// semantics of Pool.Close, and returns their errors joined (nil if all
+// drained in time). The pools stay in the registry, closed.
+func (r *PoolRegistry) Close(ctx context.Context) error {
+	all := r.All()
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, p := range all {
+		wg.Go(func() {
+			if err := p.Close(ctx); err != nil {
+				errs[i] = fmt.Errorf("pool %q: %w", p.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

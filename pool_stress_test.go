@@ -1,0 +1,198 @@
+package bulkhead_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// TestPoolStress hammers submission, dispatch, withdrawal (context end and
+// Cancel), MaxQueueWait expiry, keep-alive retirement and Close from many
+// goroutines on the real clock, and checks the invariants: never more than
+// MaxWorkers tasks run, the queue never exceeds its capacity, every Future
+// is done exactly once with an outcome that agrees with the events, and
+// nothing is left after Close.
+func TestPoolStress(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  bulkhead.PoolConfig
+	}{
+		{"keepalive-0", bulkhead.PoolConfig{MaxWorkers: 4, CoreWorkers: 1, QueueCapacity: 8}},
+		{"keepalive-timer", bulkhead.PoolConfig{MaxWorkers: 4, CoreWorkers: 0, QueueCapacity: 8, KeepAlive: 20 * time.Microsecond, MaxQueueWait: 50 * time.Microsecond}},
+		{"no-queue", bulkhead.PoolConfig{MaxWorkers: 3, CoreWorkers: 3, KeepAlive: time.Hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { poolStress(t, tc.cfg, false) })
+	}
+	t.Run("close-while-hammering", func(t *testing.T) {
+		poolStress(t, bulkhead.PoolConfig{MaxWorkers: 4, CoreWorkers: 2, QueueCapacity: 8, KeepAlive: time.Hour}, true)
+	})
+}
+
+func poolStress(t *testing.T, cfg bulkhead.PoolConfig, closeEarly bool) {
+	const (
+		submitters = 8
+		perWorker  = 1200
+		batch      = 4 // futures in flight per submitter
+	)
+	p, err := bulkhead.NewPool("stress", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var permitted, finished, cancelledEvents, rejectedEvents atomic.Int64
+	remove := p.OnEvent(func(e bulkhead.Event) {
+		switch e.Type {
+		case bulkhead.CallPermitted:
+			permitted.Add(1)
+		case bulkhead.CallFinished:
+			finished.Add(1)
+		case bulkhead.CallCancelled:
+			cancelledEvents.Add(1)
+		case bulkhead.CallRejected:
+			rejectedEvents.Add(1)
+		}
+	})
+	defer remove()
+
+	var running, maxRunning, ran, withdrawn, rejected, callbacks atomic.Int64
+	var violations atomic.Int64
+	stopMonitor := make(chan struct{})
+	monitorDone := make(chan struct{})
+	go func() { // samples the metrics while the hammer runs
+		defer close(monitorDone)
+		for {
+			select {
+			case <-stopMonitor:
+				return
+			default:
+			}
+			m := p.Metrics()
+			if m.QueueDepth > cfg.QueueCapacity || m.PoolSize > cfg.MaxWorkers || m.ActiveWorkers > m.PoolSize || m.RemainingQueueCapacity < 0 {
+				violations.Add(1)
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	var closedRejections atomic.Int64
+	if closeEarly {
+		// Close cancels at once while the submitters are busy: queued tasks
+		// are withdrawn, running ones cancelled, later ones refused.
+		wg.Go(func() {
+			for ran.Load()+withdrawn.Load()+rejected.Load() < submitters*perWorker/3 {
+				runtime.Gosched()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_ = p.Close(ctx)
+		})
+	}
+	for g := range submitters {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 42))
+			for range perWorker / batch {
+				var fs [batch]*bulkhead.Future[int]
+				var cancels [batch]context.CancelFunc
+				for i := range batch {
+					ctx, cancel := context.WithCancel(context.Background())
+					cancels[i] = cancel
+					f := bulkhead.Submit(p, ctx, func(ctx context.Context) (int, error) {
+						n := running.Add(1)
+						for {
+							m := maxRunning.Load()
+							if n <= m || maxRunning.CompareAndSwap(m, n) {
+								break
+							}
+						}
+						if n > int64(cfg.MaxWorkers) {
+							violations.Add(1)
+						}
+						for range poolBusyWork(n) {
+							if ctx.Err() != nil {
+								break
+							}
+							runtime.Gosched()
+						}
+						running.Add(-1)
+						return int(n), nil
+					})
+					var once atomic.Int32
+					f.OnDone(func(int, error) {
+						if once.Add(1) != 1 {
+							violations.Add(1)
+						}
+						callbacks.Add(1)
+					})
+					fs[i] = f
+				}
+				for i, f := range fs {
+					switch rng.IntN(5) {
+					case 0:
+						cancels[i]() // races with dispatch: withdraws or cancels the run
+					case 1:
+						f.Cancel()
+					case 2:
+						go cancels[i]()
+					}
+				}
+				for i, f := range fs {
+					<-f.Done()
+					cancels[i]()
+					switch err := f.Err(); {
+					case f.Ran():
+						ran.Add(1)
+					case errors.Is(err, bulkhead.ErrCancelled):
+						withdrawn.Add(1)
+					case errors.Is(err, bulkhead.ErrBulkheadFull):
+						rejected.Add(1)
+					case err == bulkhead.ErrPoolClosed:
+						closedRejections.Add(1)
+					default:
+						t.Errorf("unexpected outcome %v", err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	close(stopMonitor)
+	<-monitorDone
+
+	total := int64(submitters * perWorker)
+	if closeEarly && closedRejections.Load() == 0 {
+		t.Errorf("no task was refused after Close")
+	}
+	if got := ran.Load() + withdrawn.Load() + rejected.Load() + closedRejections.Load(); got != total {
+		t.Errorf("%d outcomes for %d tasks", got, total)
+	}
+	if v := violations.Load(); v != 0 {
+		t.Errorf("%d invariant violations (max running %d, MaxWorkers %d)", v, maxRunning.Load(), cfg.MaxWorkers)
+	}
+	if c := callbacks.Load(); c != total {
+		t.Errorf("%d callbacks for %d tasks", c, total)
+	}
+	if permitted.Load() != ran.Load() || finished.Load() != ran.Load() {
+		t.Errorf("%d permitted, %d finished events for %d tasks that ran", permitted.Load(), finished.Load(), ran.Load())
+	}
+	// Tasks withdrawn because their context was already done publish no
+	// event, so CallCancelled may count fewer.
+	if cancelledEvents.Load() > withdrawn.Load() || rejectedEvents.Load() != rejected.Load() {
+		t.Errorf("%d cancelled, %d rejected events for %d withdrawn, %d rejected tasks", cancelledEvents.Load(), rejectedEvents.Load(), withdrawn.Load(), rejected.Load())
+	}
+	if m := p.Metrics(); m.PoolSize != 0 || m.ActiveWorkers != 0 || m.QueueDepth != 0 {
+		t.Errorf("after Close: %+v", m)
+	}
+	t.Logf("ran %d, withdrawn %d, rejected %d, refused after Close %d, max running %d", ran.Load(), withdrawn.Load(), rejected.Load(), closedRejections.Load(), maxRunning.Load())
+}
+
+// poolBusyWork is a small amount of work that depends on n, so tasks overlap.
+func poolBusyWork(n int64) int { return int(n%3) * 3 }

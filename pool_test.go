@@ -1,0 +1,245 @@
+package bulkhead_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+func TestDefaultPoolConfigMatchesResilience4j(t *testing.T) {
+	cfg := bulkhead.DefaultPoolConfig()
+	n := runtime.NumCPU()
+	want := bulkhead.PoolConfig{MaxWorkers: n, CoreWorkers: max(n-1, 1), QueueCapacity: 100, KeepAlive: 20 * time.Millisecond}
+	if cfg != want {
+		t.Fatalf("DefaultPoolConfig() = %+v, want %+v", cfg, want)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("DefaultPoolConfig().Validate() = %v", err)
+	}
+}
+
+func TestNewPoolRejectsInvalidConfigNamingFieldAndValue(t *testing.T) {
+	valid := bulkhead.PoolConfig{MaxWorkers: 2, CoreWorkers: 1, QueueCapacity: 1}
+	for _, tc := range []struct {
+		edit  func(*bulkhead.PoolConfig)
+		field string
+		value string
+	}{
+		{func(c *bulkhead.PoolConfig) { c.MaxWorkers = 0 }, "MaxWorkers", "0"},
+		{func(c *bulkhead.PoolConfig) { c.CoreWorkers = -1 }, "CoreWorkers", "-1"},
+		{func(c *bulkhead.PoolConfig) { c.CoreWorkers = 3 }, "CoreWorkers", "3"},
+		{func(c *bulkhead.PoolConfig) { c.QueueCapacity = -5 }, "QueueCapacity", "-5"},
+		{func(c *bulkhead.PoolConfig) { c.KeepAlive = -time.Second }, "KeepAlive", "-1s"},
+		{func(c *bulkhead.PoolConfig) { c.MaxQueueWait = -time.Millisecond }, "MaxQueueWait", "-1ms"},
+	} {
+		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
+			cfg := valid
+			tc.edit(&cfg)
+			p, err := bulkhead.NewPool("legacy-soap", cfg)
+			if p != nil || err == nil {
+				t.Fatalf("NewPool(%+v) = %v, %v; want an error", cfg, p, err)
+			}
+			var ce *bulkhead.ConfigError
+			if !errors.As(err, &ce) || !errors.Is(err, bulkhead.ErrInvalidConfig) {
+				t.Fatalf("error %v (%T) is not a *ConfigError", err, err)
+			}
+			if ce.Field != tc.field || fmt.Sprint(ce.Value) != tc.value || ce.Name != "legacy-soap" {
+				t.Fatalf("ConfigError = %+v, want field %s value %s name legacy-soap", ce, tc.field, tc.value)
+			}
+			for _, part := range []string{"legacy-soap", tc.field, tc.value} {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("message %q does not name %q", err, part)
+				}
+			}
+		})
+	}
+}
+
+func TestNewPoolRejectsEmptyNameAndNilClock(t *testing.T) {
+	if _, err := bulkhead.NewPool("", bulkhead.DefaultPoolConfig()); err == nil {
+		t.Error("NewPool with an empty name succeeded")
+	}
+	if _, err := bulkhead.NewPool("p", bulkhead.DefaultPoolConfig(), bulkhead.WithClock(nil)); err == nil || !strings.Contains(err.Error(), "clock") {
+		t.Errorf("NewPool with a nil clock: err = %v, want one naming the clock", err)
+	}
+}
+
+func TestSubmitPanicsOnNilArguments(t *testing.T) {
+	p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+	fn := func(context.Context) (int, error) { return 0, nil }
+	for name, call := range map[string]func(){
+		"nil pool": func() { bulkhead.Submit(nil, context.Background(), fn) },
+		"nil ctx":  func() { bulkhead.Submit(p, nil, fn) }, //nolint:staticcheck // the nil context is the point
+		"nil func": func() { bulkhead.Submit[int](p, context.Background(), nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "Submit") {
+					t.Errorf("recovered %v, want a panic naming Submit", r)
+				}
+			}()
+			call()
+		})
+	}
+}
+
+func TestPoolStartsWorkerPerConcurrentTaskUpToMax(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 3, CoreWorkers: 1, QueueCapacity: 10, KeepAlive: time.Minute})
+		g := newPoolGate(t)
+		var running atomic.Int32
+		fs := make([]*bulkhead.Future[int], 5)
+		for i := range fs {
+			fs[i] = bulkhead.Submit(p, context.Background(), func(ctx context.Context) (int, error) {
+				running.Add(1)
+				defer running.Add(-1)
+				return poolTaskWaitingOn(g, i)(ctx)
+			})
+		}
+		synctest.Wait()
+		// Not ThreadPoolExecutor's rule (grow only when the queue is full):
+		// workers start while below MaxWorkers, and only then tasks queue.
+		want := bulkhead.PoolMetrics{ActiveWorkers: 3, PoolSize: 3, CoreWorkers: 1, MaxWorkers: 3, QueueDepth: 2, QueueCapacity: 10, RemainingQueueCapacity: 8}
+		if m := p.Metrics(); m != want {
+			t.Fatalf("Metrics() = %+v, want %+v", m, want)
+		}
+		if n := running.Load(); n != 3 {
+			t.Fatalf("%d tasks running, want 3", n)
+		}
+		g.open()
+		for i, f := range fs {
+			if v, err := f.Get(context.Background()); v != i || err != nil || !f.Ran() {
+				t.Fatalf("task %d: %v, %v, ran %v", i, v, err, f.Ran())
+			}
+		}
+	})
+}
+
+func TestQueuedTasksRunInFIFOOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 10})
+		g := newPoolGate(t)
+		first := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, -1))
+		var order []int // written by the single worker only
+		var fs []*bulkhead.Future[int]
+		for i := range 5 {
+			fs = append(fs, bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) {
+				order = append(order, i)
+				return i, nil
+			}))
+		}
+		g.open()
+		if _, err := first.Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			<-f.Done()
+		}
+		if !slices.Equal(order, []int{0, 1, 2, 3, 4}) {
+			t.Fatalf("queued tasks ran in order %v", order)
+		}
+	})
+}
+
+func TestFullQueueRejectsAtOnceWithFullError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestPool(t, "walmart", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+		events := recordPoolEvents(t, p)
+		g := newPoolGate(t)
+		running := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
+		queued := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
+		var ran atomic.Bool
+		rejected := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { ran.Store(true); return 3, nil })
+		select {
+		case <-rejected.Done():
+		default:
+			t.Fatal("a task submitted to a full queue is not done at once")
+		}
+		var fe *bulkhead.FullError
+		if err := rejected.Err(); !errors.As(err, &fe) || fe.Reason != bulkhead.QueueFull || fe.Name != "walmart" || !errors.Is(err, bulkhead.ErrBulkheadFull) {
+			t.Fatalf("Err() = %v, want *FullError{walmart, QueueFull}", err)
+		}
+		if rejected.Ran() || rejected.Value() != 0 || rejected.Cancel() {
+			t.Fatal("a rejected task reports it ran, has a value, or can be cancelled")
+		}
+		g.open()
+		for _, f := range []*bulkhead.Future[int]{running, queued} {
+			if _, err := f.Get(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if ran.Load() {
+			t.Fatal("the rejected task ran")
+		}
+		if got := events.types(); !slices.Contains(got, "rejected(queue full)") || events.count(bulkhead.CallPermitted) != 2 {
+			t.Fatalf("events %v, want 2 permitted and one rejected(queue full)", got)
+		}
+	})
+}
+
+func TestZeroQueueCapacityRunsOrRejects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		g := newPoolGate(t)
+		a := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
+		b := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
+		if !errors.Is(b.Err(), bulkhead.ErrBulkheadFull) {
+			t.Fatalf("second task with no queue: Err() = %v, want rejection", b.Err())
+		}
+		g.open()
+		if _, err := a.Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestEventsOfARunningTaskArePermittedThenFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		p := newTestPool(t, "edi", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 1})
+		events := recordPoolEvents(t, p)
+		g := newPoolGate(t)
+		var fs []*bulkhead.Future[int]
+		for i := range 3 {
+			fs = append(fs, bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, i)))
+		}
+		synctest.Wait() // the workers have published CallPermitted
+		fs = append(fs, bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 3)))
+		if want := []string{"permitted", "permitted", "rejected(queue full)"}; !slices.Equal(events.types(), want) {
+			t.Fatalf("events %v, want %v", events.types(), want)
+		}
+		g.open()
+		for _, f := range fs {
+			<-f.Done()
+		}
+		synctest.Wait()
+		if p, f := events.count(bulkhead.CallPermitted), events.count(bulkhead.CallFinished); p != 3 || f != 3 {
+			t.Fatalf("%d permitted, %d finished, want 3 of each", p, f)
+		}
+		for _, e := range events.events {
+			if e.Name != "edi" || !e.Time.Equal(start) {
+				t.Fatalf("event %v: want name edi and time %v", e, start)
+			}
+		}
+	})
+}
+
+func TestPanickingListenerDoesNotBreakThePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		t.Cleanup(p.OnEvent(func(bulkhead.Event) { panic("listener") }))
+		if v, err := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); v != 1 || err != nil {
+			t.Fatalf("Get = %v, %v", v, err)
+		}
+	})
+}
