@@ -5,12 +5,15 @@ GO              ?= go
 BIN             := $(CURDIR)/.bin
 STATICCHECK_VER := v0.8.2
 STATICCHECK     := $(BIN)/staticcheck
+BENCHSTAT_VER   := v0.0.0-20260908200009-22c9c6c9d4da
+BENCHSTAT       := $(BIN)/benchstat
+BENCH_COUNT     ?= 6
 # The core module and every nested module (bench, contrib/*, ...).
 MODULES         := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {} \; | sort)
 STRESS_TIME     ?= 2m
 FUZZ_TIME       ?= 30s
 
-.PHONY: all test vet lint fmt-check bench cover demo stress fuzz tools clean
+.PHONY: all test vet lint fmt-check bench bench-core cover demo stress fuzz tools clean
 
 all: lint test
 
@@ -38,10 +41,21 @@ fmt-check:
 $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
 
-tools: $(STATICCHECK)
+tools: $(STATICCHECK) $(BENCHSTAT)
 
-## bench: core benchmarks (GOMAXPROCS 1 and 2)
-bench:
+$(BENCHSTAT):
+	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VER)
+
+## bench: peer benchmarks (GOMAXPROCS 1 and 2) and the #1592 event-loop
+## experiment; regenerates docs/benchmarks.md and its plots (about 4 min)
+bench: $(BENCHSTAT)
+	cd bench && $(GO) test -run '^$$' -bench '^Benchmark(TryAcquire|Async|Contended)$$' -benchmem -benchtime 200ms -cpu 1,2 -count $(BENCH_COUNT) . > bench.txt || { cat bench.txt; exit 1; }
+	cd bench && $(GO) test -run '^$$' -bench '^BenchmarkCost' -benchtime 1x -cpu 1,2 -count 3 . >> bench.txt || { cat bench.txt; exit 1; }
+	$(BENCHSTAT) bench/bench.txt | tee bench/benchstat.txt
+	cd bench && $(GO) run ./cmd/benchdoc -bench bench.txt -benchstat benchstat.txt -out ../docs/benchmarks.md -img ../docs/img
+
+## bench-core: the core module's own micro-benchmarks
+bench-core:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1,2 -count 5 .
 
 ## cover: coverage of the core module
@@ -49,9 +63,9 @@ cover:
 	$(GO) test -race -count=1 -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -1
 
-## demo: the EDI hub demo
+## demo: the EDI hub demo (about 15 s)
 demo:
-	@echo "the EDI hub demo is not there yet"
+	$(GO) run ./examples/edihub
 
 stress:
 	@echo "the long stress run is not there yet"

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "edihub:", err)
+		os.Exit(2)
+	}
+}
+
+// run parses args, runs the registry and the pool simulation with the same
+// traffic, prints the table to out and writes the chart.
+func run(args []string, out, progress io.Writer) error {
+	o := defaultOptions()
+	fs := flag.NewFlagSet("edihub", flag.ContinueOnError)
+	fs.SetOutput(progress)
+	fs.IntVar(&o.partners, "partners", o.partners, "number of trading partners (walmart is one of them)")
+	fs.DurationVar(&o.duration, "duration", o.duration, "length of each of the two runs")
+	fs.DurationVar(&o.slowAfter, "slow-after", o.slowAfter, "when walmart slows down")
+	fs.Float64Var(&o.slowBy, "slow-by", o.slowBy, "how many times slower walmart becomes")
+	fs.Uint64Var(&o.seed, "seed", o.seed, "seed of the partner catalog and the traffic")
+	chart := fs.String("chart", filepath.Join(os.TempDir(), "edihub.png"), "PNG chart to write (empty: none)")
+	pool := fs.Bool("pool", true, "also run the goroutine-pool bulkhead for comparison")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // usage already printed
+		}
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if !*quiet {
+		o.progress = progress
+	}
+	ps := catalog(o.partners, o.seed)
+	modes := []mode{registryMode}
+	if *pool {
+		modes = append(modes, poolMode)
+	}
+	var runs []*result
+	for _, m := range modes {
+		r, err := simulate(m, ps, o)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	fmt.Fprintln(out)
+	printReport(out, ps, runs)
+	if *chart != "" {
+		f, err := os.Create(*chart)
+		if err != nil {
+			return err
+		}
+		if err := drawChart(f, runs); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nchart: %s\n", *chart)
+	}
+	return nil
+}

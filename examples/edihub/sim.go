@@ -1,0 +1,205 @@
+package main
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// mode is the kind of bulkhead a run uses.
+type mode int
+
+const (
+	registryMode mode = iota // bulkhead.Registry of async semaphores
+	poolMode                 // bulkhead.PoolRegistry: a goroutine pool per partner
+)
+
+func (m mode) String() string {
+	if m == poolMode {
+		return "goroutine pool"
+	}
+	return "registry (async)"
+}
+
+// options describe a run. Each bulkhead has permits permits (or workers) and
+// a queue of queue documents, which may wait maxWait.
+type options struct {
+	partners  int
+	duration  time.Duration
+	slowAfter time.Duration
+	slowBy    float64
+	seed      uint64
+	permits   int
+	queue     int
+	maxWait   time.Duration
+	bin       time.Duration
+	tick      time.Duration // how often the sender wakes up
+	progress  io.Writer     // progress bar; nil: none
+}
+
+func defaultOptions() options {
+	return options{
+		partners:  500,
+		duration:  6 * time.Second,
+		slowAfter: 2 * time.Second,
+		slowBy:    10,
+		seed:      1,
+		permits:   20,
+		queue:     100,
+		maxWait:   2 * time.Second,
+		bin:       250 * time.Millisecond,
+		tick:      time.Millisecond,
+	}
+}
+
+func (o options) validate() error {
+	switch {
+	case o.partners < 2:
+		return fmt.Errorf("partners must be >= 2, got %d", o.partners)
+	case o.duration < o.bin:
+		return fmt.Errorf("duration must be >= %v, got %v", o.bin, o.duration)
+	case o.slowAfter < 0 || o.slowAfter >= o.duration:
+		return fmt.Errorf("slow-after must be in [0, duration), got %v", o.slowAfter)
+	case o.slowBy < 1:
+		return fmt.Errorf("slow-by must be >= 1, got %v", o.slowBy)
+	}
+	return nil
+}
+
+// result is what one run measured.
+type result struct {
+	mode             mode
+	opts             options
+	walmart, healthy *class
+	slowT, healthyT  *series
+	peakGoroutines   int
+	peakHeap         uint64 // live heap, sampled once per bin
+	peakStacks       uint64 // goroutine stacks, sampled once per bin
+	cpu              time.Duration
+	maxStall         time.Duration // longest gap between two wake-ups of the sender
+}
+
+// arrival is the next document of one partner; arrivals form a min-heap.
+type arrival struct {
+	at time.Time
+	i  int
+}
+
+type arrivals []arrival
+
+func (a arrivals) Len() int           { return len(a) }
+func (a arrivals) Less(i, j int) bool { return a[i].at.Before(a[j].at) }
+func (a arrivals) Swap(i, j int)      { a[i], a[j] = a[j], a[i] }
+func (a *arrivals) Push(x any)        { *a = append(*a, x.(arrival)) }
+func (a *arrivals) Pop() any {
+	old := *a
+	x := old[len(old)-1]
+	*a = old[:len(old)-1]
+	return x
+}
+
+// simulate sends Poisson traffic to the partners for o.duration through a
+// bulkhead of kind m, then drains it.
+func simulate(m mode, ps []*partner, o options) (*result, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	bins := int(o.duration / o.bin)
+	res := &result{mode: m, opts: o, walmart: &class{}, healthy: &class{}, slowT: newSeries(bins), healthyT: newSeries(bins)}
+	cpu0 := cpuTime()
+	start := time.Now()
+	rec := &recorder{walmart: res.walmart, healthy: res.healthy, slowT: res.slowT, healthyT: res.healthyT,
+		tl: timeline{start: start, bin: o.bin, bins: bins}}
+	var h hub
+	switch m {
+	case registryMode:
+		rh, err := newRegistryHub(ps, bulkhead.Config{MaxConcurrentCalls: o.permits, MaxWaitDuration: o.maxWait, MaxQueuedCalls: o.queue}, rec)
+		if err != nil {
+			return nil, err
+		}
+		h = rh
+	case poolMode:
+		ph, err := newPoolHub(ps, bulkhead.PoolConfig{MaxWorkers: o.permits, CoreWorkers: o.permits, QueueCapacity: o.queue, MaxQueueWait: o.maxWait}, rec)
+		if err != nil {
+			return nil, err
+		}
+		h = ph
+	default:
+		return nil, errors.New("unknown mode")
+	}
+
+	rng := rand.New(rand.NewPCG(o.seed, uint64(m)+1))
+	next := func(i int, from time.Time) time.Time {
+		return from.Add(time.Duration(rng.ExpFloat64() / ps[i].rate * float64(time.Second)))
+	}
+	q := make(arrivals, len(ps))
+	for i := range ps {
+		q[i] = arrival{at: next(i, start), i: i}
+	}
+	heap.Init(&q)
+	slowAt, end := start.Add(o.slowAfter), start.Add(o.duration)
+
+	ticker := time.NewTicker(o.tick)
+	defer ticker.Stop()
+	nextSample, prev := start, start
+	for now := start; now.Before(end); now = <-ticker.C {
+		res.maxStall = max(res.maxStall, now.Sub(prev))
+		prev = now
+		for !q[0].at.After(now) {
+			a := &q[0]
+			p := ps[a.i]
+			factor := 1.0
+			if p.slow && !a.at.Before(slowAt) {
+				factor = o.slowBy
+			}
+			h.send(a.i, now, p.latency(rng, factor))
+			a.at = next(a.i, a.at)
+			heap.Fix(&q, 0)
+		}
+		if !now.Before(nextSample) {
+			res.sample()
+			res.showProgress(o.progress, now.Sub(start))
+			nextSample = nextSample.Add(o.bin)
+		}
+	}
+	res.showProgress(o.progress, o.duration)
+	if o.progress != nil {
+		fmt.Fprintln(o.progress)
+	}
+	h.drain()
+	res.cpu = cpuTime() - cpu0
+	return res, h.leaked()
+}
+
+// sample records the peak goroutines and memory of the process.
+func (r *result) sample() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r.peakGoroutines = max(r.peakGoroutines, runtime.NumGoroutine())
+	r.peakHeap = max(r.peakHeap, ms.HeapAlloc)
+	r.peakStacks = max(r.peakStacks, ms.StackInuse)
+}
+
+func (r *result) showProgress(w io.Writer, elapsed time.Duration) {
+	if w == nil {
+		return
+	}
+	const width = 30
+	done := int(float64(width) * float64(elapsed) / float64(r.opts.duration))
+	done = min(max(done, 0), width)
+	state := "walmart healthy"
+	if elapsed >= r.opts.slowAfter {
+		state = "walmart SLOW x" + fmt.Sprint(r.opts.slowBy)
+	}
+	fmt.Fprintf(w, "\r%-17s [%s%s] %4.1fs/%.0fs  %-18s walmart rejected %6d  healthy rejected %d ",
+		r.mode, strings.Repeat("#", done), strings.Repeat(".", width-done),
+		elapsed.Seconds(), r.opts.duration.Seconds(), state,
+		r.walmart.rejected.Load(), r.healthy.rejected.Load())
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// shortOptions is a 2-second simulation of 30 partners: it runs in
+// synctest's virtual time, so it takes well under a second of real time.
+func shortOptions() options {
+	o := defaultOptions()
+	o.partners = 30
+	o.duration = 2 * time.Second
+	o.slowAfter = 500 * time.Millisecond
+	return o
+}
+
+func simulateInBubble(t *testing.T, m mode, o options) *result {
+	t.Helper()
+	var res *result
+	synctest.Test(t, func(t *testing.T) {
+		r, err := simulate(m, catalog(o.partners, o.seed), o)
+		if err != nil {
+			t.Fatalf("simulate(%v): %v", m, err)
+		}
+		res = r
+	})
+	return res
+}
+
+func TestSlowPartnerRejectionsDoNotSpillOverToHealthyPartners(t *testing.T) {
+	for _, m := range []mode{registryMode, poolMode} {
+		t.Run(m.String(), func(t *testing.T) {
+			r := simulateInBubble(t, m, shortOptions())
+			t.Logf("walmart: %d permitted, %d queued, %d rejected; healthy: %d permitted, %d queued, %d rejected",
+				r.walmart.permitted.Load(), r.walmart.queued.Load(), r.walmart.rejected.Load(),
+				r.healthy.permitted.Load(), r.healthy.queued.Load(), r.healthy.rejected.Load())
+			if got := r.walmart.rejected.Load(); got == 0 {
+				t.Errorf("walmart rejected nothing after slowing down 10x; its bulkhead did not fill")
+			}
+			if got := r.healthy.rejected.Load(); got != 0 {
+				t.Errorf("healthy partners had %d rejections; want 0", got)
+			}
+			if r.healthy.permitted.Load() < 10*r.walmart.permitted.Load() {
+				t.Errorf("healthy partners permitted %d calls, walmart %d: healthy traffic did not flow",
+					r.healthy.permitted.Load(), r.walmart.permitted.Load())
+			}
+			hp99, wp99 := r.healthy.latency.quantile(0.99), r.walmart.latency.quantile(0.99)
+			if hp99 >= wp99 || hp99 > 500*time.Millisecond {
+				t.Errorf("p99: healthy %v, walmart %v; want healthy well below walmart and under 500ms", hp99, wp99)
+			}
+		})
+	}
+}
+
+func TestSlowPartnerRejectsOnlyAfterItSlowsDown(t *testing.T) {
+	o := shortOptions()
+	r := simulateInBubble(t, registryMode, o)
+	for i := range r.slowT.rejected {
+		if at := time.Duration(i) * o.bin; at < o.slowAfter && r.slowT.rejected[i].Load() != 0 {
+			t.Errorf("walmart rejected %d calls at %v, before it slowed down at %v", r.slowT.rejected[i].Load(), at, o.slowAfter)
+		}
+	}
+}
+
+func TestRegistryWaitersCostNoGoroutineWhilePoolBlocksAWorkerPerCall(t *testing.T) {
+	o := shortOptions()
+	reg := simulateInBubble(t, registryMode, o)
+	pool := simulateInBubble(t, poolMode, o)
+	// Once walmart is slow, all its permits are busy at once: the pool then
+	// has a goroutine blocked in each of them, the registry none.
+	if reg.peakGoroutines >= o.permits {
+		t.Errorf("registry peak goroutines = %d; want fewer than walmart's %d permits", reg.peakGoroutines, o.permits)
+	}
+	if pool.peakGoroutines < reg.peakGoroutines+o.permits {
+		t.Errorf("pool peak goroutines = %d, registry %d; want at least %d more (a worker per busy permit)", pool.peakGoroutines, reg.peakGoroutines, o.permits)
+	}
+	if reg.walmart.queued.Load() == 0 || pool.walmart.queued.Load() == 0 {
+		t.Errorf("walmart queued %d (registry), %d (pool): a run did not exercise waiting", reg.walmart.queued.Load(), pool.walmart.queued.Load())
+	}
+}
+
+func TestProgressBarShowsTheSlowdown(t *testing.T) {
+	o := shortOptions()
+	var buf bytes.Buffer
+	o.progress = &buf
+	simulateInBubble(t, registryMode, o)
+	out := buf.String()
+	for _, want := range []string{"walmart healthy", "walmart SLOW x10", "[##############################]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunPrintsTableAndWritesChart(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "hub.png")
+	var out, progress bytes.Buffer
+	synctest.Test(t, func(t *testing.T) {
+		err := run([]string{"-partners", "20", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart}, &out, &progress)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, want := range []string{"registry (async)", "goroutine pool", "walmart", "healthy (19)", "p99", "goroutines (peak)", "chart: " + chart} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "starved") {
+		t.Errorf("a run in virtual time reported a CPU stall:\n%s", out.String())
+	}
+	if progress.Len() != 0 {
+		t.Errorf("-quiet still printed progress: %q", progress.String())
+	}
+	f, err := os.Open(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("chart is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != chartW || b.Dy() != chartH {
+		t.Errorf("chart is %v; want %dx%d", b, chartW, chartH)
+	}
+}
+
+func TestReportNotesACPUStall(t *testing.T) {
+	o := shortOptions()
+	r := &result{mode: registryMode, opts: o, walmart: &class{}, healthy: &class{}, maxStall: 2 * time.Second}
+	var out bytes.Buffer
+	printReport(&out, catalog(3, 1), []*result{r})
+	if !strings.Contains(out.String(), "starved of CPU for up to 2s") {
+		t.Errorf("report lacks the stall note:\n%s", out.String())
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-partners", "1"}, "partners must be >= 2"},
+		{[]string{"-slow-after", "9s", "-duration", "5s"}, "slow-after must be in [0, duration)"},
+		{[]string{"-slow-by", "0.5"}, "slow-by must be >= 1"},
+		{[]string{"-nope"}, "flag provided but not defined"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(tc.args, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q) = %v; want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestRunHelpPrintsUsageWithoutError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-h"}, &out, &errOut); err != nil {
+		t.Fatalf("run(-h) = %v; want nil", err)
+	}
+	if !strings.Contains(errOut.String(), "-partners") {
+		t.Errorf("usage lacks -partners:\n%s", errOut.String())
+	}
+}
+
+func TestCatalogIsDeterministicAndKeepsHealthyPartnersBelowTheirPermits(t *testing.T) {
+	a, b := catalog(500, 7), catalog(500, 7)
+	if a[0].name != "walmart" || !a[0].slow {
+		t.Fatalf("partner 0 = %+v; want walmart, the slow one", a[0])
+	}
+	for i := range a {
+		if *a[i] != *b[i] {
+			t.Fatalf("catalog(500, 7) differs at %d: %+v vs %+v", i, a[i], b[i])
+		}
+		if i > 0 && (a[i].slow || a[i].rate*a[i].meanLatency().Seconds() > 6.0001) {
+			t.Errorf("partner %s uses %.2f permits on average; want <= 6 and not slow", a[i].name, a[i].rate*a[i].meanLatency().Seconds())
+		}
+	}
+	if c := catalog(500, 8); c[5].median == a[5].median {
+		t.Errorf("seeds 7 and 8 gave the same latency to %s", a[5].name)
+	}
+}
+
+func TestHistogramQuantilesAreWithinBucketPrecision(t *testing.T) {
+	var h histogram
+	if h.quantile(0.5) != 0 {
+		t.Fatalf("empty histogram quantile = %v; want 0", h.quantile(0.5))
+	}
+	for i := 1; i <= 100; i++ {
+		h.record(time.Duration(i) * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}} {
+		got := h.quantile(tc.q)
+		if got < tc.want || float64(got) > float64(tc.want)*1.1 {
+			t.Errorf("quantile(%v) = %v; want within [%v, +10%%]", tc.q, got, tc.want)
+		}
+	}
+}
