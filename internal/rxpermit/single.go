@@ -11,6 +11,11 @@ import (
 // (rxgo's operator-made Singles share one channel and cannot).
 type single struct{ obs rxgo.Observable }
 
+// SingleOf returns a Single over obs that observes obs afresh each time; obs
+// must be deferred (cold), e.g. made with rxgo.Defer, and emit at most one
+// item per observation.
+func SingleOf(obs rxgo.Observable) rxgo.Single { return &single{obs: obs} }
+
 // Observe starts an observation and returns its channel.
 func (s *single) Observe(opts ...rxgo.Option) <-chan rxgo.Item { return s.obs.Observe(opts...) }
 
