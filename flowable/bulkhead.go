@@ -133,10 +133,11 @@ func (o *bulkheadSubscriber[T]) OnSubscribe(up Subscription) { o.SetUpstream(up)
 
 // OnNext (foreign src only) marks the call as run (on the first element)
 // and passes v on: an element costs a call and a plain field check, no
-// atomic operation and no defer. A panic in down.OnNext is handled where it unwinds through the
-// operator (the Request drain loop of permit.Subscription, or Granted while
-// src is being subscribed): the subscription is cancelled and the permit
-// given back before the panic goes on.
+// atomic operation and no defer. A panic in down.OnNext is handled where it
+// unwinds through the operator (the Request drain loop of
+// permit.Subscription, or Granted while src is being subscribed): the
+// subscription is cancelled and the permit given back before the panic goes
+// on.
 func (o *bulkheadSubscriber[T]) OnNext(v T) {
 	if !o.ran {
 		o.markRan()

@@ -94,6 +94,28 @@ func TestBothPathsGivePermitBackBeforeRule39Error(t *testing.T) {
 	}
 }
 
+func TestBothPathsWithdrawOnRule39ViolationWhilePending(t *testing.T) {
+	for _, src := range bothPaths(10) {
+		t.Run(src.name, func(t *testing.T) {
+			b := newBulkhead(t, queueing)
+			ev := recordEvents(b)
+			b.TryAcquirePermission()
+			r := newRecorder[int](t, 2)
+			flowable.Bulkhead(b, src.pub).Subscribe(r)
+			r.Request(-1)
+			b.ReleasePermission() // the acquisition was withdrawn: nobody is granted
+			r.Request(3)
+			items, err, _ := r.snapshot()
+			if len(items) != 0 || !errors.Is(err, flowable.ErrNonPositiveRequest) {
+				t.Fatalf("got %v, %v", items, err)
+			}
+			if ev.count(bulkhead.CallCancelled) != 1 || ev.count(bulkhead.CallFinished) != 0 || b.Metrics().InFlightCalls != 0 {
+				t.Fatal("the pending acquisition was not withdrawn")
+			}
+		})
+	}
+}
+
 func TestBothPathsReleaseRules(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -107,8 +129,11 @@ func TestBothPathsReleaseRules(t *testing.T) {
 		{"cancel before any element after a queued grant", true, 0, -1, 0, 0},
 		{"cancel after the first element", false, 1, -1, 1, 1},
 		{"cancel after the first element of a queued grant", true, 1, -1, 1, 1},
-		{"cancel inside the first OnNext", false, flowable.Unbounded, 0, 1, 1},
-		{"cancel inside a later OnNext", true, flowable.Unbounded, 4, 5, 1},
+		// Demand ends with the cancelling element: a Cancel made inside
+		// OnNext reaches the source only when the Request being served
+		// returns (permit.Subscription's drain loop owns the upstream).
+		{"cancel inside the first OnNext", false, 1, 0, 1, 1},
+		{"cancel inside a later OnNext", true, 5, 4, 5, 1},
 	}
 	for _, tc := range cases {
 		for _, src := range bothPaths(10) {
