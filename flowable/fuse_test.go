@@ -353,3 +353,40 @@ func TestBothPathsSurviveGrantRacingRequestsAndCancel(t *testing.T) {
 		})
 	}
 }
+
+// A subscriber that cancels inside OnNext with unbounded demand must stop a
+// synchronous source at once: no further element, no OnComplete (rules 1.8
+// and 3.5), and the permit goes back with OnComplete (an element ran).
+func TestBothPathsCancelInsideOnNextStopsASynchronousSource(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		for _, src := range bothPaths(1000) {
+			t.Run(src.name+map[bool]string{false: "/granted at once", true: "/granted from the queue"}[queued], func(t *testing.T) {
+				b := newBulkhead(t, queueing)
+				ev := recordEvents(b)
+				if queued {
+					b.TryAcquirePermission()
+				}
+				var sub flowable.Subscription
+				var got []int
+				completed := false
+				flowable.Bulkhead(b, src.pub).Subscribe(flowable.Funcs[int]{
+					Start: func(s flowable.Subscription) { sub = s; s.Request(flowable.Unbounded) },
+					Next: func(v int) {
+						got = append(got, v)
+						sub.Cancel()
+					},
+					Complete: func() { completed = true },
+				})
+				if queued {
+					b.ReleasePermission()
+				}
+				if !slices.Equal(got, []int{0}) || completed {
+					t.Fatalf("after Cancel inside the first OnNext: got %d elements (first %v), completed=%v; want exactly [0] and no completion", len(got), got[:min(len(got), 3)], completed)
+				}
+				if ev.count(bulkhead.CallFinished) != 1 {
+					t.Errorf("the permit of a call that delivered an element must go back with OnComplete")
+				}
+			})
+		}
+	}
+}

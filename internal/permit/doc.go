@@ -8,9 +8,10 @@
 // first of [Guard.Complete] (OnComplete: the call ran to its end) or
 // [Guard.Release] (OnComplete if [Guard.MarkRan] was called, because the
 // call delivered something; ReleasePermission otherwise) wins, every later
-// call is a no-op. Operators call MarkRan when they deliver an element or a
-// value, Complete when the source terminates (success or error), and the
-// subscription's Cancel/Dispose calls Release.
+// call is a no-op. Operators (or a source fused with the flowable operator)
+// call MarkRan when they deliver an element or a value, Complete when the
+// source terminates (success or error), and the subscription's
+// Cancel/Dispose calls Release.
 //
 // # The state machine
 //
@@ -63,8 +64,10 @@
 //
 // A Subscription additionally buffers demand while pending (one atomic
 // word, saturating at math.MaxInt64) and replays it in one Request when
-// SetUpstream connects the source; every call to the upstream goes through
-// one drain loop, so the upstream sees serial Request/Cancel calls. Request
+// SetUpstream connects the source; every Request to the upstream goes
+// through one drain loop, so Requests never overlap, while Cancel reaches
+// the upstream at once (also from inside OnNext, so a synchronous source
+// stops emitting) and exactly once. Request
 // and Cancel may be called before Start (from the subscriber's OnSubscribe,
 // which the operator calls before Start so that no signal can precede it).
 // Request(n <= 0) while pending withdraws the acquisition and reports an

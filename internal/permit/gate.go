@@ -33,13 +33,15 @@ const (
 // bulkhead delivers the outcome on (see bulkhead.Acquisition.OnDone), never
 // under a lock.
 type Handler interface {
-	// Granted runs when the permit is held. It must subscribe the source and
-	// hand its upstream handle to SetUpstream. g owns the permit: the
+	// Granted runs when the permit is held. It (or a goroutine it hands the
+	// Guard to) subscribes the source and hands its upstream handle to
+	// SetUpstream. g owns the permit: the
 	// handler calls g.MarkRan when the call delivers something and
 	// g.Complete when the source terminates; Cancel/Dispose call g.Release.
 	Granted(g *Guard)
-	// Rejected runs when the subscription ends before the source was
-	// subscribed: the bulkhead rejected the call (err is the acquisition's
+	// Rejected runs when the call is refused before the source was
+	// subscribed (a Cancel before that calls neither method): the bulkhead
+	// rejected the call (err is the acquisition's
 	// error, a *bulkhead.FullError for a Semaphore), or, for a Subscription,
 	// the subscriber requested n <= 0 while pending (err matches
 	// ErrNonPositiveRequest). No permit is held.

@@ -121,8 +121,9 @@ func (u *upstream) Request(n int64) {
 	}
 }
 
+// Cancel may run while a Request is in progress, on another goroutine or
+// re-entrantly from inside it (rule 3.5: Cancel is thread-safe), so it does
+// not count as an overlap; Requests must never overlap each other.
 func (u *upstream) Cancel() {
-	u.enter()
-	defer u.inCall.Add(-1)
 	u.cancels.Add(1)
 }

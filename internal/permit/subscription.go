@@ -34,10 +34,11 @@ type Upstream interface {
 // Demand: Request calls made before the upstream is set are summed in one
 // atomic word (saturating at math.MaxInt64, rule 3.17) and replayed as one
 // Request when SetUpstream connects the source; later calls are forwarded.
-// All calls to the upstream (the replay, later requests, Cancel) go through
-// one drain loop guarded by an atomic work-in-progress counter, so they are
-// serial (rule 2.7) even when the grant arrives on another goroutine than the
-// subscriber's, and no goroutine is ever parked or started.
+// Requests to the upstream (the replay, later requests) go through one drain
+// loop guarded by an atomic work-in-progress counter, so they never overlap
+// even when the grant arrives on another goroutine than the subscriber's,
+// and no goroutine is ever parked or started. Cancel reaches the upstream
+// directly, exactly once (see Cancel).
 //
 // Cancel while pending withdraws the acquisition. Cancel racing SetUpstream
 // cancels the upstream exactly once. The permit is given back through the
@@ -53,11 +54,8 @@ type Subscription struct {
 	requested atomic.Int64 // demand not yet forwarded
 	// bad holds n-1 (wrapping) of a Request(n <= 0) not yet forwarded, so
 	// that 0 means none.
-	bad      atomic.Int64
-	cancelUp atomic.Bool  // the gate left stateActive by Cancel: cancel up
-	wip      atomic.Int64 // drain loop: work in progress
-	// upDone is owned by the drain loop's current owner.
-	upDone bool
+	bad atomic.Int64
+	wip atomic.Int64 // drain loop: work in progress
 }
 
 // Start requests a permit from b and reports the outcome to h (see Handler).
@@ -122,11 +120,18 @@ func (s *Subscription) Request(n int64) {
 // call). Granted: the upstream is cancelled exactly once (now, or by
 // SetUpstream) and the permit given back per the Guard's rules (OnComplete
 // if the call ran, ReleasePermission otherwise).
+//
+// The upstream's Cancel is called directly by the goroutine whose CAS moved
+// the gate out of stateActive, not through the drain loop: a subscriber that
+// cancels inside OnNext runs inside the drain loop's Request to a
+// synchronous source, and that source must see the cancellation before it
+// emits the next element (rule 3.5 makes Cancel safe to call concurrently
+// with Request; rule 3.3 allows it re-entrantly). The drain loop forwards
+// nothing once the gate has left stateActive.
 func (s *Subscription) Cancel() {
 	switch s.g.cancel() {
 	case stateActive:
-		s.cancelUp.Store(true)
-		s.drain()
+		s.up.Cancel()
 		s.g.guard.Release()
 	case stateGranted:
 		s.g.guard.Release()
@@ -143,22 +148,12 @@ func (s *Subscription) Cancelled() bool { return s.g.state.Load() == stateCancel
 // cancelled once, permit given back through the Guard) and the loop
 // unlocked, then the panic goes on.
 func (s *Subscription) abandon() {
-	switch s.g.cancel() {
-	case stateActive:
-		s.cancelUp.Store(true)
-		s.g.guard.Release()
-	case stateGranted:
-		s.g.guard.Release()
-	}
-	if s.cancelUp.Load() && !s.upDone {
-		s.upDone = true
-		s.up.Cancel()
-	}
+	s.Cancel()
 	s.wip.Store(0)
 }
 
-// drain forwards buffered demand, bad requests and the cancellation to the
-// upstream. Only the goroutine that moves wip from 0 runs the loop; others
+// drain forwards buffered demand and bad requests to the upstream while the
+// gate is active. Only the goroutine that moves wip from 0 runs the loop; others
 // leave their work in the atomic words and the owner picks it up before it
 // lets go (missed counts the passes it still owes).
 func (s *Subscription) drain() {
@@ -173,17 +168,12 @@ func (s *Subscription) drain() {
 	}()
 	missed := int64(1)
 	for {
-		if !s.upDone {
-			if s.cancelUp.Load() {
-				s.upDone = true
-				s.up.Cancel()
-			} else if s.g.state.Load() == stateActive {
-				if r := s.requested.Swap(0); r != 0 {
-					s.up.Request(r)
-				}
-				if b := s.bad.Swap(0); b != 0 {
-					s.up.Request(b + 1)
-				}
+		if s.g.state.Load() == stateActive {
+			if r := s.requested.Swap(0); r != 0 {
+				s.up.Request(r)
+			}
+			if b := s.bad.Swap(0); b != 0 {
+				s.up.Request(b + 1)
 			}
 		}
 		missed = s.wip.Add(-missed)

@@ -202,8 +202,8 @@ func TestPanicInsideUpstreamRequestCancelsAndReleases(t *testing.T) {
 // TestCancelRacingGrantCancelsUpstreamExactlyOnce hammers the race between
 // the grant (which subscribes the source and sets the upstream on the
 // releasing goroutine) and Cancel, with Requests from a third goroutine:
-// the upstream is cancelled exactly once when the source was subscribed, calls to it never overlap (rule 2.7), and every
-// permit comes back.
+// the upstream is cancelled exactly once when the source was subscribed,
+// Requests to it never overlap, and every permit comes back.
 func TestCancelRacingGrantCancelsUpstreamExactlyOnce(t *testing.T) {
 	b := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
 	for i := range 5000 {
