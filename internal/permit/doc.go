@@ -67,9 +67,9 @@
 // SetUpstream connects the source; every Request to the upstream goes
 // through one drain loop, so Requests never overlap, while Cancel reaches
 // the upstream at once (also from inside OnNext, so a synchronous source
-// stops emitting) and exactly once. Request
-// and Cancel may be called before Start (from the subscriber's OnSubscribe,
-// which the operator calls before Start so that no signal can precede it).
+// stops emitting) and exactly once. Request and Cancel may be called before
+// Start (from the subscriber's OnSubscribe, which the operator calls before
+// Start so that no signal can precede it).
 // Request(n <= 0) while pending withdraws the acquisition and reports an
 // error matching [ErrNonPositiveRequest] through Handler.Rejected; once
 // granted it is forwarded so that the source signals the error itself. A

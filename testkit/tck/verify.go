@@ -80,6 +80,9 @@ func VerifyPublisher[T any](t *testing.T, factory Factory[T], opts Options) Resu
 	if factory == nil {
 		panic("tck: VerifyPublisher called with a nil factory")
 	}
+	if opts.Elements < Infinite {
+		panic(fmt.Sprintf("tck: Options: Elements must be >= 0 or Infinite, got %d", opts.Elements))
+	}
 	if opts.Elements == Infinite && opts.Terminal != Endless {
 		panic(fmt.Sprintf("tck: Options: Elements Infinite needs Terminal Endless, got %v", opts.Terminal))
 	}
