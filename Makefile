@@ -67,11 +67,20 @@ cover:
 demo:
 	$(GO) run ./examples/edihub
 
-stress:
-	@echo "the long stress run is not there yet"
+LIN_HISTORIES   ?= 5000
 
+## stress: long stress run of the semaphore (STRESS_TIME, FIFO and LIFO)
+## and many linearizability histories
+stress:
+	$(GO) test -race -count=1 -timeout 0 -run '^TestStressSemaphore$$' -v . -stress.duration=$(STRESS_TIME)
+	cd internal/linearizability && LINEARIZABILITY_HISTORIES=$(LIN_HISTORIES) $(GO) test -race -count=1 -timeout 0 -run '^TestConcurrentHistoriesAreLinearizable$$' -v ./...
+
+## fuzz: each fuzz target for FUZZ_TIME
 fuzz:
-	@echo "fuzzing is not there yet"
+	@set -e; for f in FuzzSemaphore FuzzConfig FuzzRegistryConfigJSON; do \
+		echo "== $$f"; \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) . ; \
+	done
 
 clean:
 	rm -rf $(BIN) cover.out

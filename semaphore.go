@@ -238,13 +238,18 @@ func (s *Semaphore) release(finished bool) {
 		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
 	}
 	s.available++
+	// The permit goes to the next waiter in the same critical section, so
+	// no observer (Metrics, TryAcquirePermission) sees it free while calls
+	// wait.
+	s.grantLocked()
 	if finished && s.events.active() {
+		// CallFinished is published before the grant is delivered (and its
+		// CallPermitted published), unless another goroutine is already
+		// delivering grants of this bulkhead.
 		s.mu.Unlock()
-		// Published before the next waiter's CallPermitted.
 		s.publish(CallFinished, 0)
 		s.mu.Lock()
 	}
-	s.grantLocked()
 	s.unlockAndDeliver()
 }
 

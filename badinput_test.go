@@ -1,0 +1,310 @@
+package bulkhead_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+// The tests in this file back the table of bad inputs in
+// docs/reliability.md: one test per row, named after the row. Each checks
+// the error (or the panic, for programmer errors) and that the bad input
+// changed nothing.
+
+// panicOf runs f and returns what it panicked with, as text ("" if it did
+// not panic).
+func panicOf(f func()) (msg string) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg = fmt.Sprint(v)
+		}
+	}()
+	f()
+	return ""
+}
+
+// requireConfigError checks that err is a *ConfigError for field, naming
+// the bulkhead, the field, the value and the rule.
+func requireConfigError(t *testing.T, err error, name, field, value, rule string) {
+	t.Helper()
+	var ce *bulkhead.ConfigError
+	if !errors.As(err, &ce) || !errors.Is(err, bulkhead.ErrInvalidConfig) {
+		t.Fatalf("got %v (%T), want a *ConfigError matching ErrInvalidConfig", err, err)
+	}
+	if ce.Field != field || ce.Name != name {
+		t.Errorf("ConfigError names bulkhead %q field %q, want %q and %q", ce.Name, ce.Field, name, field)
+	}
+	for _, part := range []string{name, field, value, rule} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("message %q does not contain %q", err, part)
+		}
+	}
+}
+
+func TestBadInputEmptyName(t *testing.T) {
+	s, err := bulkhead.New("", bulkhead.DefaultConfig())
+	if s != nil || err == nil || err.Error() != "bulkhead: New: name must not be empty" {
+		t.Fatalf("New(\"\") = %v, %v", s, err)
+	}
+}
+
+func TestBadInputNilClock(t *testing.T) {
+	s, err := bulkhead.New("walmart", bulkhead.DefaultConfig(), bulkhead.WithClock(nil))
+	if s != nil || err == nil || err.Error() != `bulkhead "walmart": WithClock: clock must not be nil` {
+		t.Fatalf("New with WithClock(nil) = %v, %v", s, err)
+	}
+}
+
+func TestBadInputMaxConcurrentCallsBelowOne(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		_, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: n})
+		requireConfigError(t, err, "walmart", "MaxConcurrentCalls", fmt.Sprint(n), "must be >= 1")
+	}
+}
+
+func TestBadInputNegativeMaxWaitDuration(t *testing.T) {
+	_, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -time.Millisecond})
+	requireConfigError(t, err, "walmart", "MaxWaitDuration", "-1ms", "must be >= 0")
+}
+
+func TestBadInputNegativeMaxQueuedCalls(t *testing.T) {
+	_, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxQueuedCalls: -3})
+	requireConfigError(t, err, "walmart", "MaxQueuedCalls", "-3", "must be >= 0")
+}
+
+func TestBadInputUnknownQueueOrder(t *testing.T) {
+	_, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, QueueOrder: 7})
+	requireConfigError(t, err, "walmart", "QueueOrder", "QueueOrder(7)", "must be FIFO or LIFO")
+}
+
+func TestBadInputInvalidChangeConfigKeepsTheOldConfig(t *testing.T) {
+	old := bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Second, MaxQueuedCalls: 4}
+	s := newSemaphore(t, "walmart", old)
+	if !s.TryAcquirePermission() {
+		t.Fatal("no free permit")
+	}
+	defer s.OnComplete()
+	err := s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 0})
+	requireConfigError(t, err, "walmart", "MaxConcurrentCalls", "0", "must be >= 1")
+	if got := s.Config(); got != old {
+		t.Errorf("config after a rejected ChangeConfig: %+v, want %+v", got, old)
+	}
+	if m := s.Metrics(); m.AvailableConcurrentCalls != 1 || m.InFlightCalls != 1 {
+		t.Errorf("metrics after a rejected ChangeConfig: %+v", m)
+	}
+}
+
+func TestBadInputReleaseWithoutPermitPanicsNamingTheBulkhead(t *testing.T) {
+	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 2})
+	for name, release := range map[string]func(){"ReleasePermission": s.ReleasePermission, "OnComplete": s.OnComplete} {
+		msg := panicOf(release)
+		if msg != `bulkhead "walmart": released more permits than were acquired` {
+			t.Errorf("%s with no permit held: panic %q", name, msg)
+		}
+		if m := s.Metrics(); m.AvailableConcurrentCalls != 2 {
+			t.Errorf("%s over-release raised available to %d", name, m.AvailableConcurrentCalls)
+		}
+	}
+}
+
+func TestBadInputNilOnDoneCallbackPanics(t *testing.T) {
+	if msg := panicOf(func() { bulkhead.Granted().OnDone(nil) }); msg != "bulkhead: OnDone called with a nil func" {
+		t.Errorf("OnDone(nil): panic %q", msg)
+	}
+}
+
+func TestBadInputNilEventListenerPanics(t *testing.T) {
+	s := newSemaphore(t, "walmart", bulkhead.DefaultConfig())
+	if msg := panicOf(func() { s.OnEvent(nil) }); msg != "bulkhead: OnEvent called with a nil listener" {
+		t.Errorf("OnEvent(nil): panic %q", msg)
+	}
+}
+
+func TestBadInputRejectedWithNilErrorPanics(t *testing.T) {
+	if msg := panicOf(func() { bulkhead.Rejected(nil) }); msg != "bulkhead: Rejected called with a nil error" {
+		t.Errorf("Rejected(nil): panic %q", msg)
+	}
+}
+
+func TestBadInputFromBlockingNilPanics(t *testing.T) {
+	if msg := panicOf(func() { bulkhead.FromBlocking(nil) }); msg != "bulkhead: FromBlocking called with a nil BlockingBulkhead" {
+		t.Errorf("FromBlocking(nil): panic %q", msg)
+	}
+}
+
+func TestBadInputAcquirePermissionWithDoneContext(t *testing.T) {
+	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1})
+	log := recordEvents(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.AcquirePermission(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("AcquirePermission(done ctx) = %v, want context.Canceled", err)
+	}
+	if m := s.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+		t.Errorf("a done ctx took a permit or queued: %+v", m)
+	}
+	if got := log.types(); len(got) != 0 {
+		t.Errorf("a done ctx published events %v", got)
+	}
+}
+
+func TestBadInputCancelAfterTheOutcome(t *testing.T) {
+	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+	a := s.AcquirePermissionAsync() // granted at once
+	if a.Cancel() {
+		t.Error("Cancel of a granted acquisition returned true")
+	}
+	if a.Err() != nil {
+		t.Errorf("Cancel changed a granted outcome to %v", a.Err())
+	}
+	s.OnComplete()
+}
+
+func TestBadInputUnknownRegistryConfigName(t *testing.T) {
+	r := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 60}))
+	_, err := r.BulkheadWithConfig("walmart", "huge")
+	if err == nil || err.Error() != `bulkhead "walmart": unknown config "huge" (known: big, default)` {
+		t.Fatalf("BulkheadWithConfig(walmart, huge) = %v", err)
+	}
+	if _, ok := r.Find("walmart"); ok {
+		t.Error("the failed call created the bulkhead")
+	}
+}
+
+func TestBadInputInvalidRegistryAddConfig(t *testing.T) {
+	r := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	err := r.AddConfig("tiny", bulkhead.Config{MaxConcurrentCalls: 1, MaxQueuedCalls: -1})
+	requireConfigError(t, err, "tiny", "MaxQueuedCalls", "-1", "must be >= 0")
+	if _, err := r.BulkheadWithConfig("walmart", "tiny"); err == nil {
+		t.Error("the rejected config was added")
+	}
+}
+
+func TestBadInputInvalidRegistryDefaults(t *testing.T) {
+	r := bulkhead.NewRegistry(bulkhead.Config{})
+	_, err := r.Bulkhead("walmart")
+	requireConfigError(t, err, "walmart", "MaxConcurrentCalls", "0", "must be >= 1")
+}
+
+// loadJSON decodes and resolves a registry config file.
+func loadJSON(doc string) error {
+	var rc bulkhead.RegistryConfig
+	if err := json.Unmarshal([]byte(doc), &rc); err != nil {
+		return err
+	}
+	_, err := rc.Resolve()
+	return err
+}
+
+// requireSpecError checks a config file error: it matches ErrInvalidConfig
+// and its message contains every part.
+func requireSpecError(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	var se *bulkhead.SpecError
+	if !errors.As(err, &se) || !errors.Is(err, bulkhead.ErrInvalidConfig) {
+		t.Fatalf("got %v (%T), want a *SpecError matching ErrInvalidConfig", err, err)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("message %q does not contain %q", err, p)
+		}
+	}
+}
+
+func TestBadInputConfigFileUnknownKey(t *testing.T) {
+	err := loadJSON(`{"instances": {"walmart": {"maxConcurentCalls": 5}}}`)
+	requireSpecError(t, err, `instance "walmart"`, "maxConcurentCalls", "unknown key (known: baseConfig, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder)")
+}
+
+func TestBadInputConfigFileDurationWithoutUnit(t *testing.T) {
+	err := loadJSON(`{"configs": {"default": {"maxWaitDuration": 50}}}`)
+	requireSpecError(t, err, `config "default"`, "maxWaitDuration 50", "not a duration")
+}
+
+func TestBadInputConfigFileNegativeValue(t *testing.T) {
+	err := loadJSON(`{"instances": {"walmart": {"maxConcurrentCalls": -2}}}`)
+	requireSpecError(t, err, `instance "walmart"`, "maxConcurrentCalls -2", "must be >= 1")
+}
+
+func TestBadInputConfigFileUnknownBaseConfig(t *testing.T) {
+	err := loadJSON(`{"instances": {"walmart": {"baseConfig": "big"}}}`)
+	requireSpecError(t, err, `instance "walmart"`, `baseConfig "big"`, "no such config (known: none)")
+}
+
+func TestBadInputConfigFileInheritanceCycle(t *testing.T) {
+	err := loadJSON(`{"configs": {"a": {"baseConfig": "b"}, "b": {"baseConfig": "a"}}}`)
+	requireSpecError(t, err, "inheritance cycle a -> b -> a")
+}
+
+func TestBadInputConfigFileNotJSON(t *testing.T) {
+	err := loadJSON(`configs: {default: {maxConcurrentCalls: 2}}`)
+	var syn *json.SyntaxError
+	if !errors.As(err, &syn) {
+		t.Fatalf("got %v (%T), want a *json.SyntaxError", err, err)
+	}
+}
+
+func TestBadInputMarshalUnknownQueueOrder(t *testing.T) {
+	_, err := bulkhead.QueueOrder(9).MarshalText()
+	if err == nil || err.Error() != "bulkhead: cannot marshal QueueOrder(9): want FIFO or LIFO" {
+		t.Fatalf("MarshalText(QueueOrder(9)) = %v", err)
+	}
+}
+
+func TestBadInputVirtualClockGoingBack(t *testing.T) {
+	c := testkit.NewVirtualClock(time.Unix(0, 0))
+	if msg := panicOf(func() { c.Advance(-time.Second) }); !strings.Contains(msg, "negative duration, time cannot go back") {
+		t.Errorf("Advance(-1s): panic %q", msg)
+	}
+}
+
+// TestBadInputTableMatchesTheTests keeps docs/reliability.md honest: every
+// row of its table of bad inputs names a test that exists, and every
+// TestBadInput test has its row.
+func TestBadInputTableMatchesTheTests(t *testing.T) {
+	doc, err := os.ReadFile("docs/reliability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "## Bad inputs")
+	if !ok {
+		t.Fatal("docs/reliability.md has no section \"## Bad inputs\"")
+	}
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("\\| `(TestBadInput\\w+)` \\|").FindAllStringSubmatch(table, -1) {
+		rows[m[1]] = true
+	}
+	defined := map[string]bool{}
+	for _, file := range []string{"badinput_test.go", "testkit/tck/badinput_test.go"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (TestBadInput\w+)\(`).FindAllStringSubmatch(string(src), -1) {
+			defined[m[1]] = true
+		}
+	}
+	delete(defined, "TestBadInputTableMatchesTheTests")
+	for name := range rows {
+		if !defined[name] {
+			t.Errorf("docs/reliability.md names %s, which does not exist", name)
+		}
+	}
+	for name := range defined {
+		if !rows[name] {
+			t.Errorf("%s has no row in the table of docs/reliability.md", name)
+		}
+	}
+	if len(rows) == 0 {
+		t.Error("no row found in the table of bad inputs")
+	}
+}

@@ -1,0 +1,27 @@
+package flowable_test
+
+import (
+	"context"
+	"fmt"
+
+	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/flowable"
+)
+
+func ExampleFromPool() {
+	soap, _ := bulkhead.NewPool("legacy-soap", bulkhead.PoolConfig{MaxWorkers: 4, QueueCapacity: 16})
+	defer soap.Close(context.Background())
+
+	done := make(chan struct{})
+	flowable.FromPool(soap, func(context.Context) (string, error) {
+		return "997 functional ack", nil // a blocking call, on a worker
+	}).Subscribe(flowable.Funcs[string]{
+		Next:     func(v string) { fmt.Println("got", v) },
+		Error:    func(err error) { fmt.Println("error", err) },
+		Complete: func() { fmt.Println("complete"); close(done) },
+	})
+	<-done
+	// Output:
+	// got 997 functional ack
+	// complete
+}

@@ -1,0 +1,597 @@
+package bulkhead_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+// FuzzSemaphore decodes its input into a sequence of operations (see
+// fuzzOp) on a Semaphore driven by a testkit.VirtualClock, plays each one
+// on the Semaphore and on refModel, a plain sequential model of the
+// bulkhead, and requires, after every operation, the same outcome of the
+// operation, the same outcome (Err) of every acquisition made so far, the
+// same Metrics and Config, and the same events (type, reason and time) in
+// the same order.
+func FuzzSemaphore(f *testing.F) {
+	// More seeds live in testdata/fuzz/FuzzSemaphore.
+	f.Add([]byte{0x21, 0x13, 0x00, 0x01, 0x01, 0x01, 0x03, 0x04, 0x05, 0x02, 0x02, 0x00})
+	f.Add([]byte{0x30, 0x11, 0x01, 0x01, 0x01, 0x07, 0x07, 0x05, 0x0f, 0x04, 0x04})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		runSemaphoreModel(t, data)
+	})
+}
+
+// Operations of FuzzSemaphore; the opcode is one byte modulo fuzzOps, its
+// argument the next byte.
+const (
+	opTry          = iota // TryAcquirePermission
+	opAsync               // AcquirePermissionAsync
+	opCancel              // Cancel the acquisition arg % count
+	opRelease             // ReleasePermission (may over-release: must panic)
+	opComplete            // OnComplete (may over-release: must panic)
+	opAdvance             // Advance the clock by (arg % 16) * 5ms
+	opChange              // ChangeConfig(config from arg), possibly invalid
+	opAsyncRelease        // AcquirePermissionAsync whose OnDone calls OnComplete when granted
+	opAdvanceExact        // Advance the clock to the earliest deadline exactly
+	fuzzOps
+)
+
+// fuzzMaxOps bounds the operations decoded from one input.
+const fuzzMaxOps = 256
+
+// modelWaiter is a queued acquisition of the model.
+type modelWaiter struct {
+	id       int
+	deadline time.Time
+}
+
+// modelEvent is what the model predicts a listener sees.
+type modelEvent struct {
+	Type   bulkhead.EventType
+	Reason bulkhead.Reason
+	Time   time.Time
+}
+
+func (e modelEvent) String() string {
+	return fmt.Sprintf("%s(%s)@%s", e.Type, e.Reason, e.Time.Format("15:04:05.000"))
+}
+
+// Outcomes of the model's acquisitions.
+const (
+	modelPending = iota
+	modelGranted
+	modelRejected
+	modelCancelled
+)
+
+type modelAcq struct {
+	state         int
+	reason        bulkhead.Reason
+	releaseOnDone bool // OnDone calls OnComplete when granted
+}
+
+// refModel is the sequential reference model of a Semaphore: what issue 2
+// says, written as directly as possible.
+type refModel struct {
+	cfg       bulkhead.Config
+	available int
+	queue     []modelWaiter
+	acqs      []modelAcq
+	now       time.Time
+	events    []modelEvent
+	// notify holds decided acquisitions whose events and callbacks have
+	// not been delivered, in decision order (the Semaphore's delivery list).
+	notify     []int
+	delivering bool
+}
+
+func (m *refModel) event(t bulkhead.EventType, r bulkhead.Reason) {
+	m.events = append(m.events, modelEvent{t, r, m.now})
+}
+
+// fastPath takes a permit if one is free and nobody waits.
+func (m *refModel) fastPath() bool {
+	if m.available > 0 && len(m.queue) == 0 {
+		m.available--
+		m.event(bulkhead.CallPermitted, 0)
+		return true
+	}
+	return false
+}
+
+func (m *refModel) try() bool {
+	if m.fastPath() {
+		return true
+	}
+	m.event(bulkhead.CallRejected, bulkhead.NoWait)
+	return false
+}
+
+// async returns the id of a new acquisition.
+func (m *refModel) async(releaseOnDone bool) int {
+	id := len(m.acqs)
+	m.acqs = append(m.acqs, modelAcq{releaseOnDone: releaseOnDone})
+	if m.fastPath() {
+		m.acqs[id].state = modelGranted
+		if releaseOnDone {
+			m.release(true)
+		}
+		return id
+	}
+	reject := func(r bulkhead.Reason) int {
+		m.acqs[id].state, m.acqs[id].reason = modelRejected, r
+		m.event(bulkhead.CallRejected, r)
+		return id
+	}
+	if m.cfg.MaxWaitDuration == 0 {
+		return reject(bulkhead.NoWait)
+	}
+	if q := m.cfg.MaxQueuedCalls; q > 0 && len(m.queue) >= q {
+		if m.cfg.QueueOrder == bulkhead.FIFO {
+			return reject(bulkhead.QueueFull)
+		}
+		for len(m.queue) >= q { // LIFO: evict the oldest
+			m.decide(m.queue[0].id, modelRejected, bulkhead.Evicted)
+			m.queue = m.queue[1:]
+		}
+	}
+	m.queue = append(m.queue, modelWaiter{id: id, deadline: addDeadline(m.now, m.cfg.MaxWaitDuration)})
+	m.deliver()
+	return id
+}
+
+// addDeadline is now+d, saturating far in the future.
+func addDeadline(now time.Time, d time.Duration) time.Time {
+	if d > time.Duration(math.MaxInt64)/2 {
+		return now.Add(time.Duration(math.MaxInt64) / 2)
+	}
+	return now.Add(d)
+}
+
+// decide records an outcome to be delivered (event, then callback).
+func (m *refModel) decide(id, state int, r bulkhead.Reason) {
+	m.acqs[id].state, m.acqs[id].reason = state, r
+	m.notify = append(m.notify, id)
+}
+
+// deliver publishes decided outcomes in order. A callback's release may
+// decide more: they join the end of the list and the outer loop delivers
+// them (a nested deliver returns at once), as in the Semaphore.
+func (m *refModel) deliver() {
+	if m.delivering {
+		return
+	}
+	m.delivering = true
+	defer func() { m.delivering = false }()
+	for len(m.notify) > 0 {
+		id := m.notify[0]
+		m.notify = m.notify[1:]
+		a := m.acqs[id]
+		if a.state == modelGranted {
+			m.event(bulkhead.CallPermitted, 0)
+			if a.releaseOnDone {
+				m.release(true)
+			}
+		} else {
+			m.event(bulkhead.CallRejected, a.reason)
+		}
+	}
+}
+
+// grant hands free permits to waiters in queue order.
+func (m *refModel) grant() {
+	for m.available > 0 && len(m.queue) > 0 {
+		i := 0
+		if m.cfg.QueueOrder == bulkhead.LIFO {
+			i = len(m.queue) - 1
+		}
+		id := m.queue[i].id
+		m.queue = slices.Delete(m.queue, i, i+1)
+		m.available--
+		m.decide(id, modelGranted, 0)
+	}
+}
+
+// release returns false if it must panic (more releases than grants).
+func (m *refModel) release(finished bool) bool {
+	if m.available >= m.cfg.MaxConcurrentCalls {
+		return false
+	}
+	m.available++
+	if finished {
+		m.event(bulkhead.CallFinished, 0)
+	}
+	m.grant()
+	m.deliver()
+	return true
+}
+
+func (m *refModel) cancel(id int) bool {
+	if m.acqs[id].state != modelPending {
+		return false
+	}
+	i := slices.IndexFunc(m.queue, func(w modelWaiter) bool { return w.id == id })
+	m.queue = slices.Delete(m.queue, i, i+1)
+	m.acqs[id].state = modelCancelled
+	m.event(bulkhead.CallCancelled, 0)
+	return true
+}
+
+func (m *refModel) change(cfg bulkhead.Config) bool {
+	if cfg.Validate() != nil {
+		return false
+	}
+	m.available += cfg.MaxConcurrentCalls - m.cfg.MaxConcurrentCalls
+	m.cfg = cfg
+	m.grant()
+	m.deliver()
+	return true
+}
+
+// advance moves time to target, expiring waiters in deadline order; those
+// due at the same instant expire in queue order.
+func (m *refModel) advance(target time.Time) {
+	for {
+		var next time.Time
+		for i, w := range m.queue {
+			if i == 0 || w.deadline.Before(next) {
+				next = w.deadline
+			}
+		}
+		if len(m.queue) == 0 || next.After(target) {
+			break
+		}
+		if next.After(m.now) {
+			m.now = next
+		}
+		kept := m.queue[:0]
+		for _, w := range m.queue {
+			if !w.deadline.After(m.now) {
+				m.decide(w.id, modelRejected, bulkhead.WaitTimeout)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		m.queue = kept
+		m.deliver()
+	}
+	if target.After(m.now) {
+		m.now = target
+	}
+}
+
+func (m *refModel) metrics() bulkhead.Metrics {
+	return bulkhead.Metrics{
+		AvailableConcurrentCalls:  max(m.available, 0),
+		MaxAllowedConcurrentCalls: m.cfg.MaxConcurrentCalls,
+		InFlightCalls:             m.cfg.MaxConcurrentCalls - m.available,
+		QueuedCalls:               len(m.queue),
+		MaxQueuedCalls:            m.cfg.MaxQueuedCalls,
+	}
+}
+
+func (m *refModel) errOf(id int) error {
+	switch a := m.acqs[id]; a.state {
+	case modelGranted:
+		return nil
+	case modelRejected:
+		return &bulkhead.FullError{Name: "fuzz", Reason: a.reason}
+	case modelCancelled:
+		return bulkhead.ErrCancelled
+	}
+	return bulkhead.ErrPending
+}
+
+// fuzzConfig decodes a config; about one in eight is invalid.
+func fuzzConfig(b byte) bulkhead.Config {
+	cfg := bulkhead.Config{
+		MaxConcurrentCalls: 1 + int(b&3),
+		MaxWaitDuration:    time.Duration(b>>2&7) * 10 * time.Millisecond,
+		MaxQueuedCalls:     int(b >> 5 & 3),
+		QueueOrder:         bulkhead.QueueOrder(b >> 7),
+	}
+	if b&0x1c == 0x1c { // one wait value in eight is an invalid field instead
+		switch b >> 5 & 3 {
+		case 0:
+			cfg.MaxConcurrentCalls = 0
+		case 1:
+			cfg.MaxWaitDuration = -time.Millisecond
+		case 2:
+			cfg.MaxQueuedCalls = -1
+		default:
+			cfg.QueueOrder = 2
+		}
+	}
+	return cfg
+}
+
+// runSemaphoreModel plays data on a Semaphore and on the model.
+func runSemaphoreModel(t *testing.T, data []byte) {
+	if len(data) < 1 {
+		return
+	}
+	cfg := fuzzConfig(data[0])
+	if cfg.Validate() != nil {
+		cfg = bulkhead.Config{MaxConcurrentCalls: cfg.MaxConcurrentCalls%4 + 1, MaxWaitDuration: 10 * time.Millisecond}
+	}
+	data = data[1:]
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	sem, err := bulkhead.New("fuzz", cfg, bulkhead.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []modelEvent
+	sem.OnEvent(func(e bulkhead.Event) {
+		if e.Name != "fuzz" {
+			t.Fatalf("event %v names %q", e, e.Name)
+		}
+		got = append(got, modelEvent{e.Type, e.Reason, e.Time})
+	})
+	m := &refModel{cfg: cfg, available: cfg.MaxConcurrentCalls, now: clock.Now()}
+	var acqs []*bulkhead.Acquisition
+	var trace []string
+
+	var live []int // acquisitions pending in the model at the last comparison
+	compared := 0  // acquisitions made before the last comparison
+	for i := 0; i+1 < len(data) && i < 2*fuzzMaxOps; i += 2 {
+		op, arg := int(data[i])%fuzzOps, data[i+1]
+		var desc string
+		switch op {
+		case opTry:
+			gotOK, wantOK := sem.TryAcquirePermission(), m.try()
+			desc = fmt.Sprintf("TryAcquirePermission() = %v", gotOK)
+			if gotOK != wantOK {
+				t.Fatalf("%s, model says %v; ops:\n%s", desc, wantOK, strings.Join(trace, "\n"))
+			}
+		case opAsync, opAsyncRelease:
+			releaseOnDone := op == opAsyncRelease
+			a := sem.AcquirePermissionAsync()
+			if releaseOnDone {
+				a.OnDone(func(err error) {
+					if err == nil {
+						sem.OnComplete()
+					}
+				})
+			}
+			acqs = append(acqs, a)
+			m.async(releaseOnDone)
+			desc = fmt.Sprintf("#%d = AcquirePermissionAsync() (release in OnDone: %v)", len(acqs)-1, releaseOnDone)
+		case opCancel:
+			if len(acqs) == 0 {
+				continue
+			}
+			k := int(arg) % len(acqs)
+			gotOK, wantOK := acqs[k].Cancel(), m.cancel(k)
+			desc = fmt.Sprintf("#%d.Cancel() = %v", k, gotOK)
+			if gotOK != wantOK {
+				t.Fatalf("%s, model says %v; ops:\n%s", desc, wantOK, strings.Join(trace, "\n"))
+			}
+		case opRelease, opComplete:
+			finished := op == opComplete
+			name := map[bool]string{false: "ReleasePermission", true: "OnComplete"}[finished]
+			before := m.metrics()
+			wantOK := m.release(finished)
+			panicMsg := func() (msg string) {
+				defer func() {
+					if v := recover(); v != nil {
+						msg = fmt.Sprint(v)
+					}
+				}()
+				if finished {
+					sem.OnComplete()
+				} else {
+					sem.ReleasePermission()
+				}
+				return ""
+			}()
+			desc = fmt.Sprintf("%s() (panic: %q)", name, panicMsg)
+			switch {
+			case wantOK && panicMsg != "":
+				t.Fatalf("%s panicked: %s; ops:\n%s", name, panicMsg, strings.Join(trace, "\n"))
+			case !wantOK && panicMsg == "":
+				t.Fatalf("%s with no permit held (%+v) did not panic; ops:\n%s", name, before, strings.Join(trace, "\n"))
+			case !wantOK && !strings.Contains(panicMsg, `"fuzz"`):
+				t.Fatalf("over-release panic %q does not name the bulkhead", panicMsg)
+			}
+		case opAdvance:
+			d := time.Duration(arg%16) * 5 * time.Millisecond
+			clock.Advance(d)
+			m.advance(m.now.Add(d))
+			desc = fmt.Sprintf("Advance(%v)", d)
+		case opAdvanceExact:
+			next, ok := clock.NextDeadline()
+			if !ok {
+				continue
+			}
+			clock.AdvanceTo(next)
+			m.advance(next)
+			desc = fmt.Sprintf("AdvanceTo(next timer %s)", next.Format("15:04:05.000"))
+		case opChange:
+			c := fuzzConfig(arg)
+			err := sem.ChangeConfig(c)
+			wantOK := m.change(c)
+			desc = fmt.Sprintf("ChangeConfig(%+v) = %v", c, err)
+			if (err == nil) != wantOK {
+				t.Fatalf("%s, model accepts it: %v; ops:\n%s", desc, wantOK, strings.Join(trace, "\n"))
+			}
+			if err != nil && !errors.Is(err, bulkhead.ErrInvalidConfig) {
+				t.Fatalf("%s: not a *ConfigError", desc)
+			}
+		}
+		trace = append(trace, desc)
+		for ; compared < len(acqs); compared++ {
+			live = append(live, compared) // made by this operation
+		}
+		live = compareWithModel(t, sem, m, acqs, live, got, trace)
+	}
+	// Wind down: cancel or release everything; nothing may be left.
+	for k, a := range acqs {
+		if a.Cancel() != m.cancel(k) {
+			t.Fatalf("wind-down: #%d.Cancel() disagrees with the model", k)
+		}
+	}
+	for m.metrics().InFlightCalls > 0 {
+		m.release(false)
+		sem.ReleasePermission()
+	}
+	trace = append(trace, "wind-down")
+	all := make([]int, len(acqs))
+	for k := range all {
+		all[k] = k
+	}
+	compareWithModel(t, sem, m, acqs, all, got, trace)
+	if n := clock.PendingTimers(); n != 0 {
+		t.Fatalf("%d timer(s) armed with nobody waiting", n)
+	}
+}
+
+// compareWithModel compares the Semaphore with the model after an
+// operation, including the outcome of the acquisitions in check (those
+// pending at the last comparison and those made since), and returns those
+// still pending: a decided outcome is compared when it is decided, and
+// once more at the end.
+func compareWithModel(t *testing.T, sem *bulkhead.Semaphore, m *refModel, acqs []*bulkhead.Acquisition, check []int, got []modelEvent, trace []string) (pending []int) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("after %s: %s\nops:\n%s", trace[len(trace)-1], fmt.Sprintf(format, args...), strings.Join(trace, "\n"))
+	}
+	if gm, wm := sem.Metrics(), m.metrics(); gm != wm {
+		fail("Metrics() = %+v, model %+v", gm, wm)
+	}
+	if gc := sem.Config(); gc != m.cfg {
+		fail("Config() = %+v, model %+v", gc, m.cfg)
+	}
+	for _, k := range check {
+		a := acqs[k]
+		ge, we := a.Err(), m.errOf(k)
+		if we == bulkhead.ErrPending {
+			pending = append(pending, k)
+		}
+		var gf, wf *bulkhead.FullError
+		switch {
+		case errors.As(we, &wf):
+			if !errors.As(ge, &gf) || *gf != *wf {
+				fail("#%d.Err() = %v, model %v", k, ge, we)
+			}
+		case ge != we:
+			fail("#%d.Err() = %v, model %v", k, ge, we)
+		}
+	}
+	if !slices.Equal(got, m.events) {
+		fail("events differ:\n got   %v\n model %v", got, m.events)
+	}
+	return pending
+}
+
+// FuzzConfig checks Config.Validate against the rules of Config field by
+// field, New and ChangeConfig against Validate, and the configuration file
+// loader (RegistryConfig from JSON, Resolve, NewRegistryFromConfig) against
+// both: whatever loads creates valid bulkheads with the resolved configs,
+// and every error matches ErrInvalidConfig and names what is wrong.
+func FuzzConfig(f *testing.F) {
+	// More seeds live in testdata/fuzz/FuzzConfig.
+	f.Add(int64(25), int64(0), int64(0), uint8(0), `{"configs":{"default":{"maxConcurrentCalls":20}}}`)
+	f.Add(int64(0), int64(-1), int64(-1), uint8(3), `{"instances":{"a":{"maxWaitDuration":"-5ms"}}}`)
+	f.Fuzz(func(t *testing.T, calls, wait, queued int64, order uint8, doc string) {
+		cfg := bulkhead.Config{MaxConcurrentCalls: int(calls), MaxWaitDuration: time.Duration(wait), MaxQueuedCalls: int(queued), QueueOrder: bulkhead.QueueOrder(order)}
+		checkConfigRules(t, cfg)
+		checkConfigFile(t, doc)
+	})
+}
+
+func checkConfigRules(t *testing.T, cfg bulkhead.Config) {
+	var field string
+	switch {
+	case cfg.MaxConcurrentCalls < 1:
+		field = "MaxConcurrentCalls"
+	case cfg.MaxWaitDuration < 0:
+		field = "MaxWaitDuration"
+	case cfg.MaxQueuedCalls < 0:
+		field = "MaxQueuedCalls"
+	case cfg.QueueOrder != bulkhead.FIFO && cfg.QueueOrder != bulkhead.LIFO:
+		field = "QueueOrder"
+	}
+	err := cfg.Validate()
+	if field == "" {
+		if err != nil {
+			t.Fatalf("Validate(%+v) = %v, want nil", cfg, err)
+		}
+	} else {
+		var ce *bulkhead.ConfigError
+		if !errors.As(err, &ce) || ce.Field != field || !errors.Is(err, bulkhead.ErrInvalidConfig) || !strings.Contains(err.Error(), field) {
+			t.Fatalf("Validate(%+v) = %v, want a *ConfigError naming %s", cfg, err, field)
+		}
+	}
+	s, nerr := bulkhead.New("partner", cfg)
+	if (nerr == nil) != (err == nil) {
+		t.Fatalf("New(%+v) = %v, Validate = %v", cfg, nerr, err)
+	}
+	if nerr != nil {
+		if !strings.Contains(nerr.Error(), `"partner"`) {
+			t.Fatalf("New error %q does not name the bulkhead", nerr)
+		}
+		return
+	}
+	base := bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Second}
+	s2, _ := bulkhead.New("other", base)
+	if cerr := s2.ChangeConfig(cfg); cerr != nil || s2.Config() != cfg {
+		t.Fatalf("ChangeConfig(%+v) = %v, config now %+v", cfg, cerr, s2.Config())
+	}
+	if s.Config() != cfg || s.Metrics().AvailableConcurrentCalls != cfg.MaxConcurrentCalls {
+		t.Fatalf("New(%+v) made a bulkhead with config %+v, metrics %+v", cfg, s.Config(), s.Metrics())
+	}
+}
+
+func checkConfigFile(t *testing.T, doc string) {
+	var rc bulkhead.RegistryConfig
+	if err := json.Unmarshal([]byte(doc), &rc); err != nil {
+		var se *bulkhead.SpecError
+		var syn *json.SyntaxError
+		var ute *json.UnmarshalTypeError
+		if !errors.As(err, &se) && !errors.As(err, &syn) && !errors.As(err, &ute) && !strings.Contains(err.Error(), "bulkhead") {
+			t.Fatalf("json.Unmarshal(%q): error %v is neither a JSON error nor a bulkhead one", doc, err)
+		}
+		if errors.As(err, &se) && (!errors.Is(err, bulkhead.ErrInvalidConfig) || se.Problem == "") {
+			t.Fatalf("json.Unmarshal(%q): %v: a SpecError must match ErrInvalidConfig and say what is wrong", doc, err)
+		}
+		return
+	}
+	res, rerr := rc.Resolve()
+	reg, nerr := bulkhead.NewRegistryFromConfig(rc)
+	if (rerr == nil) != (nerr == nil) {
+		t.Fatalf("Resolve = %v but NewRegistryFromConfig = %v for %q", rerr, nerr, doc)
+	}
+	if rerr != nil {
+		if !errors.Is(rerr, bulkhead.ErrInvalidConfig) {
+			t.Fatalf("Resolve(%q) = %v, which does not match ErrInvalidConfig", doc, rerr)
+		}
+		return
+	}
+	for name, cfg := range res.Configs {
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("config %q resolved to an invalid %+v: %v", name, cfg, err)
+		}
+	}
+	for name, cfg := range res.Instances {
+		s, ok := reg.Find(name)
+		if !ok {
+			t.Fatalf("instance %q of %q was not created", name, doc)
+		}
+		if s.Config() != cfg {
+			t.Fatalf("instance %q has config %+v, resolved %+v", name, s.Config(), cfg)
+		}
+	}
+	if got, want := len(reg.All()), len(res.Instances); got != want {
+		t.Fatalf("registry holds %d bulkheads, the file has %d instances", got, want)
+	}
+}
