@@ -1,0 +1,292 @@
+package bulkhead_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/reactivex/rxgo/v2"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/observable"
+)
+
+// The functions of this file are the code blocks of README.md and
+// docs/guide.md (docs_test.go keeps them equal).
+
+// sendOrder stands for the call to a partner: a cold rxgo source that sends
+// one order when observed and emits the partner's answer.
+func sendOrder(_ context.Context, next chan<- rxgo.Item) {
+	next <- rxgo.Of("order 850 accepted")
+}
+
+// The README's quick start: one bulkhead per partner from a registry, and an
+// rxgo pipeline that takes a permit each time it is observed.
+func Example_quickStart() {
+	reg := bulkhead.NewRegistry(bulkhead.Config{
+		MaxConcurrentCalls: 20,                    // permits per partner
+		MaxWaitDuration:    50 * time.Millisecond, // how long a call may wait
+		MaxQueuedCalls:     100,                   // how many may wait
+	})
+	walmart, err := reg.Bulkhead("walmart")
+	if err != nil {
+		log.Fatal(err)
+	}
+	orders := observable.Bulkhead(walmart, rxgo.Defer([]rxgo.Producer{sendOrder}))
+	for item := range orders.Observe() { // the permit is taken here, never blocking
+		if errors.Is(item.E, bulkhead.ErrBulkheadFull) {
+			log.Printf("walmart is saturated: %v", item.E)
+			continue
+		}
+		fmt.Println(item.V)
+	}
+	// Output: order 850 accepted
+}
+
+// DefaultConfig is resilience4j's: 25 permits, no wait, no queue bound, FIFO.
+func ExampleDefaultConfig() {
+	fmt.Printf("%+v\n", bulkhead.DefaultConfig())
+	// Output: {MaxConcurrentCalls:25 MaxWaitDuration:0s MaxQueuedCalls:0 QueueOrder:FIFO}
+}
+
+// A rejection says which bulkhead refused the call and why.
+func ExampleFullError() {
+	bh, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1})
+	bh.TryAcquirePermission() // the only permit is taken
+
+	err := bh.AcquirePermissionAsync().Err() // full, and MaxWaitDuration is 0
+	var full *bulkhead.FullError
+	if errors.As(err, &full) {
+		fmt.Println(full.Name, full.Reason)
+	}
+	fmt.Println(errors.Is(err, bulkhead.ErrBulkheadFull))
+	fmt.Println(err)
+	bh.ReleasePermission()
+	// Output:
+	// walmart no wait
+	// true
+	// bulkhead 'walmart' is full and does not permit further calls (no wait)
+}
+
+// OnComplete gives back the permit of a call that ran (CallFinished);
+// ReleasePermission gives back one whose call never ran (no event).
+func ExampleSemaphore_ReleasePermission() {
+	bh, _ := bulkhead.New("carrefour", bulkhead.Config{MaxConcurrentCalls: 2})
+	bh.OnEvent(func(e bulkhead.Event) { fmt.Println("event:", e.Type) })
+
+	if bh.TryAcquirePermission() {
+		// ... the call to carrefour ran ...
+		bh.OnComplete()
+	}
+	if bh.TryAcquirePermission() {
+		// ... the order was invalid: nothing was sent ...
+		bh.ReleasePermission()
+	}
+	fmt.Println("in flight:", bh.Metrics().InFlightCalls)
+	// Output:
+	// event: permitted
+	// event: finished
+	// event: permitted
+	// in flight: 0
+}
+
+// A context that ends while AcquirePermission waits: ctx.Err() comes back,
+// no permit is held and nobody is left in the queue.
+func ExampleSemaphore_AcquirePermission_contextEnds() {
+	bh, _ := bulkhead.New("tesco", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
+	bh.TryAcquirePermission() // a call in flight
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go cancel() // the caller gives up (before or while the call waits)
+	err := bh.AcquirePermission(ctx)
+	fmt.Println(err)
+	m := bh.Metrics()
+	fmt.Println("in flight:", m.InFlightCalls, "queued:", m.QueuedCalls)
+	bh.OnComplete()
+	// Output:
+	// context canceled
+	// in flight: 1 queued: 0
+}
+
+// Waiting on Done with a patience of one's own: Cancel withdraws the
+// request, unless the permit was granted in the meantime, which the caller
+// then owns.
+func ExampleAcquisition_Done() {
+	bh, _ := bulkhead.New("aldi", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
+	bh.TryAcquirePermission()        // a call in flight
+	a := bh.AcquirePermissionAsync() // queued behind it
+	go bh.OnComplete()               // the call in flight finishes, on another goroutine
+
+	select {
+	case <-a.Done():
+		if err := a.Err(); err != nil {
+			fmt.Println("rejected:", err)
+			return
+		}
+		defer bh.OnComplete()
+		fmt.Println("granted after a wait")
+	case <-time.After(10 * time.Second): // the caller's own patience
+		if !a.Cancel() && a.Err() == nil {
+			bh.ReleasePermission() // granted just as we gave up
+		}
+		fmt.Println("gave up")
+	}
+	// Output: granted after a wait
+}
+
+// partnerClient stands for a client that honours its context, like
+// net/http or gRPC.
+type partnerClient struct{}
+
+func (partnerClient) Send(ctx context.Context, order string) error {
+	fmt.Println("sent", order)
+	return ctx.Err()
+}
+
+var client partnerClient
+
+// sendViaSemaphore is the Semaphore around a call that honours its context.
+func sendViaSemaphore(ctx context.Context, s *bulkhead.Semaphore, order string) error {
+	if err := s.AcquirePermission(ctx); err != nil {
+		return err // a *bulkhead.FullError, or ctx.Err()
+	}
+	defer s.OnComplete()
+	return client.Send(ctx, order) // returns when ctx ends
+}
+
+// A Semaphore is the right bulkhead for calls that honour their context.
+func ExampleSemaphore_AcquirePermission_contextAwareCall() {
+	s, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: 50 * time.Millisecond})
+	err := sendViaSemaphore(context.Background(), s, "PO-1")
+	fmt.Println(err, s.Metrics().InFlightCalls)
+	// Output:
+	// sent PO-1
+	// <nil> 0
+}
+
+// A Pool is the right bulkhead for calls that block regardless of their
+// context: the call blocks one of the pool's workers, never the caller.
+func ExamplePool_blockingCall() {
+	p, err := bulkhead.NewPool("legacy-soap", bulkhead.PoolConfig{
+		MaxWorkers: 8, CoreWorkers: 2, QueueCapacity: 32, KeepAlive: time.Minute,
+		MaxQueueWait: 200 * time.Millisecond,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(context.Background())
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	f := bulkhead.Submit(p, ctx, func(context.Context) (float64, error) {
+		return legacyQuote("ABC-123") // blocks; ignores its ctx
+	})
+	price, err := f.Get(ctx) // returns when the task ends or ctx does
+	fmt.Println(price, err)
+	// Output: 10.5 <nil>
+}
+
+// quoteBehindSemaphore is the anti-pattern of docs/guide.md: a Semaphore
+// around a call that ignores its context.
+func quoteBehindSemaphore(ctx context.Context, s *bulkhead.Semaphore, legacy func(sku string) (float64, error), sku string) (float64, error) {
+	if err := s.AcquirePermission(ctx); err != nil {
+		return 0, err
+	}
+	defer s.OnComplete()
+	return legacy(sku) // ignores ctx: the permit is held until it returns
+}
+
+// uncoordinatedSoapBulkheads is the other anti-pattern of docs/guide.md: two
+// limits on one dependency that disagree.
+func uncoordinatedSoapBulkheads() (*bulkhead.Semaphore, *bulkhead.Pool) {
+	s, _ := bulkhead.New("soap", bulkhead.Config{MaxConcurrentCalls: 50, MaxWaitDuration: time.Second})
+	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 8, QueueCapacity: 10})
+	// handler: s.AcquirePermission, then bulkhead.Submit(p, ...).Get(ctx)
+	return s, p
+}
+
+// TestGuideSemaphoreAroundBlockingCodeHoldsThePermitPastTheDeadline pins the
+// guide's claim: the caller's context ends, the call goes on, and the permit
+// stays held, so the next caller waits for nothing and times out.
+func TestGuideSemaphoreAroundBlockingCodeHoldsThePermitPastTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := bulkhead.New("legacy", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hang := make(chan struct{})
+		legacy := func(string) (float64, error) { <-hang; return 1, nil } // a partner that hangs
+
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		first := make(chan error, 1)
+		go func() { _, err := quoteBehindSemaphore(ctx, s, legacy, "ABC-123"); first <- err }()
+		time.Sleep(100 * time.Millisecond) // bubble time: the caller's deadline has passed
+		synctest.Wait()
+		if ctx.Err() == nil {
+			t.Fatal("the caller's context should have ended")
+		}
+		if got := s.Metrics().InFlightCalls; got != 1 {
+			t.Errorf("permits held after the caller's deadline = %d, want 1 (the stuck call keeps it)", got)
+		}
+
+		_, err = quoteBehindSemaphore(context.Background(), s, legacy, "DEF-456")
+		var full *bulkhead.FullError
+		if !errors.As(err, &full) || full.Reason != bulkhead.WaitTimeout {
+			t.Errorf("the next caller got %v, want a wait timeout", err)
+		}
+
+		close(hang) // the partner answers at last
+		if err := <-first; err != nil {
+			t.Errorf("first call: %v", err)
+		}
+		if m := s.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+			t.Errorf("leaked: %+v", m)
+		}
+	})
+}
+
+// TestGuideSemaphoreInFrontOfPoolRejectsPermitHolders pins the figures of the
+// guide's "uncoordinated sizes" anti-pattern: of 50 permit holders, 8 run, 10
+// wait in the pool's queue and 32 are rejected by the pool at once.
+func TestGuideSemaphoreInFrontOfPoolRejectsPermitHolders(t *testing.T) {
+	s, p := uncoordinatedSoapBulkheads()
+	block := make(chan struct{})
+	var accepted []*bulkhead.Future[int]
+	rejected := 0
+	for range 50 {
+		if !s.TryAcquirePermission() {
+			t.Fatal("the semaphore refused one of its 50 permits")
+		}
+		f := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { <-block; return 1, nil })
+		if errors.Is(f.Err(), bulkhead.ErrBulkheadFull) {
+			rejected++
+			s.ReleasePermission() // the call did not run
+			continue
+		}
+		accepted = append(accepted, f)
+	}
+	pm, sm := p.Metrics(), s.Metrics()
+	if rejected != 32 || pm.ActiveWorkers != 8 || pm.QueueDepth != 10 || sm.InFlightCalls != 18 {
+		t.Errorf("rejected %d, running %d, queued %d, semaphore in flight %d; want 32, 8, 10, 18",
+			rejected, pm.ActiveWorkers, pm.QueueDepth, sm.InFlightCalls)
+	}
+
+	close(block)
+	for _, f := range accepted {
+		if _, err := f.Get(context.Background()); err != nil {
+			t.Error(err)
+		}
+		s.OnComplete()
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+		t.Errorf("leaked: %+v", m)
+	}
+}
