@@ -129,10 +129,15 @@ func (s *Semaphore) queuedLocked() int {
 // events cost one atomic load. OnEvent panics if f is nil.
 func (s *Semaphore) OnEvent(f func(Event)) (remove func()) { return s.events.add(f) }
 
+// publish is small enough to be inlined, so that with no listener an event
+// costs one atomic load and no call.
 func (s *Semaphore) publish(t EventType, r Reason) {
-	if !s.events.active() {
-		return
+	if s.events.active() {
+		s.publishSlow(t, r)
 	}
+}
+
+func (s *Semaphore) publishSlow(t EventType, r Reason) {
 	s.events.publish(Event{Type: t, Name: s.name, Time: s.clock.Now(), Reason: r})
 }
 
@@ -203,10 +208,15 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	if a.state.Load()&firedBit != 0 {
 		return a.Err()
 	}
+	ctxDone := ctx.Done()
+	if ctxDone == nil { // a context that never ends: no select needed
+		<-a.Done()
+		return a.Err()
+	}
 	select {
 	case <-a.Done():
 		return a.Err()
-	case <-ctx.Done():
+	case <-ctxDone:
 		if a.Cancel() {
 			return ctx.Err()
 		}
@@ -238,6 +248,15 @@ func (s *Semaphore) release(finished bool) {
 		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
 	}
 	s.available++
+	if s.nobodyWaitsLocked() {
+		// Nothing to grant; outcomes decided earlier are delivered by the
+		// goroutine that decided them.
+		s.mu.Unlock()
+		if finished {
+			s.publish(CallFinished, 0)
+		}
+		return
+	}
 	// The permit goes to the next waiter in the same critical section, so
 	// no observer (Metrics, TryAcquirePermission) sees it free while calls
 	// wait.
