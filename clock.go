@@ -1,6 +1,9 @@
 package bulkhead
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Clock is the source of time of a Semaphore or a Pool: Now stamps events
 // and queue deadlines, AfterFunc bounds waits (and retires idle Pool
@@ -33,6 +36,19 @@ type Option interface{ apply(*options) }
 
 type options struct {
 	clock Clock
+}
+
+// newOptions applies opts over the defaults for the bulkhead named name,
+// which New and NewPool have already checked to be non-empty.
+func newOptions(name string, opts []Option) (options, error) {
+	o := options{clock: realClock{}}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.clock == nil {
+		return o, fmt.Errorf("bulkhead %q: WithClock: clock must not be nil", name)
+	}
+	return o, nil
 }
 
 type optionFunc func(*options)

@@ -3,7 +3,6 @@ package bulkhead
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -87,12 +86,9 @@ func NewPool(name string, cfg PoolConfig, opts ...Option) (*Pool, error) {
 	if err := cfg.validateFor(name); err != nil {
 		return nil, err
 	}
-	o := options{clock: realClock{}}
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
-	if o.clock == nil {
-		return nil, fmt.Errorf("bulkhead %q: WithClock: clock must not be nil", name)
+	o, err := newOptions(name, opts)
+	if err != nil {
+		return nil, err
 	}
 	return &Pool{
 		name:           name,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 )
 
@@ -71,12 +69,7 @@ func (r *PoolRegistry) PoolWithConfig(name, configName string) (*Pool, error) {
 	}
 	cfg, ok := r.configs[configName]
 	if !ok {
-		names := make([]string, 0, len(r.configs))
-		for n := range r.configs {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return nil, fmt.Errorf("bulkhead %q: unknown pool config %q (known: %s)", name, configName, strings.Join(names, ", "))
+		return nil, unknownConfigError("pool config", name, configName, r.configs)
 	}
 	p, err := NewPool(name, cfg, r.opts...)
 	if err != nil {
@@ -109,13 +102,8 @@ func (r *PoolRegistry) Find(name string) (*Pool, bool) {
 // All returns every pool, sorted by name.
 func (r *PoolRegistry) All() []*Pool {
 	r.mu.Lock()
-	all := make([]*Pool, 0, len(r.pools))
-	for _, p := range r.pools {
-		all = append(all, p)
-	}
-	r.mu.Unlock()
-	slices.SortFunc(all, func(a, b *Pool) int { return strings.Compare(a.name, b.name) })
-	return all
+	defer r.mu.Unlock()
+	return sortedByName(r.pools)
 }
 
 // Remove forgets the pool named name and reports whether it existed. It does

@@ -2,6 +2,7 @@ package bulkhead
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ func (r *Registry) BulkheadWithConfig(name, configName string) (*Semaphore, erro
 	}
 	cfg, ok := r.configs[configName]
 	if !ok {
-		return nil, fmt.Errorf("bulkhead %q: unknown config %q (known: %s)", name, configName, strings.Join(r.configNamesLocked(), ", "))
+		return nil, unknownConfigError("config", name, configName, r.configs)
 	}
 	return r.createLocked(name, cfg)
 }
@@ -177,13 +178,8 @@ func (r *Registry) Find(name string) (*Semaphore, bool) {
 // All returns every bulkhead, sorted by name.
 func (r *Registry) All() []*Semaphore {
 	r.mu.Lock()
-	all := make([]*Semaphore, 0, len(r.bulkheads))
-	for _, s := range r.bulkheads {
-		all = append(all, s)
-	}
-	r.mu.Unlock()
-	slices.SortFunc(all, func(a, b *Semaphore) int { return strings.Compare(a.name, b.name) })
-	return all
+	defer r.mu.Unlock()
+	return sortedByName(r.bulkheads)
 }
 
 // Remove forgets the bulkhead named name and reports whether it existed.
@@ -206,11 +202,16 @@ func (r *Registry) Remove(name string) bool {
 	return true
 }
 
-func (r *Registry) configNamesLocked() []string {
-	names := make([]string, 0, len(r.configs))
-	for n := range r.configs {
-		names = append(names, n)
+// sortedByName returns the values of m in the order of their names.
+func sortedByName[V any](m map[string]V) []V {
+	all := make([]V, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		all = append(all, m[name])
 	}
-	slices.Sort(names)
-	return names
+	return all
+}
+
+// unknownConfigError reports a configuration name that is not among known.
+func unknownConfigError[C any](kind, name, configName string, known map[string]C) error {
+	return fmt.Errorf("bulkhead %q: unknown %s %q (known: %s)", name, kind, configName, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 }

@@ -50,12 +50,9 @@ func New(name string, cfg Config, opts ...Option) (*Semaphore, error) {
 	if err := cfg.validateFor(name); err != nil {
 		return nil, err
 	}
-	o := options{clock: realClock{}}
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
-	if o.clock == nil {
-		return nil, fmt.Errorf("bulkhead %q: WithClock: clock must not be nil", name)
+	o, err := newOptions(name, opts)
+	if err != nil {
+		return nil, err
 	}
 	return &Semaphore{name: name, clock: o.clock, cfg: cfg, available: cfg.MaxConcurrentCalls}, nil
 }

@@ -35,20 +35,13 @@ type poolCompletable struct {
 }
 
 func (c poolCompletable) Subscribe(o Observer) {
-	if o == nil {
-		panic(nilObserver)
-	}
 	// Dispose cancels ctx: Submit then withdraws the queued task, or the
 	// running task sees its context end.
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &subscription{cancel: cancel}
-	o.OnSubscribe(s)
-	if s.IsDisposed() {
-		return // disposed inside OnSubscribe (Dispose cancelled ctx)
-	}
-	f := bulkhead.Submit(c.p, ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, c.fn(ctx) })
-	f.OnDone(func(_ struct{}, err error) {
-		cancel()
-		s.finish(o, err) // the CAS in finish decides against Dispose
+	subscribeCancellable(o, func(ctx context.Context, cancel context.CancelFunc, s *subscription) {
+		f := bulkhead.Submit(c.p, ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, c.fn(ctx) })
+		f.OnDone(func(_ struct{}, err error) {
+			cancel()
+			s.finish(o, err) // the CAS in finish decides against Dispose
+		})
 	})
 }

@@ -24,6 +24,19 @@ type funcCompletable struct {
 }
 
 func (c funcCompletable) Subscribe(o Observer) {
+	subscribeCancellable(o, func(ctx context.Context, cancel context.CancelFunc, s *subscription) {
+		go func() {
+			defer cancel()
+			s.finish(o, c.f(ctx))
+		}()
+	})
+}
+
+// subscribeCancellable signals OnSubscribe with a subscription whose Dispose
+// cancels ctx, then calls start unless the observer disposed it inside
+// OnSubscribe. start must call cancel once the call has ended. It panics if
+// o is nil (rule 1.9).
+func subscribeCancellable(o Observer, start func(ctx context.Context, cancel context.CancelFunc, s *subscription)) {
 	if o == nil {
 		panic(nilObserver)
 	}
@@ -31,12 +44,10 @@ func (c funcCompletable) Subscribe(o Observer) {
 	s := &subscription{cancel: cancel}
 	o.OnSubscribe(s)
 	if s.IsDisposed() {
-		return // disposed inside OnSubscribe (Dispose cancelled ctx)
+		cancel() // already cancelled by Dispose; keeps vet's lostcancel quiet
+		return
 	}
-	go func() {
-		defer cancel()
-		s.finish(o, c.f(ctx))
-	}()
+	start(ctx, cancel, s)
 }
 
 // Complete returns a Completable that signals OnComplete at once, on the
