@@ -12,10 +12,7 @@ import (
 // Semaphores. It is safe for concurrent use.
 type PoolRegistry struct {
 	opts []Option
-
-	mu      sync.Mutex
-	configs map[string]PoolConfig
-	pools   map[string]*Pool
+	cat  catalog[PoolConfig, *Pool]
 }
 
 // PoolRegistryOption configures a PoolRegistry.
@@ -27,7 +24,7 @@ func (f poolRegistryOptionFunc) applyPoolRegistry(r *PoolRegistry) { f(r) }
 
 // WithPoolConfig adds a named configuration for PoolWithConfig.
 func WithPoolConfig(name string, cfg PoolConfig) PoolRegistryOption {
-	return poolRegistryOptionFunc(func(r *PoolRegistry) { r.configs[name] = cfg })
+	return poolRegistryOptionFunc(func(r *PoolRegistry) { r.cat.configs[name] = cfg })
 }
 
 // WithPoolOptions passes opts (such as WithClock) to every Pool the
@@ -41,10 +38,7 @@ func WithPoolOptions(opts ...Option) PoolRegistryOption {
 // Configurations are validated when a pool is created from them, so a bad
 // one surfaces as a *ConfigError from Pool or PoolWithConfig.
 func NewPoolRegistry(defaults PoolConfig, opts ...PoolRegistryOption) *PoolRegistry {
-	r := &PoolRegistry{
-		configs: map[string]PoolConfig{DefaultConfigName: defaults},
-		pools:   map[string]*Pool{},
-	}
+	r := &PoolRegistry{cat: newCatalog[PoolConfig, *Pool]("pool config", defaults)}
 	for _, o := range opts {
 		o.applyPoolRegistry(r)
 	}
@@ -62,21 +56,13 @@ func (r *PoolRegistry) Pool(name string) (*Pool, error) {
 // is returned as it is, whatever configName says. It fails if configName is
 // unknown or its configuration is invalid.
 func (r *PoolRegistry) PoolWithConfig(name, configName string) (*Pool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p, ok := r.pools[name]; ok {
-		return p, nil
-	}
-	cfg, ok := r.configs[configName]
-	if !ok {
-		return nil, unknownConfigError("pool config", name, configName, r.configs)
-	}
-	p, err := NewPool(name, cfg, r.opts...)
-	if err != nil {
-		return nil, err
-	}
-	r.pools[name] = p
-	return p, nil
+	return r.cat.getOrCreate(name, configName, func(name string, cfg PoolConfig) (*Pool, error) {
+		p, err := NewPool(name, cfg, r.opts...)
+		if err == nil {
+			r.cat.items[name] = p
+		}
+		return p, err
+	})
 }
 
 // AddConfig adds or replaces a named configuration after validating it.
@@ -85,35 +71,27 @@ func (r *PoolRegistry) AddConfig(name string, cfg PoolConfig) error {
 	if err := cfg.validateFor(name); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.configs[name] = cfg
+	r.cat.setConfig(name, cfg)
 	return nil
 }
 
 // Find returns the pool named name if it exists.
 func (r *PoolRegistry) Find(name string) (*Pool, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p, ok := r.pools[name]
-	return p, ok
+	return r.cat.find(name)
 }
 
 // All returns every pool, sorted by name.
 func (r *PoolRegistry) All() []*Pool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return sortedByName(r.pools)
+	return r.cat.all()
 }
 
 // Remove forgets the pool named name and reports whether it existed. It does
 // not close the pool: holders of the removed *Pool may go on using it, and
 // whoever removes it should Close it.
 func (r *PoolRegistry) Remove(name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.pools[name]
-	delete(r.pools, name)
+	r.cat.mu.Lock()
+	defer r.cat.mu.Unlock()
+	_, ok := r.cat.removeLocked(name)
 	return ok
 }
 

@@ -1,27 +1,21 @@
 package bulkhead
 
 import (
-	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"sync"
 )
 
 // Registry keeps one Semaphore per name (one per partner) and a set of named
 // configurations to create them from. It is safe for concurrent use.
 type Registry struct {
-	defaults Config
-	opts     []Option
-
-	mu        sync.Mutex
-	configs   map[string]Config
-	bulkheads map[string]*Semaphore
+	opts []Option
+	// cat.mu also guards listeners.
+	cat       catalog[Config, *Semaphore]
 	listeners []*registryListener
 }
 
 // registryListener is one Registry.OnEvent registration: the func and its
-// subscription on every bulkhead, guarded by Registry.mu.
+// subscription on every bulkhead, guarded by Registry.cat.mu.
 type registryListener struct {
 	f    func(Event)
 	subs map[*Semaphore]func()
@@ -36,7 +30,7 @@ func (f registryOptionFunc) applyRegistry(r *Registry) { f(r) }
 
 // WithConfig adds a named configuration for BulkheadWithConfig.
 func WithConfig(name string, cfg Config) RegistryOption {
-	return registryOptionFunc(func(r *Registry) { r.configs[name] = cfg })
+	return registryOptionFunc(func(r *Registry) { r.cat.configs[name] = cfg })
 }
 
 // WithBulkheadOptions passes opts (such as WithClock) to every Semaphore the
@@ -53,11 +47,7 @@ const DefaultConfigName = "default"
 // is created from them, so a bad one surfaces as a *ConfigError from
 // Bulkhead or BulkheadWithConfig.
 func NewRegistry(defaults Config, opts ...RegistryOption) *Registry {
-	r := &Registry{
-		defaults:  defaults,
-		configs:   map[string]Config{DefaultConfigName: defaults},
-		bulkheads: map[string]*Semaphore{},
-	}
+	r := &Registry{cat: newCatalog[Config, *Semaphore]("config", defaults)}
 	for _, o := range opts {
 		o.applyRegistry(r)
 	}
@@ -75,16 +65,7 @@ func (r *Registry) Bulkhead(name string) (*Semaphore, error) {
 // bulkhead is returned as it is, whatever configName says. It fails if
 // configName is unknown or its configuration is invalid.
 func (r *Registry) BulkheadWithConfig(name, configName string) (*Semaphore, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s, ok := r.bulkheads[name]; ok {
-		return s, nil
-	}
-	cfg, ok := r.configs[configName]
-	if !ok {
-		return nil, unknownConfigError("config", name, configName, r.configs)
-	}
-	return r.createLocked(name, cfg)
+	return r.cat.getOrCreate(name, configName, r.createLocked)
 }
 
 // createLocked creates and registers a bulkhead, subscribing the registry's
@@ -97,7 +78,7 @@ func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
 	for _, l := range r.listeners {
 		l.subs[s] = s.OnEvent(l.f)
 	}
-	r.bulkheads[name] = s
+	r.cat.items[name] = s
 	return s, nil
 }
 
@@ -107,13 +88,13 @@ func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
 // configuration first. It fails with a *ConfigError if cfg is invalid, and
 // then changes nothing.
 func (r *Registry) Configure(name string, cfg Config) (*Semaphore, error) {
-	r.mu.Lock()
-	s, ok := r.bulkheads[name]
+	r.cat.mu.Lock()
+	s, ok := r.cat.items[name]
 	if !ok {
-		defer r.mu.Unlock()
+		defer r.cat.mu.Unlock()
 		return r.createLocked(name, cfg)
 	}
-	r.mu.Unlock()
+	r.cat.mu.Unlock()
 	if s.Config() == cfg {
 		return s, nil
 	}
@@ -133,20 +114,20 @@ func (r *Registry) OnEvent(f func(Event)) (remove func()) {
 		panic("bulkhead: Registry.OnEvent called with a nil listener")
 	}
 	l := &registryListener{f: f, subs: map[*Semaphore]func(){}}
-	r.mu.Lock()
-	for _, s := range r.bulkheads {
+	r.cat.mu.Lock()
+	for _, s := range r.cat.items {
 		l.subs[s] = s.OnEvent(f)
 	}
 	r.listeners = append(r.listeners, l)
-	r.mu.Unlock()
+	r.cat.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			r.mu.Lock()
+			r.cat.mu.Lock()
 			r.listeners = slices.DeleteFunc(r.listeners, func(x *registryListener) bool { return x == l })
 			subs := l.subs
 			l.subs = nil
-			r.mu.Unlock()
+			r.cat.mu.Unlock()
 			for _, unsubscribe := range subs {
 				unsubscribe()
 			}
@@ -161,38 +142,30 @@ func (r *Registry) AddConfig(name string, cfg Config) error {
 	if err := cfg.validateFor(name); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.configs[name] = cfg
+	r.cat.setConfig(name, cfg)
 	return nil
 }
 
 // Find returns the bulkhead named name if it exists.
 func (r *Registry) Find(name string) (*Semaphore, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.bulkheads[name]
-	return s, ok
+	return r.cat.find(name)
 }
 
 // All returns every bulkhead, sorted by name.
 func (r *Registry) All() []*Semaphore {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return sortedByName(r.bulkheads)
+	return r.cat.all()
 }
 
 // Remove forgets the bulkhead named name and reports whether it existed.
 // Holders of the removed *Semaphore may go on using it; the registry's
 // listeners (OnEvent) no longer receive its events.
 func (r *Registry) Remove(name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.bulkheads[name]
+	r.cat.mu.Lock()
+	defer r.cat.mu.Unlock()
+	s, ok := r.cat.removeLocked(name)
 	if !ok {
 		return false
 	}
-	delete(r.bulkheads, name)
 	for _, l := range r.listeners {
 		if unsubscribe, ok := l.subs[s]; ok {
 			delete(l.subs, s)
@@ -200,18 +173,4 @@ func (r *Registry) Remove(name string) bool {
 		}
 	}
 	return true
-}
-
-// sortedByName returns the values of m in the order of their names.
-func sortedByName[V any](m map[string]V) []V {
-	all := make([]V, 0, len(m))
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		all = append(all, m[name])
-	}
-	return all
-}
-
-// unknownConfigError reports a configuration name that is not among known.
-func unknownConfigError[C any](kind, name, configName string, known map[string]C) error {
-	return fmt.Errorf("bulkhead %q: unknown %s %q (known: %s)", name, kind, configName, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 }
