@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // newTestPool builds a Pool or fails the test. At cleanup it closes the pool,
@@ -18,14 +19,7 @@ func newTestPool(t testing.TB, name string, cfg bulkhead.PoolConfig, opts ...bul
 	if err != nil {
 		t.Fatalf("NewPool(%q, %+v): %v", name, cfg, err)
 	}
-	t.Cleanup(func() {
-		if err := p.Close(context.Background()); err != nil {
-			t.Errorf("pool %q: Close: %v", name, err)
-		}
-		if m := p.Metrics(); m.ActiveWorkers != 0 || m.PoolSize != 0 || m.QueueDepth != 0 {
-			t.Errorf("pool %q leaked after Close: %+v", name, m)
-		}
-	})
+	testkit.ClosePool(t, p)
 	return p
 }
 

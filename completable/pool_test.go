@@ -9,20 +9,18 @@ import (
 	"testing/synctest"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 	"github.com/rxbulkhead/bulkhead/completable"
 )
 
+// ediPool returns a pool that is drained and leak-checked at cleanup.
 func ediPool(t *testing.T, cfg bulkhead.PoolConfig) *bulkhead.Pool {
 	t.Helper()
 	p, err := bulkhead.NewPool("edi", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := p.Close(context.Background()); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	testkit.ClosePool(t, p)
 	return p
 }
 

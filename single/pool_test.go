@@ -10,21 +10,18 @@ import (
 	"github.com/reactivex/rxgo/v2"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 	"github.com/rxbulkhead/bulkhead/single"
 )
 
-// soapPool returns a pool that is closed (drained) at cleanup.
+// soapPool returns a pool that is drained and leak-checked at cleanup.
 func soapPool(t *testing.T, cfg bulkhead.PoolConfig) *bulkhead.Pool {
 	t.Helper()
 	p, err := bulkhead.NewPool("soap", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := p.Close(context.Background()); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	testkit.ClosePool(t, p)
 	return p
 }
 
