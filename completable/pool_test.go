@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
-	"github.com/rxbulkhead/bulkhead/testkit"
 	"github.com/rxbulkhead/bulkhead/completable"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // ediPool returns a pool that is drained and leak-checked at cleanup.

@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
-	"github.com/rxbulkhead/bulkhead/testkit"
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // sftpPool returns a pool that is drained and leak-checked at cleanup.

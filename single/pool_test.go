@@ -10,8 +10,8 @@ import (
 	"github.com/reactivex/rxgo/v2"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
-	"github.com/rxbulkhead/bulkhead/testkit"
 	"github.com/rxbulkhead/bulkhead/single"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // soapPool returns a pool that is drained and leak-checked at cleanup.
