@@ -1,0 +1,67 @@
+package bulkhead_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+// A bulkhead on a virtual clock: its waits expire only when the clock is
+// advanced.
+func ExampleWithClock() {
+	clock := testkit.NewVirtualClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	bh, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second},
+		bulkhead.WithClock(clock))
+	bh.TryAcquirePermission()
+	waiter := bh.AcquirePermissionAsync()
+	clock.Advance(time.Second)
+	fmt.Println(waiter.Err())
+	bh.ReleasePermission()
+	// Output: bulkhead 'walmart' is full and does not permit further calls (wait timeout)
+}
+
+// Every bulkhead of a registry gets the same options, here a shared clock.
+func ExampleWithBulkheadOptions() {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	reg := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute},
+		bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
+	walmart, _ := reg.Bulkhead("walmart")
+	walmart.TryAcquirePermission()
+	waiter := walmart.AcquirePermissionAsync()
+	fmt.Println(clock.PendingTimers(), "timer armed")
+	waiter.Cancel()
+	walmart.ReleasePermission()
+	// Output: 1 timer armed
+}
+
+// A named configuration for the partners that need more permits.
+func ExampleWithConfig() {
+	reg := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20},
+		bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond}))
+	walmart, _ := reg.BulkheadWithConfig("walmart", "big")
+	aldi, _ := reg.Bulkhead("aldi")
+	fmt.Println(walmart.Config().MaxConcurrentCalls, aldi.Config().MaxConcurrentCalls)
+	// Output: 60 20
+}
+
+// Pools for blocking code take their defaults from resilience4j; size
+// MaxWorkers for the dependency, not for the CPUs.
+func ExampleDefaultPoolConfig() {
+	cfg := bulkhead.DefaultPoolConfig()
+	cfg.MaxWorkers, cfg.CoreWorkers = 8, 2 // the SOAP service takes 8 calls at once
+	fmt.Println(cfg.Validate() == nil, cfg.QueueCapacity)
+	// Output: true 100
+}
+
+// Every pool of a PoolRegistry is created from the defaults or a named
+// configuration, with the same options.
+func ExampleWithPoolConfig() {
+	reg := bulkhead.NewPoolRegistry(bulkhead.PoolConfig{MaxWorkers: 4},
+		bulkhead.WithPoolConfig("legacy", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 10}),
+		bulkhead.WithPoolOptions(bulkhead.WithClock(testkit.NewVirtualClock(time.Unix(0, 0)))))
+	soap, _ := reg.PoolWithConfig("soap", "legacy")
+	fmt.Println(soap.Metrics().MaxWorkers, soap.Metrics().QueueCapacity)
+	// Output: 2 10
+}
