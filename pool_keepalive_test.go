@@ -2,7 +2,6 @@ package bulkhead_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,7 +16,6 @@ func TestPoolStartsWorkersLazilyAndReusesIdleOnes(t *testing.T) {
 		if m := p.Metrics(); m.PoolSize != 0 {
 			t.Fatalf("a new pool has %d workers, want 0", m.PoolSize)
 		}
-		before := runtime.NumGoroutine()
 		for i := range 3 {
 			f := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return i, nil })
 			if v, err := f.Get(context.Background()); v != i || err != nil {
@@ -28,7 +26,7 @@ func TestPoolStartsWorkersLazilyAndReusesIdleOnes(t *testing.T) {
 		if m := p.Metrics(); m.PoolSize != 1 || m.ActiveWorkers != 0 {
 			t.Fatalf("after 3 sequential tasks: %+v, want one idle worker", m)
 		}
-		if got := runtime.NumGoroutine() - before; got != 1 {
+		if got := poolGoroutines(); got != 1 {
 			t.Fatalf("3 sequential tasks left %d goroutines, want 1 idle worker", got)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -259,7 +260,10 @@ func TestQueuedTasksCostNoGoroutineAndShareOneTimer(t *testing.T) {
 		g := newPoolGate(t)
 		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 0))
 		synctest.Wait()
-		goroutines := runtime.NumGoroutine()
+		goroutines := poolGoroutines()
+		if goroutines != 1 {
+			t.Fatalf("%d pool goroutines with one busy worker, want 1", goroutines)
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var fs []*bulkhead.Future[int]
@@ -268,7 +272,7 @@ func TestQueuedTasksCostNoGoroutineAndShareOneTimer(t *testing.T) {
 			fs = append(fs, bulkhead.Submit(p, ctx, poolTaskWaitingOn(g, i)))
 		}
 		synctest.Wait()
-		if n := runtime.NumGoroutine() - goroutines; n != 0 {
+		if n := poolGoroutines() - goroutines; n != 0 {
 			t.Fatalf("100 queued tasks added %d goroutines, want 0", n)
 		}
 		if n := clock.PendingTimers(); n != 1 {
@@ -290,4 +294,26 @@ func TestQueuedTasksCostNoGoroutineAndShareOneTimer(t *testing.T) {
 			<-f.Done()
 		}
 	})
+}
+
+// poolGoroutines counts the goroutines running code of a Pool (its workers),
+// so that goroutines of other tests, starting or ending meanwhile, do not
+// disturb the count as runtime.NumGoroutine would.
+func poolGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "bulkhead.(*Pool)") {
+			count++
+		}
+	}
+	return count
 }
