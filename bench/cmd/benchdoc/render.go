@@ -145,7 +145,7 @@ var benchTitle = map[string]string{
 var benchText = map[string]string{
 	"TryAcquire": "One goroutine takes a free permit without waiting and gives it back. (A pool's worker returns to idle asynchronously after Release; for the pools a failed TryAcquire is retried, so their rows include that hand-off.)",
 	"Async":      "One goroutine requests a permit asynchronously, continues in the callback and releases; a WaitGroup waits for the callback (the pool runs it on a worker).",
-	"Contended":  "16 goroutines share 4 permits with a blocking Acquire; each holds its permit across a `runtime.Gosched()` so that the others really find the bulkhead full and wait. ns/op is per acquire + release over all goroutines.",
+	"Contended":  "16 goroutines share 4 permits with a blocking Acquire; each holds its permit across a `runtime.Gosched()` so that the others really find the bulkhead full and wait. ns/op is per acquire + release over all goroutines. Unlike x/sync, failsafe and the channel, rxbulkhead bounds every wait (MaxWaitDuration): each queued call reads the monotonic clock for its deadline, and while anyone waits one runtime timer is armed, which makes the Go scheduler read the clock at every scheduling point. Where reading the clock is slow, that is most of the difference to x/sync (see design.md, Costs, and the core module's `BenchmarkContendedAcquire/bulkhead-frozen-clock`).",
 }
 
 func (d *document) speed() error {
