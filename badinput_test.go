@@ -143,7 +143,7 @@ func TestBadInputFromBlockingNilPanics(t *testing.T) {
 
 func TestBadInputAcquirePermissionWithDoneContext(t *testing.T) {
 	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1})
-	log := recordEvents(t, s)
+	log := testkit.RecordEvents(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.AcquirePermission(ctx); !errors.Is(err, context.Canceled) {
@@ -152,7 +152,7 @@ func TestBadInputAcquirePermissionWithDoneContext(t *testing.T) {
 	if m := s.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
 		t.Errorf("a done ctx took a permit or queued: %+v", m)
 	}
-	if got := log.types(); len(got) != 0 {
+	if got := log.Strings(); len(got) != 0 {
 		t.Errorf("a done ctx published events %v", got)
 	}
 }

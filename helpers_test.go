@@ -20,37 +20,6 @@ func newSemaphore(t testing.TB, name string, cfg bulkhead.Config, opts ...bulkhe
 	return s
 }
 
-// eventLog records the events of a bulkhead.
-type eventLog struct {
-	mu     sync.Mutex
-	events []bulkhead.Event
-}
-
-func recordEvents(t testing.TB, s *bulkhead.Semaphore) *eventLog {
-	l := &eventLog{}
-	remove := s.OnEvent(func(e bulkhead.Event) {
-		l.mu.Lock()
-		l.events = append(l.events, e)
-		l.mu.Unlock()
-	})
-	t.Cleanup(remove)
-	return l
-}
-
-// types returns the recorded event types as strings, reasons in brackets.
-func (l *eventLog) types() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]string, len(l.events))
-	for i, e := range l.events {
-		out[i] = e.Type.String()
-		if e.Type == bulkhead.CallRejected {
-			out[i] += "(" + e.Reason.String() + ")"
-		}
-	}
-	return out
-}
-
 // outcomes records the order in which acquisitions complete.
 type outcomes struct {
 	mu   sync.Mutex

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestCloseDrainsQueuedAndRunningTasks(t *testing.T) {
@@ -49,7 +50,7 @@ func TestCloseDrainsQueuedAndRunningTasks(t *testing.T) {
 func TestCloseCancelsWhenItsContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 2})
-		events := recordPoolEvents(t, p)
+		events := testkit.RecordEvents(t, p)
 		running := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (int, error) {
 			<-ctx.Done()
 			return 1, context.Cause(ctx)
@@ -74,8 +75,8 @@ func TestCloseCancelsWhenItsContextEnds(t *testing.T) {
 		if err := p.Close(context.Background()); err != nil {
 			t.Fatalf("second Close = %v, want nil once the running task returned", err)
 		}
-		if want := []string{"permitted", "cancelled", "finished"}; !slices.Equal(events.types(), want) {
-			t.Fatalf("events %v, want %v", events.types(), want)
+		if want := []string{"permitted", "cancelled", "finished"}; !slices.Equal(events.Strings(), want) {
+			t.Fatalf("events %v, want %v", events.Strings(), want)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestDefaultPoolConfigMatchesResilience4j(t *testing.T) {
@@ -153,7 +154,7 @@ func TestQueuedTasksRunInFIFOOrder(t *testing.T) {
 func TestFullQueueRejectsAtOnceWithFullError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "walmart", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
-		events := recordPoolEvents(t, p)
+		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
 		running := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
 		queued := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
@@ -181,7 +182,7 @@ func TestFullQueueRejectsAtOnceWithFullError(t *testing.T) {
 		if ran.Load() {
 			t.Fatal("the rejected task ran")
 		}
-		if got := events.types(); !slices.Contains(got, "rejected(queue full)") || events.count(bulkhead.CallPermitted) != 2 {
+		if got := events.Strings(); !slices.Contains(got, "rejected(queue full)") || events.Count(bulkhead.CallPermitted) != 2 {
 			t.Fatalf("events %v, want 2 permitted and one rejected(queue full)", got)
 		}
 	})
@@ -207,7 +208,7 @@ func TestEventsOfARunningTaskArePermittedThenFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		p := newTestPool(t, "edi", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 1})
-		events := recordPoolEvents(t, p)
+		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
 		var fs []*bulkhead.Future[int]
 		for i := range 3 {
@@ -215,18 +216,18 @@ func TestEventsOfARunningTaskArePermittedThenFinished(t *testing.T) {
 		}
 		synctest.Wait() // the workers have published CallPermitted
 		fs = append(fs, bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 3)))
-		if want := []string{"permitted", "permitted", "rejected(queue full)"}; !slices.Equal(events.types(), want) {
-			t.Fatalf("events %v, want %v", events.types(), want)
+		if want := []string{"permitted", "permitted", "rejected(queue full)"}; !slices.Equal(events.Strings(), want) {
+			t.Fatalf("events %v, want %v", events.Strings(), want)
 		}
 		g.open()
 		for _, f := range fs {
 			<-f.Done()
 		}
 		synctest.Wait()
-		if p, f := events.count(bulkhead.CallPermitted), events.count(bulkhead.CallFinished); p != 3 || f != 3 {
+		if p, f := events.Count(bulkhead.CallPermitted), events.Count(bulkhead.CallFinished); p != 3 || f != 3 {
 			t.Fatalf("%d permitted, %d finished, want 3 of each", p, f)
 		}
-		for _, e := range events.events {
+		for _, e := range events.Events() {
 			if e.Name != "edi" || !e.Time.Equal(start) {
 				t.Fatalf("event %v: want name edi and time %v", e, start)
 			}

@@ -18,7 +18,7 @@ import (
 func TestCtxEndingWhileQueuedWithdrawsTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
-		events := recordPoolEvents(t, p)
+		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
 		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -50,7 +50,7 @@ func TestCtxEndingWhileQueuedWithdrawsTask(t *testing.T) {
 			t.Fatal("the withdrawn task ran")
 		}
 		want := []string{"permitted", "cancelled", "finished"}
-		if got := events.types(); !slices.Equal(got, want) {
+		if got := events.Strings(); !slices.Equal(got, want) {
 			t.Fatalf("events %v, want %v", got, want)
 		}
 	})
@@ -80,7 +80,7 @@ func TestCtxDeadlineBoundsTheWaitInTheQueue(t *testing.T) {
 func TestMaxQueueWaitRejectsWithWaitTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 3, MaxQueueWait: time.Second})
-		events := recordPoolEvents(t, p)
+		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
 		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 0))
 		start := time.Now()
@@ -108,7 +108,7 @@ func TestMaxQueueWaitRejectsWithWaitTimeout(t *testing.T) {
 		}
 		synctest.Wait()
 		want := []string{"permitted", "rejected(wait timeout)", "rejected(wait timeout)", "finished"}
-		if got := events.types(); !slices.Equal(got, want) {
+		if got := events.Strings(); !slices.Equal(got, want) {
 			t.Fatalf("events %v, want %v", got, want)
 		}
 	})
@@ -156,7 +156,7 @@ type poolCtxKey struct{}
 func TestSubmitWithDoneCtxDoesNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
-		events := recordPoolEvents(t, p)
+		events := testkit.RecordEvents(t, p)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		f := bulkhead.Submit(p, ctx, func(context.Context) (int, error) { panic("must not run") })
@@ -164,8 +164,8 @@ func TestSubmitWithDoneCtxDoesNotRun(t *testing.T) {
 			t.Fatalf("Err() = %v, want a withdrawal", err)
 		}
 		synctest.Wait()
-		if m := p.Metrics(); m.PoolSize != 0 || len(events.types()) != 0 {
-			t.Fatalf("a task with a done context started a worker (%+v) or published %v", m, events.types())
+		if m := p.Metrics(); m.PoolSize != 0 || len(events.Strings()) != 0 {
+			t.Fatalf("a task with a done context started a worker (%+v) or published %v", m, events.Strings())
 		}
 	})
 }
@@ -173,7 +173,7 @@ func TestSubmitWithDoneCtxDoesNotRun(t *testing.T) {
 func TestFutureCancelWithdrawsQueuedTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 2})
-		events := recordPoolEvents(t, p)
+		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
 		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 0))
 		synctest.Wait()
@@ -195,8 +195,8 @@ func TestFutureCancelWithdrawsQueuedTask(t *testing.T) {
 		g.open()
 		<-busy.Done()
 		synctest.Wait()
-		if want := []string{"permitted", "cancelled", "finished"}; !slices.Equal(events.types(), want) {
-			t.Fatalf("events %v, want %v", events.types(), want)
+		if want := []string{"permitted", "cancelled", "finished"}; !slices.Equal(events.Strings(), want) {
+			t.Fatalf("events %v, want %v", events.Strings(), want)
 		}
 	})
 }
@@ -239,7 +239,7 @@ func (c *poolCtxEndingAfterSubmit) Err() error {
 func TestCtxEndingBeforeTheWorkerStartsWithdrawsTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
-		events := recordPoolEvents(t, p)
+		events := testkit.RecordEvents(t, p)
 		ctx := &poolCtxEndingAfterSubmit{Context: context.Background()}
 		f := bulkhead.Submit(p, ctx, func(context.Context) (int, error) { panic("must not run") })
 		<-f.Done()
@@ -247,8 +247,8 @@ func TestCtxEndingBeforeTheWorkerStartsWithdrawsTask(t *testing.T) {
 			t.Fatalf("Err() = %v (ran %v), want a withdrawal wrapping context.Canceled", err, f.Ran())
 		}
 		synctest.Wait()
-		if want := []string{"cancelled"}; !slices.Equal(events.types(), want) {
-			t.Fatalf("events %v, want %v", events.types(), want)
+		if want := []string{"cancelled"}; !slices.Equal(events.Strings(), want) {
+			t.Fatalf("events %v, want %v", events.Strings(), want)
 		}
 	})
 }

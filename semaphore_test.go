@@ -65,7 +65,7 @@ func TestDefaultConfigMatchesResilience4j(t *testing.T) {
 // The resilience4j SemaphoreBulkheadTest sequence with two permits.
 func TestBasicOperationsPublishEventsInOrder(t *testing.T) {
 	s := newSemaphore(t, "test", bulkhead.Config{MaxConcurrentCalls: 2})
-	log := recordEvents(t, s)
+	log := testkit.RecordEvents(t, s)
 
 	require.True(t, s.TryAcquirePermission())
 	require.True(t, s.TryAcquirePermission())
@@ -75,7 +75,7 @@ func TestBasicOperationsPublishEventsInOrder(t *testing.T) {
 	require.True(t, s.TryAcquirePermission())
 	s.ReleasePermission() // no event
 
-	assert.Equal(t, []string{"permitted", "permitted", "rejected(no wait)", "finished", "finished", "permitted"}, log.types())
+	assert.Equal(t, []string{"permitted", "permitted", "rejected(no wait)", "finished", "finished", "permitted"}, log.Strings())
 	assert.Equal(t, 2, s.Metrics().AvailableConcurrentCalls)
 }
 
@@ -131,7 +131,7 @@ func TestEventsCostNoAllocationWithoutListener(t *testing.T) {
 
 func TestFullWithoutWaitRejectsAtOnce(t *testing.T) {
 	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1})
-	log := recordEvents(t, s)
+	log := testkit.RecordEvents(t, s)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
 	require.ErrorIs(t, a.Err(), bulkhead.ErrBulkheadFull)
@@ -143,7 +143,7 @@ func TestFullWithoutWaitRejectsAtOnce(t *testing.T) {
 	}
 	assert.False(t, a.Cancel(), "a decided acquisition cannot be cancelled")
 	s.OnComplete()
-	assert.Equal(t, []string{"permitted", "rejected(no wait)", "finished"}, log.types())
+	assert.Equal(t, []string{"permitted", "rejected(no wait)", "finished"}, log.Strings())
 }
 
 func TestWaitersBlockNewcomersFromBarging(t *testing.T) {
@@ -197,7 +197,7 @@ func TestQueuedCallsAreGrantedInFIFOOrder(t *testing.T) {
 
 func TestLIFOGrantsNewestAndEvictsOldestWhenFull(t *testing.T) {
 	s := newSemaphore(t, "lifo", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO})
-	log := recordEvents(t, s)
+	log := testkit.RecordEvents(t, s)
 	require.True(t, s.TryAcquirePermission())
 	var o outcomes
 	for _, l := range []string{"a", "b", "c"} {
@@ -209,7 +209,7 @@ func TestLIFOGrantsNewestAndEvictsOldestWhenFull(t *testing.T) {
 	s.OnComplete()
 	s.OnComplete()
 	assert.Equal(t, []string{"a:bulkhead 'lifo' is full and does not permit further calls (evicted)", "c", "b"}, o.list())
-	assert.Contains(t, log.types(), "rejected(evicted)")
+	assert.Contains(t, log.Strings(), "rejected(evicted)")
 }
 
 func TestFIFOQueueFullRejectsNewcomer(t *testing.T) {
@@ -228,7 +228,7 @@ func TestFIFOQueueFullRejectsNewcomer(t *testing.T) {
 func TestQueuedCallExpiresAfterMaxWaitDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSemaphore(t, "slow", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond})
-		log := recordEvents(t, s)
+		log := testkit.RecordEvents(t, s)
 		require.True(t, s.TryAcquirePermission())
 		start := time.Now()
 		a := s.AcquirePermissionAsync()
@@ -239,7 +239,7 @@ func TestQueuedCallExpiresAfterMaxWaitDuration(t *testing.T) {
 		assert.Equal(t, bulkhead.WaitTimeout, fe.Reason)
 		assert.Zero(t, s.Metrics().QueuedCalls)
 		s.OnComplete()
-		assert.Equal(t, []string{"permitted", "rejected(wait timeout)", "finished"}, log.types())
+		assert.Equal(t, []string{"permitted", "rejected(wait timeout)", "finished"}, log.Strings())
 	})
 }
 
@@ -263,7 +263,7 @@ func TestExpiryFollowsEachWaitersOwnDeadline(t *testing.T) {
 
 func TestCancelWithdrawsWithoutRejectedEvent(t *testing.T) {
 	s := newSemaphore(t, "cancel", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
-	log := recordEvents(t, s)
+	log := testkit.RecordEvents(t, s)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
 	var got error
@@ -275,7 +275,7 @@ func TestCancelWithdrawsWithoutRejectedEvent(t *testing.T) {
 	assert.Zero(t, s.Metrics().QueuedCalls)
 	s.OnComplete()
 	assert.Equal(t, 1, s.Metrics().AvailableConcurrentCalls, "a withdrawn waiter consumes no permit")
-	assert.Equal(t, []string{"permitted", "cancelled", "finished"}, log.types())
+	assert.Equal(t, []string{"permitted", "cancelled", "finished"}, log.Strings())
 }
 
 func TestCancelAfterGrantReturnsFalseAndCallerOwnsPermit(t *testing.T) {
@@ -390,11 +390,11 @@ func TestCallbacksRunOutsideTheLock(t *testing.T) {
 func TestPermittedPublishedBeforeWaiterCallbacks(t *testing.T) {
 	s := newSemaphore(t, "order", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
 	require.True(t, s.TryAcquirePermission())
-	log := recordEvents(t, s)
+	log := testkit.RecordEvents(t, s)
 	a := s.AcquirePermissionAsync()
 	a.OnDone(func(error) { s.OnComplete() })
 	s.OnComplete()
-	assert.Equal(t, []string{"finished", "permitted", "finished"}, log.types())
+	assert.Equal(t, []string{"finished", "permitted", "finished"}, log.Strings())
 }
 
 func TestPanickingCallbackDoesNotStrandOtherWaiters(t *testing.T) {
@@ -421,13 +421,13 @@ func TestPanickingListenerDoesNotCorruptBulkhead(t *testing.T) {
 	s := newSemaphore(t, "listener", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
 	remove := s.OnEvent(func(bulkhead.Event) { panic("listener bug") })
 	defer remove()
-	log := recordEvents(t, s)
+	log := testkit.RecordEvents(t, s)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
 	s.OnComplete()
 	require.NoError(t, a.Err())
 	s.OnComplete()
-	assert.Equal(t, []string{"permitted", "finished", "permitted", "finished"}, log.types())
+	assert.Equal(t, []string{"permitted", "finished", "permitted", "finished"}, log.Strings())
 	assert.Equal(t, 1, s.Metrics().AvailableConcurrentCalls)
 }
 
@@ -653,7 +653,7 @@ func TestFullErrorMatchesErrBulkheadFull(t *testing.T) {
 func TestWaitTimeoutOnVirtualClock(t *testing.T) {
 	clock := testkit.NewVirtualClock(time.Unix(0, 0))
 	s := newSemaphore(t, "virtual", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(clock))
-	log := recordEvents(t, s)
+	log := testkit.RecordEvents(t, s)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
 	clock.Advance(49 * time.Millisecond)
@@ -664,6 +664,6 @@ func TestWaitTimeoutOnVirtualClock(t *testing.T) {
 	assert.Equal(t, bulkhead.WaitTimeout, fe.Reason)
 	assert.Zero(t, clock.PendingTimers())
 	s.ReleasePermission()
-	assert.Equal(t, []string{"permitted", "rejected(wait timeout)"}, log.types())
-	assert.Equal(t, time.Unix(0, 0).Add(50*time.Millisecond), log.events[1].Time)
+	assert.Equal(t, []string{"permitted", "rejected(wait timeout)"}, log.Strings())
+	assert.Equal(t, time.Unix(0, 0).Add(50*time.Millisecond), log.Events()[1].Time)
 }

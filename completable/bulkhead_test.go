@@ -23,33 +23,33 @@ var queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour
 
 func TestBulkheadCompletesAndGivesPermitBackWithOnComplete(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	r := newRecorder(t)
 	completable.Bulkhead(b, completable.Complete()).Subscribe(r)
 	if completed, err := r.result(); !completed || err != nil {
 		t.Fatalf("completed=%v err=%v, want completion", completed, err)
 	}
-	if ev.count(bulkhead.CallPermitted) != 1 || ev.count(bulkhead.CallFinished) != 1 {
+	if ev.Count(bulkhead.CallPermitted) != 1 || ev.Count(bulkhead.CallFinished) != 1 {
 		t.Fatal("want one CallPermitted and one CallFinished (OnComplete)")
 	}
 }
 
 func TestBulkheadPropagatesErrorAndGivesPermitBackWithOnComplete(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	r := newRecorder(t)
 	completable.Bulkhead(b, completable.Error(errBoom)).Subscribe(r)
 	if completed, err := r.result(); completed || err != errBoom {
 		t.Fatalf("completed=%v err=%v, want errBoom", completed, err)
 	}
-	if ev.count(bulkhead.CallFinished) != 1 {
+	if ev.Count(bulkhead.CallFinished) != 1 {
 		t.Fatal("a failed call must give its permit back with OnComplete")
 	}
 }
 
 func TestBulkheadFullSignalsFullErrorAfterOnSubscribeAndNeverSubscribesSource(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	defer b.ReleasePermission()
 	src := newProbe(completable.Complete())
@@ -63,14 +63,14 @@ func TestBulkheadFullSignalsFullErrorAfterOnSubscribeAndNeverSubscribesSource(t 
 	if src.subscribed.Load() != 0 {
 		t.Fatal("source subscribed after a rejection")
 	}
-	if ev.count(bulkhead.CallFinished) != 0 {
+	if ev.Count(bulkhead.CallFinished) != 0 {
 		t.Fatal("OnComplete called for a rejected call")
 	}
 }
 
 func TestDisposeAfterSubscribeGivesPermitBackWithReleasePermission(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	c, _, started := held()
 	src := newProbe(c)
 	r := newRecorder(t)
@@ -84,7 +84,7 @@ func TestDisposeAfterSubscribeGivesPermitBackWithReleasePermission(t *testing.T)
 	if m := b.Metrics(); m.InFlightCalls != 0 {
 		t.Fatal("permit not given back on Dispose")
 	}
-	if ev.count(bulkhead.CallFinished) != 0 {
+	if ev.Count(bulkhead.CallFinished) != 0 {
 		t.Fatal("Dispose before the call ended must use ReleasePermission, not OnComplete")
 	}
 	if r.terminated() || !r.disposable().IsDisposed() {
@@ -180,7 +180,7 @@ func TestPendingSubscriptionFailsWithWaitTimeoutAfterMaxWait(t *testing.T) {
 
 func TestDisposeWhilePendingDoesNotConsumePermit(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	src := newProbe(completable.Complete())
 	r := newRecorder(t)
@@ -198,19 +198,19 @@ func TestDisposeWhilePendingDoesNotConsumePermit(t *testing.T) {
 	if src.subscribed.Load() != 0 || r.terminated() {
 		t.Fatal("the withdrawn subscription was subscribed or signalled")
 	}
-	if ev.count(bulkhead.CallCancelled) != 1 || ev.count(bulkhead.CallRejected) != 0 {
+	if ev.Count(bulkhead.CallCancelled) != 1 || ev.Count(bulkhead.CallRejected) != 0 {
 		t.Fatal("want one CallCancelled and no CallRejected")
 	}
 }
 
 func TestDisposeInsideOnSubscribeAcquiresNothing(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	src := newProbe(completable.Complete())
 	r := newRecorder(t)
 	r.onSubscribe = func(d completable.Disposable) { d.Dispose() }
 	completable.Bulkhead(b, src).Subscribe(r)
-	if ev.count(bulkhead.CallPermitted) != 0 || src.subscribed.Load() != 0 || r.terminated() {
+	if ev.Count(bulkhead.CallPermitted) != 0 || src.subscribed.Load() != 0 || r.terminated() {
 		t.Fatal("a subscription disposed inside OnSubscribe acquired, subscribed or signalled")
 	}
 	if !r.disposable().IsDisposed() {
@@ -220,7 +220,7 @@ func TestDisposeInsideOnSubscribeAcquiresNothing(t *testing.T) {
 
 func TestDisposeAfterQueuedGrantGivesPermitBack(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	src := &manual{}
 	r := newRecorder(t)
@@ -233,7 +233,7 @@ func TestDisposeAfterQueuedGrantGivesPermitBack(t *testing.T) {
 	if src.disposed.Load() != 1 {
 		t.Fatal("source not disposed")
 	}
-	if b.Metrics().InFlightCalls != 0 || ev.count(bulkhead.CallFinished) != 0 {
+	if b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 0 {
 		t.Fatal("want the permit back with ReleasePermission")
 	}
 	src.observer().OnComplete() // late signal of a disposed source
@@ -244,7 +244,7 @@ func TestDisposeAfterQueuedGrantGivesPermitBack(t *testing.T) {
 
 func TestErrorAfterQueuedGrantGivesPermitBackBeforeSignalling(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	src := &manual{}
 	r := newRecorder(t)
@@ -259,14 +259,14 @@ func TestErrorAfterQueuedGrantGivesPermitBackBeforeSignalling(t *testing.T) {
 	if inFlightAtSignal != 0 {
 		t.Fatalf("%d permit(s) held while the observer was signalled, want 0", inFlightAtSignal)
 	}
-	if ev.count(bulkhead.CallFinished) != 1 {
+	if ev.Count(bulkhead.CallFinished) != 1 {
 		t.Fatal("want the permit back with OnComplete")
 	}
 }
 
 func TestCompletionAfterQueuedGrantIsDelivered(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	c, result, started := held()
 	r := newRecorder(t)
@@ -278,7 +278,7 @@ func TestCompletionAfterQueuedGrantIsDelivered(t *testing.T) {
 	if completed, err := r.result(); !completed || err != nil {
 		t.Fatalf("completed=%v err=%v", completed, err)
 	}
-	if ev.count(bulkhead.CallFinished) != 1 {
+	if ev.Count(bulkhead.CallFinished) != 1 {
 		t.Fatal("want the permit back with OnComplete")
 	}
 }
@@ -331,7 +331,7 @@ func TestResubscribingAfterFullErrorAcquiresAgain(t *testing.T) {
 // gives the permit back once and signals the observer once.
 func TestSourceSignallingTwiceGivesPermitBackOnce(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	src := &manual{}
 	r := newRecorder(t)
 	completable.Bulkhead(b, src).Subscribe(r)
@@ -341,8 +341,8 @@ func TestSourceSignallingTwiceGivesPermitBackOnce(t *testing.T) {
 	if completed, err := r.result(); !completed || err != nil {
 		t.Fatalf("completed=%v err=%v, want one completion", completed, err)
 	}
-	if ev.count(bulkhead.CallFinished) != 1 {
-		t.Fatalf("%d CallFinished events, want 1", ev.count(bulkhead.CallFinished))
+	if ev.Count(bulkhead.CallFinished) != 1 {
+		t.Fatalf("%d CallFinished events, want 1", ev.Count(bulkhead.CallFinished))
 	}
 	r.Dispose() // after termination: nothing to give back
 	if src.disposed.Load() != 0 || r.disposable().IsDisposed() {
@@ -432,7 +432,7 @@ func TestGrantRacingDisposeReleasesWithoutSubscribing(t *testing.T) {
 // signalled only if the completion won.
 func TestCompletionRacingDisposeGivesPermitBackOnce(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	const runs = 5000
 	completedRuns := 0
 	for range runs {
@@ -455,7 +455,7 @@ func TestCompletionRacingDisposeGivesPermitBackOnce(t *testing.T) {
 			t.Fatal("permit not given back")
 		}
 	}
-	if got := ev.count(bulkhead.CallFinished); got != completedRuns {
+	if got := ev.Count(bulkhead.CallFinished); got != completedRuns {
 		t.Fatalf("%d CallFinished for %d completions: releases used the wrong method", got, completedRuns)
 	}
 	t.Logf("the completion won %d of %d races", completedRuns, runs)
@@ -467,7 +467,7 @@ func TestCompletionRacingDisposeGivesPermitBackOnce(t *testing.T) {
 // its grant and the grant callback.
 func TestDisposeAfterBulkheadGrantedButBeforeSubscribeNeverSubscribes(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(t, b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	src := newProbe(completable.Complete())
 	r := newRecorder(t)
@@ -481,7 +481,7 @@ func TestDisposeAfterBulkheadGrantedButBeforeSubscribeNeverSubscribes(t *testing
 	if src.subscribed.Load() != 0 || r.terminated() {
 		t.Fatal("source subscribed or observer signalled after Dispose won")
 	}
-	if b.Metrics().InFlightCalls != 0 || ev.count(bulkhead.CallFinished) != 0 {
+	if b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 0 {
 		t.Fatal("want the permit back with ReleasePermission")
 	}
 }
@@ -525,7 +525,7 @@ func TestAwaitThroughFullBulkheadTimesOut(t *testing.T) {
 func TestAwaitContextEndWhilePendingWithdraws(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBulkhead(t, queueing)
-		ev := recordEvents(t, b)
+		ev := testkit.RecordEvents(t, b)
 		b.TryAcquirePermission()
 		defer b.ReleasePermission()
 		src := newProbe(completable.Complete())
@@ -537,7 +537,7 @@ func TestAwaitContextEndWhilePendingWithdraws(t *testing.T) {
 		if b.Metrics().QueuedCalls != 0 || src.subscribed.Load() != 0 {
 			t.Fatal("the call is still queued or its source ran")
 		}
-		if ev.count(bulkhead.CallCancelled) != 1 {
+		if ev.Count(bulkhead.CallCancelled) != 1 {
 			t.Fatal("want one CallCancelled")
 		}
 	})

@@ -176,34 +176,6 @@ func newBulkhead(t testing.TB, cfg bulkhead.Config, opts ...bulkhead.Option) *bu
 	return b
 }
 
-// events records the event types a bulkhead publishes.
-type events struct {
-	mu  sync.Mutex
-	got []bulkhead.EventType
-}
-
-func recordEvents(t testing.TB, b *bulkhead.Semaphore) *events {
-	e := &events{}
-	t.Cleanup(b.OnEvent(func(ev bulkhead.Event) {
-		e.mu.Lock()
-		e.got = append(e.got, ev.Type)
-		e.mu.Unlock()
-	}))
-	return e
-}
-
-func (e *events) count(t bulkhead.EventType) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, x := range e.got {
-		if x == t {
-			n++
-		}
-	}
-	return n
-}
-
 // probe wraps a Completable and counts its subscriptions and the disposals
 // of those subscriptions.
 type probe struct {

@@ -1,7 +1,6 @@
 package flowable_test
 
 import (
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -20,34 +19,6 @@ func newBulkhead(t testing.TB, cfg bulkhead.Config) *bulkhead.Semaphore {
 	}
 	testkit.CheckPermits(t, b)
 	return b
-}
-
-// events records the event types a bulkhead publishes.
-type events struct {
-	mu  sync.Mutex
-	got []bulkhead.EventType
-}
-
-func recordEvents(b *bulkhead.Semaphore) *events {
-	e := &events{}
-	b.OnEvent(func(ev bulkhead.Event) {
-		e.mu.Lock()
-		e.got = append(e.got, ev.Type)
-		e.mu.Unlock()
-	})
-	return e
-}
-
-func (e *events) count(t bulkhead.EventType) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, x := range e.got {
-		if x == t {
-			n++
-		}
-	}
-	return n
 }
 
 // probe wraps a Publisher and counts its subscriptions and their

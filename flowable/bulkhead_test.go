@@ -12,6 +12,7 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 var queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}
@@ -46,14 +47,14 @@ func TestSubscribeDoesNotBlockOrParkGoroutinesWhenFull(t *testing.T) {
 
 func TestGrantedAtOnceSubscribesSourceOnCallingGoroutine(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(b)
+	ev := testkit.RecordEvents(t, b)
 	r := newRecorder[int](t, 10)
 	flowable.Bulkhead(b, flowable.Range(0, 3)).Subscribe(r)
 	items, err, completed := r.snapshot() // no wait: all happened inside Subscribe
 	if !slices.Equal(items, []int{0, 1, 2}) || err != nil || !completed {
 		t.Fatalf("got %v, %v, completed=%v", items, err, completed)
 	}
-	if ev.count(bulkhead.CallFinished) != 1 {
+	if ev.Count(bulkhead.CallFinished) != 1 {
 		t.Fatal("permit not given back with OnComplete after the source completed")
 	}
 }
@@ -139,7 +140,7 @@ func TestPendingSubscriptionFailsWithWaitTimeoutAfterMaxWait(t *testing.T) {
 
 func TestCancelWhilePendingDoesNotConsumePermit(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	src := newProbe(flowable.Just(1))
 	r := newRecorder[int](t, 1)
@@ -152,7 +153,7 @@ func TestCancelWhilePendingDoesNotConsumePermit(t *testing.T) {
 	if src.subscribed.Load() != 0 {
 		t.Fatal("source subscribed after cancel")
 	}
-	if ev.count(bulkhead.CallCancelled) != 1 || ev.count(bulkhead.CallRejected) != 0 {
+	if ev.Count(bulkhead.CallCancelled) != 1 || ev.Count(bulkhead.CallRejected) != 0 {
 		t.Fatal("want one CallCancelled and no CallRejected event")
 	}
 	if _, err, done := r.snapshot(); err != nil || done {
@@ -162,11 +163,11 @@ func TestCancelWhilePendingDoesNotConsumePermit(t *testing.T) {
 
 func TestCancelInsideOnSubscribeAcquiresNothing(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(b)
+	ev := testkit.RecordEvents(t, b)
 	flowable.Bulkhead(b, flowable.Just(1)).Subscribe(flowable.Funcs[int]{
 		Start: func(s flowable.Subscription) { s.Cancel() },
 	})
-	if ev.count(bulkhead.CallPermitted)+ev.count(bulkhead.CallCancelled) != 0 {
+	if ev.Count(bulkhead.CallPermitted)+ev.Count(bulkhead.CallCancelled) != 0 {
 		t.Fatal("a permit was requested for a subscription cancelled in OnSubscribe")
 	}
 }
@@ -182,7 +183,7 @@ func TestCancelAfterQueuedGrantReleasesPermit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBulkhead(t, queueing)
-			ev := recordEvents(b)
+			ev := testkit.RecordEvents(t, b)
 			b.TryAcquirePermission()
 			src := newProbe(flowable.Range(0, 10))
 			r := newRecorder[int](t, int64(tc.delivered))
@@ -195,7 +196,7 @@ func TestCancelAfterQueuedGrantReleasesPermit(t *testing.T) {
 			if src.cancelled.Load() != 1 {
 				t.Fatal("source not cancelled")
 			}
-			if got := ev.count(bulkhead.CallFinished); got != tc.finished {
+			if got := ev.Count(bulkhead.CallFinished); got != tc.finished {
 				t.Fatalf("CallFinished events %d, want %d", got, tc.finished)
 			}
 		})
@@ -204,7 +205,7 @@ func TestCancelAfterQueuedGrantReleasesPermit(t *testing.T) {
 
 func TestUpstreamErrorAfterQueuedGrantReleasesPermit(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	boom := errors.New("partner down")
 	r := newRecorder[int](t, 1)
@@ -213,7 +214,7 @@ func TestUpstreamErrorAfterQueuedGrantReleasesPermit(t *testing.T) {
 	if _, err, _ := r.snapshot(); err != boom {
 		t.Fatalf("got %v", err)
 	}
-	if ev.count(bulkhead.CallFinished) != 1 {
+	if ev.Count(bulkhead.CallFinished) != 1 {
 		t.Fatal("permit not given back with OnComplete after the upstream error")
 	}
 }
@@ -233,7 +234,7 @@ func TestAllElementsOfQueuedFlowableAreDelivered(t *testing.T) {
 
 func TestNonPositiveRequestWhilePendingWithdrawsAndSignalsError(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	src := newProbe(flowable.Just(1))
 	r := newRecorder[int](t, 0)
@@ -243,14 +244,14 @@ func TestNonPositiveRequestWhilePendingWithdrawsAndSignalsError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	b.ReleasePermission()
-	if src.subscribed.Load() != 0 || ev.count(bulkhead.CallCancelled) != 1 {
+	if src.subscribed.Load() != 0 || ev.Count(bulkhead.CallCancelled) != 1 {
 		t.Fatal("the pending acquisition was not withdrawn")
 	}
 }
 
 func TestNonPositiveRequestAfterGrantIsSignalledBySource(t *testing.T) {
 	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	ev := recordEvents(b)
+	ev := testkit.RecordEvents(t, b)
 	r := newRecorder[int](t, 1)
 	flowable.Bulkhead(b, flowable.Range(0, 10)).Subscribe(r)
 	r.Request(-1)
@@ -258,7 +259,7 @@ func TestNonPositiveRequestAfterGrantIsSignalledBySource(t *testing.T) {
 	if len(items) != 1 || !errors.Is(err, flowable.ErrNonPositiveRequest) {
 		t.Fatalf("got %v, %v", items, err)
 	}
-	if ev.count(bulkhead.CallFinished) != 1 {
+	if ev.Count(bulkhead.CallFinished) != 1 {
 		t.Fatal("permit not given back after the rule 3.9 error")
 	}
 }
@@ -275,7 +276,7 @@ func TestPanicInOnNextDoesNotLeakPermit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBulkhead(t, queueing)
-			ev := recordEvents(b)
+			ev := testkit.RecordEvents(t, b)
 			if tc.queued {
 				b.TryAcquirePermission()
 			}
@@ -302,7 +303,7 @@ func TestPanicInOnNextDoesNotLeakPermit(t *testing.T) {
 			if src.cancelled.Load() != 1 {
 				t.Fatal("source not cancelled after the panic")
 			}
-			if b.Metrics().InFlightCalls != 0 || ev.count(bulkhead.CallFinished) != 1 {
+			if b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
 				t.Fatal("permit not given back with OnComplete after a panic in OnNext")
 			}
 		})
@@ -429,7 +430,7 @@ func TestMillionElementsThroughOnePermitRunInBoundedMemory(t *testing.T) {
 // its grant and the grant callback.
 func TestCancelAfterBulkheadGrantedButBeforeSubscribeNeverSubscribes(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	ev := recordEvents(b)
+	ev := testkit.RecordEvents(t, b)
 	b.TryAcquirePermission()
 	src := newProbe(flowable.Just(1))
 	r := newRecorder[int](t, 1)
@@ -444,7 +445,7 @@ func TestCancelAfterBulkheadGrantedButBeforeSubscribeNeverSubscribes(t *testing.
 	if src.subscribed.Load() != 0 {
 		t.Fatal("source subscribed after Cancel won")
 	}
-	if b.Metrics().InFlightCalls != 0 || ev.count(bulkhead.CallFinished) != 0 {
+	if b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 0 {
 		t.Fatal("permit not given back with ReleasePermission")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reactivex/rxgo/v2"
+
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/flowable"
 )

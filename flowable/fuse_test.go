@@ -8,6 +8,7 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // The tests in this file run the same assertions through both paths of the
@@ -41,7 +42,7 @@ func TestBothPathsGivePermitBackBeforeOnComplete(t *testing.T) {
 		for _, src := range bothPaths(3) {
 			t.Run(src.name+map[bool]string{false: "/granted at once", true: "/granted from the queue"}[queued], func(t *testing.T) {
 				b := newBulkhead(t, queueing)
-				ev := recordEvents(b)
+				ev := testkit.RecordEvents(t, b)
 				if queued {
 					b.TryAcquirePermission()
 				}
@@ -51,7 +52,7 @@ func TestBothPathsGivePermitBackBeforeOnComplete(t *testing.T) {
 					Next: func(v int) { got = append(got, v) },
 					Complete: func() {
 						completions++
-						if b.Metrics().InFlightCalls != 0 || ev.count(bulkhead.CallFinished) != 1 {
+						if b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
 							t.Error("OnComplete reached the subscriber before the permit went back with OnComplete")
 						}
 					},
@@ -71,7 +72,7 @@ func TestBothPathsGivePermitBackBeforeRule39Error(t *testing.T) {
 	for _, src := range bothPaths(10) {
 		t.Run(src.name, func(t *testing.T) {
 			b := newBulkhead(t, queueing)
-			ev := recordEvents(b)
+			ev := testkit.RecordEvents(t, b)
 			var sub flowable.Subscription
 			var got []int
 			var errs []error
@@ -80,7 +81,7 @@ func TestBothPathsGivePermitBackBeforeRule39Error(t *testing.T) {
 				Next:  func(v int) { got = append(got, v) },
 				Error: func(err error) {
 					errs = append(errs, err)
-					if b.Metrics().InFlightCalls != 0 || ev.count(bulkhead.CallFinished) != 1 {
+					if b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
 						t.Error("OnError reached the subscriber before the permit went back with OnComplete")
 					}
 				},
@@ -98,7 +99,7 @@ func TestBothPathsWithdrawOnRule39ViolationWhilePending(t *testing.T) {
 	for _, src := range bothPaths(10) {
 		t.Run(src.name, func(t *testing.T) {
 			b := newBulkhead(t, queueing)
-			ev := recordEvents(b)
+			ev := testkit.RecordEvents(t, b)
 			b.TryAcquirePermission()
 			r := newRecorder[int](t, 2)
 			flowable.Bulkhead(b, src.pub).Subscribe(r)
@@ -109,7 +110,7 @@ func TestBothPathsWithdrawOnRule39ViolationWhilePending(t *testing.T) {
 			if len(items) != 0 || !errors.Is(err, flowable.ErrNonPositiveRequest) {
 				t.Fatalf("got %v, %v", items, err)
 			}
-			if ev.count(bulkhead.CallCancelled) != 1 || ev.count(bulkhead.CallFinished) != 0 || b.Metrics().InFlightCalls != 0 {
+			if ev.Count(bulkhead.CallCancelled) != 1 || ev.Count(bulkhead.CallFinished) != 0 || b.Metrics().InFlightCalls != 0 {
 				t.Fatal("the pending acquisition was not withdrawn")
 			}
 		})
@@ -139,7 +140,7 @@ func TestBothPathsReleaseRules(t *testing.T) {
 		for _, src := range bothPaths(10) {
 			t.Run(src.name+"/"+tc.name, func(t *testing.T) {
 				b := newBulkhead(t, queueing)
-				ev := recordEvents(b)
+				ev := testkit.RecordEvents(t, b)
 				if tc.queued {
 					b.TryAcquirePermission()
 				}
@@ -161,7 +162,7 @@ func TestBothPathsReleaseRules(t *testing.T) {
 				if !slices.Equal(items, seq(0, tc.want)) || err != nil || completed {
 					t.Fatalf("got %v, %v, completed=%v; want %d elements and no terminal signal", items, err, completed, tc.want)
 				}
-				if got := ev.count(bulkhead.CallFinished); got != tc.finished {
+				if got := ev.Count(bulkhead.CallFinished); got != tc.finished {
 					t.Fatalf("CallFinished events %d, want %d", got, tc.finished)
 				}
 				if b.Metrics().InFlightCalls != 0 {
@@ -189,7 +190,7 @@ func TestBothPathsGivePermitBackWhenOnNextPanics(t *testing.T) {
 		for _, src := range bothPaths(10) {
 			t.Run(src.name+"/"+tc.name, func(t *testing.T) {
 				b := newBulkhead(t, queueing)
-				ev := recordEvents(b)
+				ev := testkit.RecordEvents(t, b)
 				if tc.queued {
 					b.TryAcquirePermission()
 				}
@@ -223,7 +224,7 @@ func TestBothPathsGivePermitBackWhenOnNextPanics(t *testing.T) {
 						sub.Request(flowable.Unbounded)
 					}
 				}()
-				if b.Metrics().InFlightCalls != 0 || ev.count(bulkhead.CallFinished) != 1 {
+				if b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
 					t.Fatal("permit not given back with OnComplete after a panic in OnNext")
 				}
 				sub.Request(5)
@@ -239,7 +240,7 @@ func TestBothPathsGivePermitBackBeforeOnCompletePanics(t *testing.T) {
 	for _, src := range bothPaths(2) {
 		t.Run(src.name, func(t *testing.T) {
 			b := newBulkhead(t, queueing)
-			ev := recordEvents(b)
+			ev := testkit.RecordEvents(t, b)
 			held := -1
 			func() {
 				defer func() {
@@ -254,8 +255,8 @@ func TestBothPathsGivePermitBackBeforeOnCompletePanics(t *testing.T) {
 					},
 				})
 			}()
-			if held != 0 || ev.count(bulkhead.CallFinished) != 1 {
-				t.Fatalf("%d permits held in OnComplete, %d CallFinished: want 0 and 1", held, ev.count(bulkhead.CallFinished))
+			if held != 0 || ev.Count(bulkhead.CallFinished) != 1 {
+				t.Fatalf("%d permits held in OnComplete, %d CallFinished: want 0 and 1", held, ev.Count(bulkhead.CallFinished))
 			}
 		})
 	}
@@ -265,7 +266,7 @@ func TestBothPathsCompleteEmptySourceOnGrantWithoutDemand(t *testing.T) {
 	for _, src := range bothPaths(0) {
 		t.Run(src.name, func(t *testing.T) {
 			b := newBulkhead(t, queueing)
-			ev := recordEvents(b)
+			ev := testkit.RecordEvents(t, b)
 			b.TryAcquirePermission()
 			r := newRecorder[int](t, 0)
 			flowable.Bulkhead(b, src.pub).Subscribe(r)
@@ -276,7 +277,7 @@ func TestBothPathsCompleteEmptySourceOnGrantWithoutDemand(t *testing.T) {
 			if items, err, completed := r.snapshot(); len(items) != 0 || err != nil || !completed {
 				t.Fatalf("got %v, %v, completed=%v", items, err, completed)
 			}
-			if ev.count(bulkhead.CallFinished) != 1 {
+			if ev.Count(bulkhead.CallFinished) != 1 {
 				t.Fatal("permit not given back with OnComplete")
 			}
 		})
@@ -287,7 +288,7 @@ func TestBothPathsReplayDemandBufferedWhilePending(t *testing.T) {
 	for _, src := range bothPaths(100) {
 		t.Run(src.name, func(t *testing.T) {
 			b := newBulkhead(t, queueing)
-			ev := recordEvents(b)
+			ev := testkit.RecordEvents(t, b)
 			b.TryAcquirePermission()
 			r := newRecorder[int](t, 2)
 			flowable.Bulkhead(b, src.pub).Subscribe(r)
@@ -304,7 +305,7 @@ func TestBothPathsReplayDemandBufferedWhilePending(t *testing.T) {
 			if items, _, _ := r.snapshot(); !slices.Equal(items, seq(0, 9)) {
 				t.Fatalf("got %v", items)
 			}
-			if ev.count(bulkhead.CallFinished) != 1 {
+			if ev.Count(bulkhead.CallFinished) != 1 {
 				t.Fatal("cancel after elements did not give the permit back with OnComplete")
 			}
 		})
@@ -326,7 +327,7 @@ func TestBothPathsSurviveGrantRacingRequestsAndCancel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ev := recordEvents(b)
+				ev := testkit.RecordEvents(t, b)
 				b.TryAcquirePermission()
 				r := newRecorder[int](t, 1)
 				flowable.Bulkhead(b, src.pub).Subscribe(r)
@@ -343,7 +344,7 @@ func TestBothPathsSurviveGrantRacingRequestsAndCancel(t *testing.T) {
 				if err != nil || len(items) > 2 || !slices.Equal(items, seq(0, len(items))) {
 					t.Fatalf("got %v, %v", items, err)
 				}
-				if len(items) == 0 && !completed && ev.count(bulkhead.CallFinished) != 0 {
+				if len(items) == 0 && !completed && ev.Count(bulkhead.CallFinished) != 0 {
 					t.Fatal("permit given back with OnComplete although nothing was delivered")
 				}
 				if m := b.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
@@ -362,7 +363,7 @@ func TestBothPathsCancelInsideOnNextStopsASynchronousSource(t *testing.T) {
 		for _, src := range bothPaths(1000) {
 			t.Run(src.name+map[bool]string{false: "/granted at once", true: "/granted from the queue"}[queued], func(t *testing.T) {
 				b := newBulkhead(t, queueing)
-				ev := recordEvents(b)
+				ev := testkit.RecordEvents(t, b)
 				if queued {
 					b.TryAcquirePermission()
 				}
@@ -383,7 +384,7 @@ func TestBothPathsCancelInsideOnNextStopsASynchronousSource(t *testing.T) {
 				if !slices.Equal(got, []int{0}) || completed {
 					t.Fatalf("after Cancel inside the first OnNext: got %d elements (first %v), completed=%v; want exactly [0] and no completion", len(got), got[:min(len(got), 3)], completed)
 				}
-				if ev.count(bulkhead.CallFinished) != 1 {
+				if ev.Count(bulkhead.CallFinished) != 1 {
 					t.Errorf("the permit of a call that delivered an element must go back with OnComplete")
 				}
 			})

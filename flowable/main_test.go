@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rxbulkhead/bulkhead/flowable"
 	"go.uber.org/goleak"
+
+	"github.com/rxbulkhead/bulkhead/flowable"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,8 +10,10 @@ import (
 	"testing/synctest"
 
 	"github.com/reactivex/rxgo/v2"
+
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestFromObservablePullsOnlyWhatIsRequested(t *testing.T) {
@@ -147,15 +149,15 @@ func TestToObservableContextCancelCancelsSubscription(t *testing.T) {
 func TestBulkheadRoundTripThroughRxgo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1})
-		ev := recordEvents(b)
+		ev := testkit.RecordEvents(t, b)
 		p := flowable.Bulkhead(b, flowable.FromObservable[int](rxgo.Range(1, 4)))
 		var sum int
 		for item := range flowable.ToObservable(p).Observe() {
 			sum += item.V.(int)
 		}
 		synctest.Wait()
-		if sum != 10 || ev.count(bulkhead.CallFinished) != 1 {
-			t.Fatalf("sum %d, finished %d", sum, ev.count(bulkhead.CallFinished))
+		if sum != 10 || ev.Count(bulkhead.CallFinished) != 1 {
+			t.Fatalf("sum %d, finished %d", sum, ev.Count(bulkhead.CallFinished))
 		}
 	})
 }

@@ -31,11 +31,11 @@ func TestBuildingThePipelineTakesNoPermit(t *testing.T) {
 		obs := observable.Bulkhead(b, src.Observable()).Map(func(_ context.Context, v any) (any, error) { return v, nil })
 		synctest.Wait()
 		assert.Equal(t, 0, b.Metrics().InFlightCalls)
-		assert.Empty(t, ev.List())
+		assert.Empty(t, ev.Types())
 		assert.Zero(t, src.Observed.Load())
 
 		assert.Equal(t, []any{1}, rxtest.Values(rxtest.Drain(obs.Observe())))
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished}, ev.Types())
 	})
 }
 
@@ -52,7 +52,7 @@ func TestPropagatesSourceErrorAndReleasesBeforeItArrives(t *testing.T) {
 		assert.Equal(t, 0, b.Metrics().InFlightCalls)
 		_, open := <-ch
 		assert.False(t, open, "no item after the error")
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished}, ev.Types())
 	})
 }
 
@@ -70,7 +70,7 @@ func TestContextOfADownstreamOperatorReachesThePendingSubscription(t *testing.T)
 		synctest.Wait()
 		assert.Equal(t, 0, b.Metrics().QueuedCalls)
 		b.ReleasePermission()
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Cancelled}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Cancelled}, ev.Types())
 	})
 }
 
@@ -90,7 +90,7 @@ func TestContextGivenToTheOperatorEndsItsSubscriptions(t *testing.T) {
 		// The waiting one is withdrawn (cancelled), or granted by the
 		// running one's release just before its own cancel and then given
 		// back unused (permitted). Neither ran: no finished event.
-		got := ev.List()
+		got := ev.Types()
 		require.Len(t, got, 2)
 		assert.Equal(t, rxtest.Permitted, got[0])
 		assert.Contains(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Cancelled}, got[1])
@@ -109,7 +109,7 @@ func TestTakeWithACancelledContextReleasesExactlyOnce(t *testing.T) {
 		assert.Equal(t, 1, b.Metrics().InFlightCalls, "the subscription is blocked on the item Take did not read")
 		cancel()
 		synctest.Wait()
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished}, ev.Types())
 	})
 }
 
@@ -122,7 +122,7 @@ func TestFlatMapOfBulkheadedInnerObservablesReleasesEachPermitOnce(t *testing.T)
 			return observable.Bulkhead(b, rxgo.Just(it.V, it.V)())
 		}, rxgo.WithContext(ctx))
 		assert.Equal(t, []any{1, 1, 2, 2, 3, 3}, rxtest.Values(rxtest.Drain(obs.Observe())))
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished}, ev.Types())
 	})
 }
 
@@ -141,7 +141,7 @@ func TestEachObserveAcquiresItsOwnPermit(t *testing.T) {
 		cancel()
 		rxtest.Drain(ch1)
 		rxtest.Drain(ch2)
-		assert.ElementsMatch(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Permitted, rxtest.Finished, rxtest.Finished}, ev.List())
+		assert.ElementsMatch(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Permitted, rxtest.Finished, rxtest.Finished}, ev.Types())
 	})
 }
 
@@ -169,7 +169,7 @@ func TestTransformerAppliesOneBulkheadToManyPipelines(t *testing.T) {
 		c := walmart(rxgo.Just("c")())
 		assert.Equal(t, []any{"a"}, rxtest.Values(rxtest.Drain(a.Observe())))
 		assert.Equal(t, []any{"c"}, rxtest.Values(rxtest.Drain(c.Observe())))
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished}, ev.Types())
 	})
 }
 

@@ -119,7 +119,7 @@ func TestRetryOnFullReobservesAndReacquires(t *testing.T) {
 		assert.Equal(t, []any{"ok"}, rxtest.Values(rxtest.Drain(obs.Observe())))
 		require.Len(t, retried, 2)
 		assert.Equal(t, int32(1), src.Observed.Load())
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Rejected, rxtest.Rejected, rxtest.Permitted, rxtest.Finished}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Rejected, rxtest.Rejected, rxtest.Permitted, rxtest.Finished}, ev.Types())
 	})
 }
 
@@ -147,7 +147,7 @@ func TestBackOffRetryOnFullReacquiresAfterTheBackOff(t *testing.T) {
 		obs := observable.Bulkhead(b, rxgo.Just("ok")()).BackOffRetry(&constantBackOff{d: time.Second, tries: 5})
 		assert.Equal(t, []any{"ok"}, rxtest.Values(rxtest.Drain(obs.Observe())))
 		assert.Equal(t, 2*time.Second, time.Since(start), "rejected at 0s and 1s, granted at 2s")
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Rejected, rxtest.Rejected, rxtest.Permitted, rxtest.Finished}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Rejected, rxtest.Rejected, rxtest.Permitted, rxtest.Finished}, ev.Types())
 	})
 }
 
@@ -161,6 +161,6 @@ func TestBackOffRetryGivesUpWithTheFullError(t *testing.T) {
 		require.Len(t, items, 1)
 		var full *bulkhead.FullError
 		assert.ErrorAs(t, items[0].E, &full)
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Rejected, rxtest.Rejected, rxtest.Rejected}, ev.List())
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Rejected, rxtest.Rejected, rxtest.Rejected}, ev.Types())
 	})
 }

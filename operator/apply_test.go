@@ -91,7 +91,7 @@ func TestApplyPassesValuesThroughAnOpenBulkhead(t *testing.T) {
 	if len(its) != 3 || its[0].V != 1 || its[2].V != 3 {
 		t.Fatalf("got %v, want 1, 2, 3", its)
 	}
-	if ev.count(bulkhead.CallFinished) != 1 {
+	if ev.Count(bulkhead.CallFinished) != 1 {
 		t.Fatal("want the permit back with OnComplete")
 	}
 }
@@ -136,7 +136,7 @@ func TestApplyRefusesUnsupportedSources(t *testing.T) {
 			}
 		})
 	}
-	if ev.count(bulkhead.CallPermitted) != 0 {
+	if ev.Count(bulkhead.CallPermitted) != 0 {
 		t.Fatal("Apply took a permit")
 	}
 }
@@ -149,7 +149,7 @@ func TestApplyTakesNoPermitUntilSubscribed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ev.count(bulkhead.CallPermitted) != 0 {
+	if ev.Count(bulkhead.CallPermitted) != 0 {
 		t.Fatal("building a pipeline took a permit")
 	}
 }
@@ -177,7 +177,7 @@ func TestTypedMethodsDelegateToTheirPackages(t *testing.T) {
 	if sum != 6 {
 		t.Fatalf("Flowable: sum %d, want 6", sum)
 	}
-	if got := ev.count(bulkhead.CallFinished); got != 5 {
+	if got := ev.Count(bulkhead.CallFinished); got != 5 {
 		t.Fatalf("%d calls gave their permit back with OnComplete, want 5", got)
 	}
 }

@@ -23,39 +23,14 @@ var errBoom = errors.New("boom")
 
 // newBulkhead returns a Semaphore named "partner" with the permit-leak check
 // registered, and a recorder of its events.
-func newBulkhead(t testing.TB, cfg bulkhead.Config) (*bulkhead.Semaphore, *events) {
+func newBulkhead(t testing.TB, cfg bulkhead.Config) (*bulkhead.Semaphore, *testkit.EventLog) {
 	t.Helper()
 	b, err := bulkhead.New("partner", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testkit.CheckPermits(t, b)
-	ev := &events{}
-	t.Cleanup(b.OnEvent(ev.add))
-	return b, ev
-}
-
-type events struct {
-	mu  sync.Mutex
-	got []bulkhead.EventType
-}
-
-func (e *events) add(ev bulkhead.Event) {
-	e.mu.Lock()
-	e.got = append(e.got, ev.Type)
-	e.mu.Unlock()
-}
-
-func (e *events) count(t bulkhead.EventType) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, x := range e.got {
-		if x == t {
-			n++
-		}
-	}
-	return n
+	return b, testkit.RecordEvents(t, b)
 }
 
 // behaviour is what a script does when subscribed (observed): it emits one

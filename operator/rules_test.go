@@ -8,6 +8,7 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/operator"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 var (
@@ -164,7 +165,7 @@ func ifValues(k kind, n int) int {
 	return 0
 }
 
-func check(t *testing.T, k kind, w want, s *script, r run, ev *events) {
+func check(t *testing.T, k kind, w want, s *script, r run, ev *testkit.EventLog) {
 	t.Helper()
 	values, err, ended := r.result()
 	if k.hasValues && values != w.values {
@@ -185,10 +186,10 @@ func check(t *testing.T, k kind, w want, s *script, r run, ev *events) {
 	if got := s.subscribed.Load(); got != w.subscribed {
 		t.Errorf("source subscribed %d times, want %d", got, w.subscribed)
 	}
-	if got := ev.count(bulkhead.CallFinished); got != w.finished {
+	if got := ev.Count(bulkhead.CallFinished); got != w.finished {
 		t.Errorf("%d permit(s) given back with OnComplete, want %d", got, w.finished)
 	}
-	if got := ev.count(bulkhead.CallCancelled); got != w.cancelled {
+	if got := ev.Count(bulkhead.CallCancelled); got != w.cancelled {
 		t.Errorf("%d acquisition(s) withdrawn, want %d", got, w.cancelled)
 	}
 }

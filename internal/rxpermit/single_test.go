@@ -36,7 +36,7 @@ func TestSingleGetMapFilterAndRunEachObserveAfresh(t *testing.T) {
 		assert.Equal(t, rxgo.OptionalSingleEmpty, it, "a filtered-out Single is an empty OptionalSingle")
 		<-s.Run()
 		assert.Equal(t, int32(5), src.Observed.Load())
-		assert.Len(t, ev.List(), 10, "five observations, each permitted and finished")
+		assert.Len(t, ev.Types(), 10, "five observations, each permitted and finished")
 	})
 }
 
@@ -57,7 +57,7 @@ func TestOptionalSingleGetMapAndRunEachObserveAfresh(t *testing.T) {
 		<-rxpermit.OptionalSingle(b, full.Observable()).Run()
 		assert.Equal(t, int32(3), full.Observed.Load())
 		assert.Equal(t, int32(2), empty.Observed.Load())
-		assert.Len(t, ev.List(), 10, "five observations, each permitted and finished")
+		assert.Len(t, ev.Types(), 10, "five observations, each permitted and finished")
 	})
 }
 
@@ -109,7 +109,7 @@ func TestGetReturnsTheContextErrorAndWithdrawsWhenTheContextEndsWhileWaiting(t *
 				assert.Equal(t, 0, b.Metrics().QueuedCalls)
 				b.ReleasePermission()
 				assert.Zero(t, src.Observed.Load())
-				assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Cancelled}, ev.List())
+				assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Cancelled}, ev.Types())
 			})
 		})
 	}

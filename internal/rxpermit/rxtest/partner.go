@@ -1,8 +1,6 @@
 package rxtest
 
 import (
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +18,7 @@ func Partner(t testing.TB, permits int, wait time.Duration) (*bulkhead.Semaphore
 		t.Fatal(err)
 	}
 	testkit.CheckPermits(t, b)
-	ev := &Events{}
-	t.Cleanup(b.OnEvent(ev.add))
-	return b, ev
+	return b, testkit.RecordEvents(t, b)
 }
 
 // Short names of the event types an Events log holds.
@@ -33,22 +29,5 @@ const (
 	Cancelled = bulkhead.CallCancelled
 )
 
-// Events records the types of a bulkhead's events in order. It is safe for
-// concurrent use.
-type Events struct {
-	mu sync.Mutex
-	ts []bulkhead.EventType
-}
-
-func (e *Events) add(ev bulkhead.Event) {
-	e.mu.Lock()
-	e.ts = append(e.ts, ev.Type)
-	e.mu.Unlock()
-}
-
-// List returns a copy of the event types recorded so far.
-func (e *Events) List() []bulkhead.EventType {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.ts)
-}
+// Events is the log of a Partner's events.
+type Events = testkit.EventLog

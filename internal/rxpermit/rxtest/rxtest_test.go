@@ -68,7 +68,7 @@ func TestPartnerLogsEventsAndChecksPermitsAtCleanup(t *testing.T) {
 	user.cleanup() // the permit is still held: the leak check reports it
 	require.Len(t, user.errs, 1)
 	assert.Contains(t, user.errs[0], "1 permit(s) held")
-	assert.Equal(t, []bulkhead.EventType{bulkhead.CallPermitted, bulkhead.CallRejected}, ev.List())
+	assert.Equal(t, []bulkhead.EventType{bulkhead.CallPermitted, bulkhead.CallRejected}, ev.Types())
 	b.ReleasePermission()
 }
 

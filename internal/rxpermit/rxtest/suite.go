@@ -72,13 +72,13 @@ func (s Suite) eachObservationTakesItsOwnPermit(t *testing.T) {
 	src := &Probe{Items: []any{"a", "b"}}
 	obs := s.Apply(b, src.Observable())
 	synctest.Wait()
-	assert.Empty(t, ev.List(), "building asked for a permit")
+	assert.Empty(t, ev.Types(), "building asked for a permit")
 	assert.Zero(t, src.Observed.Load(), "building observed the source")
 	for range 2 {
 		assert.Equal(t, s.forwarded("a", "b"), Values(Drain(obs.Observe())))
 	}
 	assert.Equal(t, int32(2), src.Observed.Load())
-	assert.Equal(t, []bulkhead.EventType{Permitted, Finished, Permitted, Finished}, ev.List())
+	assert.Equal(t, []bulkhead.EventType{Permitted, Finished, Permitted, Finished}, ev.Types())
 }
 
 func (s Suite) completesAtTheEnd(t *testing.T) {
@@ -93,13 +93,13 @@ func (s Suite) completesAtTheEnd(t *testing.T) {
 	}
 	assert.Equal(t, s.forwarded("a", "b"), Values(Drain(ch)))
 	assert.Equal(t, 0, b.Metrics().InFlightCalls, "the permit is back when the channel closes")
-	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.List())
+	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types())
 }
 
 func (s Suite) emptySourceCompletes(t *testing.T) {
 	b, ev := Partner(t, 1, 0)
 	assert.Empty(t, Drain(s.Apply(b, (&Probe{}).Observable()).Observe()))
-	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.List())
+	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types())
 }
 
 func (s Suite) errorItemIsTheLast(t *testing.T) {
@@ -111,7 +111,7 @@ func (s Suite) errorItemIsTheLast(t *testing.T) {
 	assert.Equal(t, 0, b.Metrics().InFlightCalls)
 	_, open := <-ch
 	assert.False(t, open, "an item after the error")
-	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.List())
+	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types())
 }
 
 func (s Suite) rejected(t *testing.T) {
@@ -148,7 +148,7 @@ func (s Suite) rejected(t *testing.T) {
 				if tc.reason == bulkhead.WaitTimeout {
 					assert.Equal(t, time.Second, time.Since(start), "rejected at MaxWaitDuration")
 				}
-				assert.NotContains(t, ev.List()[1:], Finished, "a rejection never completes a permit")
+				assert.NotContains(t, ev.Types()[1:], Finished, "a rejection never completes a permit")
 
 				b.ReleasePermission()
 				if queued != nil {
@@ -176,7 +176,7 @@ func (s Suite) queuesUntilARelease(t *testing.T) {
 	b.OnComplete()
 	assert.Equal(t, s.forwarded("a", "b"), Values(Drain(ch)))
 	assert.Equal(t, int32(1), src.Observed.Load())
-	assert.Equal(t, []bulkhead.EventType{Permitted, Finished, Permitted, Finished}, ev.List())
+	assert.Equal(t, []bulkhead.EventType{Permitted, Finished, Permitted, Finished}, ev.Types())
 }
 
 func (s Suite) fifo(t *testing.T) {
@@ -216,7 +216,7 @@ func (s Suite) endedBeforeObserve(t *testing.T) {
 	cancel()
 	src := &Probe{Items: []any{1}}
 	assert.Empty(t, Drain(s.Apply(b, src.Observable()).Observe(rxgo.WithContext(ctx))))
-	assert.Empty(t, ev.List())
+	assert.Empty(t, ev.Types())
 	assert.Zero(t, src.Observed.Load())
 }
 
@@ -237,7 +237,7 @@ func (s Suite) cancelWhilePending(t *testing.T) {
 	synctest.Wait()
 	assert.Equal(t, 0, b.Metrics().InFlightCalls, "the withdrawn observation took the released permit")
 	assert.Zero(t, src.Observed.Load())
-	assert.Equal(t, []bulkhead.EventType{Permitted, Cancelled}, ev.List())
+	assert.Equal(t, []bulkhead.EventType{Permitted, Cancelled}, ev.Types())
 }
 
 func (s Suite) cancelAfterGrant(t *testing.T) {
@@ -254,7 +254,7 @@ func (s Suite) cancelAfterGrant(t *testing.T) {
 
 	cancel()
 	assert.Empty(t, Drain(ch))
-	assert.Equal(t, []bulkhead.EventType{Permitted, Permitted}, ev.List(), "ReleasePermission: no CallFinished")
+	assert.Equal(t, []bulkhead.EventType{Permitted, Permitted}, ev.Types(), "ReleasePermission: no CallFinished")
 }
 
 func (s Suite) errorAfterGrant(t *testing.T) {
@@ -267,7 +267,7 @@ func (s Suite) errorAfterGrant(t *testing.T) {
 	items := Drain(ch)
 	require.Len(t, items, 1)
 	assert.ErrorIs(t, items[0].E, boom)
-	assert.Equal(t, []bulkhead.EventType{Permitted, Permitted, Finished}, ev.List())
+	assert.Equal(t, []bulkhead.EventType{Permitted, Permitted, Finished}, ev.Types())
 }
 
 func (s Suite) cancelAfterAnItem(t *testing.T) {
@@ -288,7 +288,7 @@ func (s Suite) cancelAfterAnItem(t *testing.T) {
 		assert.Equal(t, 1, b.Metrics().InFlightCalls)
 		cancel()
 		Drain(ch)
-		assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.List(), "read %d: an item was delivered: OnComplete", read)
+		assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types(), "read %d: an item was delivered: OnComplete", read)
 	}
 }
 
