@@ -164,7 +164,7 @@ func (p *Pool) publish(t EventType, r Reason) {
 	p.events.publish(Event{Type: t, Name: p.name, Time: p.clock.Now(), Reason: r})
 }
 
-func (p *Pool) now() time.Duration { return p.clock.Now().Sub(p.epoch) }
+func (p *Pool) now() time.Duration { return sinceEpoch(p.clock, p.epoch) }
 
 // submit admits t (a new task not yet shared with any other goroutine) or
 // decides its outcome at once.

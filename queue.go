@@ -109,14 +109,8 @@ func (s *Semaphore) onTimer(gen uint64) {
 }
 
 // sinceEpochLocked is the clock's time as an offset from the wait state's
-// epoch. On the real clock it reads only the monotonic clock (time.Since),
-// half the cost of time.Now on machines where reading the time is slow.
-func (s *Semaphore) sinceEpochLocked() time.Duration {
-	if _, ok := s.clock.(realClock); ok {
-		return time.Since(s.wait.epoch)
-	}
-	return s.clock.Now().Sub(s.wait.epoch)
-}
+// epoch.
+func (s *Semaphore) sinceEpochLocked() time.Duration { return sinceEpoch(s.clock, s.wait.epoch) }
 
 // reject unlinks a and, if its CAS wins, queues it for delivery with err.
 func (w *waitState) reject(a *Acquisition, err *FullError) {
