@@ -13,19 +13,35 @@ MODULES         := $(shell find . -name go.mod -not -path './.bin/*' -exec dirna
 STRESS_TIME     ?= 2m
 FUZZ_TIME       ?= 30s
 
-.PHONY: all test vet lint fmt-check bench bench-core cover demo stress fuzz tools clean
+.PHONY: all test vet redis-server lint fmt-check bench bench-core cover demo stress fuzz tools clean
 
 all: lint test
 
-## test: go vet and the race-enabled tests of every module
-test: vet
-	@set -e; for m in $(MODULES); do \
-		echo "== go test -race $$m"; \
-		(cd $$m && $(GO) test -race -count=1 ./...); \
-	done
+## test: go vet and the race-enabled tests of every module, the modules in
+## parallel (each module's log is in .bin/test-logs and printed when done)
+TEST_LOGS := $(BIN)/test-logs
+test: vet redis-server
+	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*; \
+	for m in $(MODULES); do \
+		log=$(TEST_LOGS)/$$(echo $$m | sed 's|^\./||; s|^\.$$|core|; s|/|_|g').log; \
+		( cd $$m && $(GO) test -race -count=1 ./... > $$log 2>&1; echo $$? > $$log.rc ) & \
+	done; wait; \
+	fail=0; for rc in $(TEST_LOGS)/*.rc; do \
+		log=$${rc%.rc}; echo "== go test -race $$(basename $$log .log)"; cat $$log; \
+		if [ "$$(cat $$rc)" != 0 ]; then fail=1; echo "FAILED: $$(basename $$log .log)"; fi; \
+	done; exit $$fail
 
 vet:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+
+## redis-server: the contrib/redis tests start their own redis-server (Debian's
+## package); install it when it is missing
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "== installing redis-server (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	}
+	@command -v redis-server >/dev/null 2>&1 || { echo "redis-server is missing and could not be installed"; exit 1; }
 
 ## lint: gofmt and a pinned staticcheck over every module
 lint: fmt-check $(STATICCHECK)

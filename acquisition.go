@@ -70,17 +70,71 @@ func newDone(outcome uint32, err error) *Acquisition {
 	return a
 }
 
-// Granted returns an Acquisition that is already granted. It is meant for
+// GrantedAcquisition returns an Acquisition that is already granted. It is meant for
 // custom Bulkhead implementations whose permits are always available at once.
-func Granted() *Acquisition { return grantedAcquisition }
+func GrantedAcquisition() *Acquisition { return grantedAcquisition }
 
-// Rejected returns an Acquisition already rejected with err. It is meant for
+// RejectedAcquisition returns an Acquisition already rejected with err. It is meant for
 // custom Bulkhead implementations. It panics if err is nil.
-func Rejected(err error) *Acquisition {
+func RejectedAcquisition(err error) *Acquisition {
 	if err == nil {
-		panic("bulkhead: Rejected called with a nil error")
+		panic("bulkhead: RejectedAcquisition called with a nil error")
 	}
 	return newDone(stateRejected, err)
+}
+
+// PendingAcquisition returns a pending Acquisition and the Resolver that
+// decides its outcome. It is meant for custom Bulkhead implementations that
+// really wait (for example for a permit held in another process): the
+// Bulkhead keeps the Resolver in its own queue and returns the Acquisition.
+//
+// withdraw, if not nil, runs exactly once, on the goroutine whose Cancel won
+// the decision, before the Acquisition's callbacks run: it is where the
+// Bulkhead forgets the waiter. It must not block.
+func PendingAcquisition(withdraw func()) (*Acquisition, *Resolver) {
+	a := &Acquisition{owner: withdrawFunc(withdraw)}
+	return a, &Resolver{a: a}
+}
+
+// withdrawFunc is the owner of an Acquisition made by PendingAcquisition.
+type withdrawFunc func()
+
+func (f withdrawFunc) withdraw(*Acquisition) {
+	if f != nil {
+		f()
+	}
+}
+
+// Resolver decides the outcome of one Acquisition made by
+// PendingAcquisition. Its methods are safe for concurrent use with each
+// other and with the Acquisition's Cancel: the first decision wins.
+type Resolver struct{ a *Acquisition }
+
+// Grant decides that the permit is granted and delivers the outcome: Done
+// is closed and the callbacks run on the calling goroutine. It reports
+// false if the outcome was already decided (Cancel, Grant or Reject came
+// first); the permit was then not handed over, and the caller still owns it
+// and must give it back.
+func (r *Resolver) Grant() bool {
+	if !r.a.decide(stateGranted, nil) {
+		return false
+	}
+	r.a.fire()
+	return true
+}
+
+// Reject decides that the call is rejected with err and delivers the
+// outcome on the calling goroutine. It reports false if the outcome was
+// already decided. It panics if err is nil.
+func (r *Resolver) Reject(err error) bool {
+	if err == nil {
+		panic("bulkhead: Resolver.Reject called with a nil error")
+	}
+	if !r.a.decide(stateRejected, err) {
+		return false
+	}
+	r.a.fire()
+	return true
 }
 
 // Done returns a channel that is closed when the outcome is known and Err no
@@ -130,7 +184,7 @@ func (a *Acquisition) Granted() bool {
 // returns then). If the outcome is already known, f runs at once on the
 // calling goroutine. Otherwise f runs on the goroutine that decides the
 // outcome: for a grant, the goroutine that gave a permit back (Release,
-// OnComplete, ChangeConfig) or one already delivering grants of the same
+// FinishCall, ChangeConfig) or one already delivering grants of the same
 // bulkhead; for an expiry, the Clock's timer goroutine; for Cancel, the
 // caller of Cancel. Callbacks run in registration order and never under a
 // lock of the bulkhead, so they may acquire and release permits.

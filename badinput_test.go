@@ -92,7 +92,7 @@ func TestBadInputInvalidChangeConfigKeepsTheOldConfig(t *testing.T) {
 	if !s.TryAcquirePermission() {
 		t.Fatal("no free permit")
 	}
-	defer s.OnComplete()
+	defer s.FinishCall()
 	err := s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 0})
 	requireConfigError(t, err, "walmart", "MaxConcurrentCalls", "0", "must be >= 1")
 	if got := s.Config(); got != old {
@@ -105,7 +105,7 @@ func TestBadInputInvalidChangeConfigKeepsTheOldConfig(t *testing.T) {
 
 func TestBadInputReleaseWithoutPermitPanicsNamingTheBulkhead(t *testing.T) {
 	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 2})
-	for name, release := range map[string]func(){"ReleasePermission": s.ReleasePermission, "OnComplete": s.OnComplete} {
+	for name, release := range map[string]func(){"ReleasePermission": s.ReleasePermission, "OnComplete": s.FinishCall} {
 		msg := panicOf(release)
 		if msg != `bulkhead "walmart": released more permits than were acquired` {
 			t.Errorf("%s with no permit held: panic %q", name, msg)
@@ -117,7 +117,7 @@ func TestBadInputReleaseWithoutPermitPanicsNamingTheBulkhead(t *testing.T) {
 }
 
 func TestBadInputNilOnDoneCallbackPanics(t *testing.T) {
-	if msg := panicOf(func() { bulkhead.Granted().OnDone(nil) }); msg != "bulkhead: OnDone called with a nil func" {
+	if msg := panicOf(func() { bulkhead.GrantedAcquisition().OnDone(nil) }); msg != "bulkhead: OnDone called with a nil func" {
 		t.Errorf("OnDone(nil): panic %q", msg)
 	}
 }
@@ -130,7 +130,7 @@ func TestBadInputNilEventListenerPanics(t *testing.T) {
 }
 
 func TestBadInputRejectedWithNilErrorPanics(t *testing.T) {
-	if msg := panicOf(func() { bulkhead.Rejected(nil) }); msg != "bulkhead: Rejected called with a nil error" {
+	if msg := panicOf(func() { bulkhead.RejectedAcquisition(nil) }); msg != "bulkhead: RejectedAcquisition called with a nil error" {
 		t.Errorf("Rejected(nil): panic %q", msg)
 	}
 }
@@ -166,12 +166,15 @@ func TestBadInputCancelAfterTheOutcome(t *testing.T) {
 	if a.Err() != nil {
 		t.Errorf("Cancel changed a granted outcome to %v", a.Err())
 	}
-	s.OnComplete()
+	s.FinishCall()
 }
 
 func TestBadInputUnknownRegistryConfigName(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 60}))
-	_, err := r.BulkheadWithConfig("walmart", "huge")
+	r, err := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 60}))
+	if err != nil {
+		panic(err)
+	}
+	_, err = r.GetWithConfig("walmart", "huge")
 	if err == nil || err.Error() != `bulkhead "walmart": unknown config "huge" (known: big, default)` {
 		t.Fatalf("BulkheadWithConfig(walmart, huge) = %v", err)
 	}
@@ -181,18 +184,28 @@ func TestBadInputUnknownRegistryConfigName(t *testing.T) {
 }
 
 func TestBadInputInvalidRegistryAddConfig(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.DefaultConfig())
-	err := r.AddConfig("tiny", bulkhead.Config{MaxConcurrentCalls: 1, MaxQueuedCalls: -1})
+	r, err := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	err = r.AddConfig("tiny", bulkhead.Config{MaxConcurrentCalls: 1, MaxQueuedCalls: -1})
 	requireConfigError(t, err, "tiny", "MaxQueuedCalls", "-1", "must be >= 0")
-	if _, err := r.BulkheadWithConfig("walmart", "tiny"); err == nil {
+	if _, err := r.GetWithConfig("walmart", "tiny"); err == nil {
 		t.Error("the rejected config was added")
 	}
 }
 
-func TestBadInputInvalidRegistryDefaults(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.Config{})
-	_, err := r.Bulkhead("walmart")
-	requireConfigError(t, err, "walmart", "MaxConcurrentCalls", "0", "must be >= 1")
+func TestBadInputInvalidRegistryDefaultsFailNewRegistry(t *testing.T) {
+	r, err := bulkhead.NewRegistry(bulkhead.Config{})
+	if r != nil {
+		t.Error("NewRegistry returned a registry with invalid defaults")
+	}
+	requireConfigError(t, err, bulkhead.DefaultConfigName, "MaxConcurrentCalls", "0", "must be >= 1")
+}
+
+func TestBadInputInvalidNamedConfigFailsNewRegistry(t *testing.T) {
+	_, err := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -1}))
+	requireConfigError(t, err, "big", "MaxWaitDuration", "-1ns", "must be >= 0")
 }
 
 // loadJSON decodes and resolves a registry config file.

@@ -25,7 +25,7 @@ type semaphoreLimiter struct{ s *bulkhead.Semaphore }
 
 func (l semaphoreLimiter) TryAcquire() bool                  { return l.s.TryAcquirePermission() }
 func (l semaphoreLimiter) Acquire(ctx context.Context) error { return l.s.AcquirePermission(ctx) }
-func (l semaphoreLimiter) Release()                          { l.s.OnComplete() }
+func (l semaphoreLimiter) Release()                          { l.s.FinishCall() }
 
 // chanLimiter is the baseline every Go programmer writes first.
 type chanLimiter chan struct{}
@@ -66,7 +66,7 @@ func limiters(b *testing.B, permits int) map[string]limiter {
 	return map[string]limiter{"bulkhead": semaphoreLimiter{s}, "bulkhead-frozen-clock": semaphoreLimiter{frozen}, "chan": make(chanLimiter, permits)}
 }
 
-func BenchmarkTryAcquireOnComplete(b *testing.B) {
+func BenchmarkTryAcquireFinishCall(b *testing.B) {
 	for _, name := range []string{"bulkhead", "chan"} {
 		b.Run(name, func(b *testing.B) {
 			l := limiters(b, 1)[name]
@@ -88,7 +88,7 @@ func BenchmarkAcquirePermissionAsyncFastPath(b *testing.B) {
 		if s.AcquirePermissionAsync().Err() != nil {
 			b.Fatal("not granted")
 		}
-		s.OnComplete()
+		s.FinishCall()
 	}
 }
 
@@ -140,9 +140,12 @@ func BenchmarkQueuedAcquisitionMemory(b *testing.B) {
 func BenchmarkRegistry500Partners(b *testing.B) {
 	for b.Loop() {
 		before := heapInUse()
-		r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: 100})
+		r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: 100})
+		if err != nil {
+			panic(err)
+		}
 		for i := range 500 {
-			if _, err := r.Bulkhead(fmt.Sprintf("partner-%03d", i)); err != nil {
+			if _, err := r.Get(fmt.Sprintf("partner-%03d", i)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -153,7 +156,7 @@ func BenchmarkRegistry500Partners(b *testing.B) {
 }
 
 // BenchmarkEventsNoListener shows the cost of event publication when nobody
-// listens (compare with BenchmarkTryAcquireOnComplete/bulkhead).
+// listens (compare with BenchmarkTryAcquireFinishCall/bulkhead).
 func BenchmarkEventsOneListener(b *testing.B) {
 	s, _ := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1})
 	var mu sync.Mutex
@@ -162,7 +165,7 @@ func BenchmarkEventsOneListener(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.TryAcquirePermission()
-		s.OnComplete()
+		s.FinishCall()
 	}
 }
 

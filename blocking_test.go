@@ -25,10 +25,10 @@ func TestFromBlockingGrantsAsync(t *testing.T) {
 		second := b.AcquirePermissionAsync()
 		synctest.Wait()
 		require.ErrorIs(t, second.Err(), bulkhead.ErrPending)
-		b.OnComplete()
+		b.FinishCall()
 		<-second.Done()
 		require.NoError(t, second.Err())
-		b.OnComplete()
+		b.FinishCall()
 	})
 }
 
@@ -73,7 +73,7 @@ func (g *gate) AcquirePermission(context.Context) error {
 	return nil
 }
 func (g *gate) ReleasePermission() { g.mu.Lock(); g.released++; g.mu.Unlock() }
-func (g *gate) OnComplete()        { panic("not used") }
+func (g *gate) FinishCall()        { panic("not used") }
 
 func TestFromBlockingGivesBackGrantThatLostToCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

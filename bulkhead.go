@@ -6,7 +6,7 @@ import "context"
 // it; FromBlocking adapts implementations that can only block.
 //
 // Every permit granted by AcquirePermissionAsync must be given back exactly
-// once: with OnComplete if the call ran, with ReleasePermission if it did not.
+// once: with FinishCall if the call ran, with ReleasePermission if it did not.
 type Bulkhead interface {
 	// Name identifies the bulkhead in errors, events and metrics.
 	Name() string
@@ -15,8 +15,8 @@ type Bulkhead interface {
 	// ReleasePermission gives back a permit that was acquired but not used:
 	// no CallFinished event.
 	ReleasePermission()
-	// OnComplete gives back a permit whose call ran: CallFinished event.
-	OnComplete()
+	// FinishCall gives back a permit whose call ran: CallFinished event.
+	FinishCall()
 }
 
 // BlockingBulkhead is a bulkhead whose permits can only be acquired by
@@ -27,7 +27,7 @@ type BlockingBulkhead interface {
 	// rejected, or ctx ends.
 	AcquirePermission(ctx context.Context) error
 	ReleasePermission()
-	OnComplete()
+	FinishCall()
 }
 
 // FromBlocking adapts b to Bulkhead, as resilience4j's default

@@ -9,7 +9,7 @@ import (
 type CallCounts struct {
 	Permitted uint64 // CallPermitted events: permits granted
 	Rejected  uint64 // CallRejected events, whatever the Reason
-	Finished  uint64 // CallFinished events: permits returned by OnComplete
+	Finished  uint64 // CallFinished events: permits returned by FinishCall
 	Cancelled uint64 // CallCancelled events: waiting calls withdrawn
 }
 
@@ -31,7 +31,7 @@ type CallCounts struct {
 //
 // Goroutines: the counter's listener runs on whichever goroutine publishes
 // an event (see Semaphore.OnEvent) — the caller of TryAcquirePermission,
-// AcquirePermissionAsync, OnComplete or Cancel, the goroutine that delivers
+// AcquirePermissionAsync, FinishCall or Cancel, the goroutine that delivers
 // a queued call's grant (a releaser, a ChangeConfig or Apply caller), or the
 // Clock's timer goroutine for a wait timeout — concurrently for different
 // and for the same bulkheads. Counts and Close may be called from any

@@ -2,6 +2,7 @@ package bulkhead_test
 
 import (
 	"fmt"
+	"log"
 
 	"github.com/rxbulkhead/bulkhead"
 )
@@ -9,14 +10,17 @@ import (
 // A CallCounter counts the calls of every bulkhead of a registry, including
 // those created after it, from their first call.
 func ExampleNewCallCounter() {
-	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
 	counter := bulkhead.NewCallCounter(registry)
 	defer counter.Close()
 
-	walmart, _ := registry.Bulkhead("walmart") // created after the counter
+	walmart, _ := registry.Get("walmart") // created after the counter
 	walmart.TryAcquirePermission()             // permitted
 	walmart.TryAcquirePermission()             // rejected: the only permit is taken
-	walmart.OnComplete()                       // finished
+	walmart.FinishCall()                       // finished
 
 	fmt.Printf("%+v\n", counter.Counts("walmart"))
 	// Output:

@@ -19,7 +19,10 @@ import (
 func newCountedRegistry(t *testing.T, defaults bulkhead.Config) (*bulkhead.Registry, *bulkhead.CallCounter) {
 	t.Helper()
 	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	r := bulkhead.NewRegistry(defaults, bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
+	r, err := bulkhead.NewRegistry(defaults, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	if err != nil {
+		panic(err)
+	}
 	testkit.CheckRegistry(t, r)
 	c := bulkhead.NewCallCounter(r)
 	t.Cleanup(c.Close)
@@ -28,7 +31,7 @@ func newCountedRegistry(t *testing.T, defaults bulkhead.Config) (*bulkhead.Regis
 
 func mustRegistryBulkhead(t *testing.T, r *bulkhead.Registry, name string) *bulkhead.Semaphore {
 	t.Helper()
-	s, err := r.Bulkhead(name)
+	s, err := r.Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +56,7 @@ func TestCallCounterCountsEveryEventType(t *testing.T) {
 	wantCounts(t, c, "walmart", bulkhead.CallCounts{Permitted: 2, Rejected: 1})
 
 	queued.Cancel()       // cancelled
-	s.OnComplete()        // finished
+	s.FinishCall()        // finished
 	s.ReleasePermission() // given back unused: no event
 	wantCounts(t, c, "walmart", bulkhead.CallCounts{Permitted: 2, Rejected: 1, Finished: 1, Cancelled: 1})
 	wantCounts(t, c, "unknown", bulkhead.CallCounts{})
@@ -65,23 +68,23 @@ func TestCallCounterCountsBulkheadsCreatedLaterFromTheirFirstEvent(t *testing.T)
 	// Each way of creating a bulkhead: the very first call is counted.
 	late := mustRegistryBulkhead(t, r, "late")
 	late.TryAcquirePermission()
-	late.OnComplete()
+	late.FinishCall()
 	if err := r.AddConfig("big", bulkhead.Config{MaxConcurrentCalls: 5}); err != nil {
 		t.Fatal(err)
 	}
-	named, err := r.BulkheadWithConfig("named", "big")
+	named, err := r.GetWithConfig("named", "big")
 	if err != nil {
 		t.Fatal(err)
 	}
 	named.TryAcquirePermission()
-	named.OnComplete()
+	named.FinishCall()
 	configured, err := r.Configure("configured", bulkhead.Config{MaxConcurrentCalls: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	configured.TryAcquirePermission()
 	configured.TryAcquirePermission()
-	configured.OnComplete()
+	configured.FinishCall()
 
 	wantCounts(t, c, "late", bulkhead.CallCounts{Permitted: 1, Finished: 1})
 	wantCounts(t, c, "named", bulkhead.CallCounts{Permitted: 1, Finished: 1})
@@ -89,13 +92,16 @@ func TestCallCounterCountsBulkheadsCreatedLaterFromTheirFirstEvent(t *testing.T)
 }
 
 func TestCallCounterCountsExistingBulkheadsFromItsStart(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	if err != nil {
+		panic(err)
+	}
 	testkit.CheckRegistry(t, r)
 	s := mustRegistryBulkhead(t, r, "p")
 	s.TryAcquirePermission() // before the counter: not counted
 	c := bulkhead.NewCallCounter(r)
 	defer c.Close()
-	s.OnComplete()
+	s.FinishCall()
 	wantCounts(t, c, "p", bulkhead.CallCounts{Finished: 1})
 }
 
@@ -104,7 +110,7 @@ func TestCallCounterIgnoresBulkheadsOutsideItsRegistry(t *testing.T) {
 	mustRegistryBulkhead(t, r, "p")
 	stranger := newSemaphore(t, "p", bulkhead.Config{MaxConcurrentCalls: 1})
 	stranger.TryAcquirePermission()
-	stranger.OnComplete()
+	stranger.FinishCall()
 	wantCounts(t, c, "p", bulkhead.CallCounts{})
 }
 
@@ -117,10 +123,10 @@ func TestCallCounterCloseStopsCountingAndKeepsCounts(t *testing.T) {
 
 	c.Close()
 	c.Close() // idempotent
-	s.OnComplete()
+	s.FinishCall()
 	later := mustRegistryBulkhead(t, r, "later")
 	later.TryAcquirePermission()
-	later.OnComplete()
+	later.FinishCall()
 
 	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 1})
 	wantCounts(t, c, "later", bulkhead.CallCounts{})
@@ -133,17 +139,17 @@ func TestCallCounterStopsCountingRemovedBulkheadAndContinuesItsName(t *testing.T
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 	old := mustRegistryBulkhead(t, r, "p")
 	old.TryAcquirePermission()
-	old.OnComplete()
+	old.FinishCall()
 
 	r.Remove("p")
 	old.TryAcquirePermission() // no longer in the registry: not counted
-	old.OnComplete()
+	old.FinishCall()
 	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 1, Finished: 1})
 
 	renewed := mustRegistryBulkhead(t, r, "p")
 	renewed.TryAcquirePermission()
 	renewed.TryAcquirePermission()
-	renewed.OnComplete()
+	renewed.FinishCall()
 	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 2, Rejected: 1, Finished: 2})
 }
 
@@ -194,7 +200,7 @@ func TestCallCounterHammerCountsEveryEventOnce(t *testing.T) {
 				// Every worker on the same name for 8 iterations; the
 				// first calls race to create it.
 				name := names[(i/8)%len(names)]
-				s, err := r.Bulkhead(name)
+				s, err := r.Get(name)
 				if err != nil {
 					t.Error(err)
 					return
@@ -207,7 +213,7 @@ func TestCallCounterHammerCountsEveryEventOnce(t *testing.T) {
 					}
 					tl.permitted.Add(1)
 					runtime.Gosched() // hold the permit a while: others queue or are rejected
-					s.OnComplete()
+					s.FinishCall()
 					tl.finished.Add(1)
 					continue
 				}
@@ -223,7 +229,7 @@ func TestCallCounterHammerCountsEveryEventOnce(t *testing.T) {
 				}
 				tl.permitted.Add(1)
 				runtime.Gosched()
-				s.OnComplete()
+				s.FinishCall()
 				tl.finished.Add(1)
 			}
 		})
@@ -304,7 +310,7 @@ func (frozenClock) AfterFunc(time.Duration, func()) bulkhead.Timer {
 }
 
 // BenchmarkCallCounter measures what counting adds to TryAcquirePermission +
-// OnComplete (two events per iteration) on one of 500 bulkheads: no
+// FinishCall (two events per iteration) on one of 500 bulkheads: no
 // listener at all, a CallCounter, and, as the floor a per-bulkhead hook
 // could reach, a closure subscribed to the bulkhead directly that adds to
 // its own atomic counter. With clock=real each event also reads the time;
@@ -316,11 +322,14 @@ func BenchmarkCallCounter(b *testing.B) {
 			b.Run("clock="+clock+"/listener="+mode, func(b *testing.B) {
 				var opts []bulkhead.RegistryOption
 				if c := clocks[clock]; c != nil {
-					opts = append(opts, bulkhead.WithBulkheadOptions(bulkhead.WithClock(c)))
+					opts = append(opts, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(c)))
 				}
-				r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1 << 20}, opts...)
+				r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1 << 20}, opts...)
+				if err != nil {
+					panic(err)
+				}
 				for i := range 500 {
-					if _, err := r.Bulkhead(fmt.Sprintf("partner-%03d", i)); err != nil {
+					if _, err := r.Get(fmt.Sprintf("partner-%03d", i)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -337,7 +346,7 @@ func BenchmarkCallCounter(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {
 						s.TryAcquirePermission()
-						s.OnComplete()
+						s.FinishCall()
 					}
 				})
 				b.Run("parallel", func(b *testing.B) {
@@ -345,7 +354,7 @@ func BenchmarkCallCounter(b *testing.B) {
 					b.RunParallel(func(pb *testing.PB) {
 						for pb.Next() {
 							if s.TryAcquirePermission() {
-								s.OnComplete()
+								s.FinishCall()
 							}
 						}
 					})

@@ -8,7 +8,7 @@
 // an [Acquisition], a future with three outcomes: granted (Err() == nil),
 // rejected (a [*FullError], which matches [ErrBulkheadFull]) or withdrawn by
 // [Acquisition.Cancel] ([ErrCancelled]). Whoever holds a granted permit gives
-// it back exactly once, with [Semaphore.OnComplete] when the call ran or
+// it back exactly once, with [Semaphore.FinishCall] when the call ran or
 // [Semaphore.ReleasePermission] when it did not.
 //
 // A semaphore does not protect a goroutine that blocks. For blocking code

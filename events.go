@@ -15,7 +15,7 @@ const (
 	CallPermitted EventType = iota + 1
 	// CallRejected: the call was rejected; Event.Reason says why.
 	CallRejected
-	// CallFinished: a permit came back through OnComplete.
+	// CallFinished: a permit came back through FinishCall.
 	CallFinished
 	// CallCancelled: a waiting call was withdrawn by Acquisition.Cancel.
 	CallCancelled

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -26,7 +27,7 @@ func Example() {
 			fmt.Println("rejected:", err)
 			return
 		}
-		defer bh.OnComplete() // the call ran: give the permit back
+		defer bh.FinishCall() // the call ran: give the permit back
 		fmt.Println("calling walmart")
 	})
 	// Output: calling walmart
@@ -45,8 +46,8 @@ func ExampleSemaphore_AcquirePermissionAsync() {
 	fmt.Println(first.Err(), second.Err())
 
 	second.OnDone(func(err error) { fmt.Println("second:", err) })
-	bh.OnComplete() // the first call finished: the permit goes to the second
-	bh.OnComplete()
+	bh.FinishCall() // the first call finished: the permit goes to the second
+	bh.FinishCall()
 	// Output:
 	// <nil> bulkhead: permit acquisition pending
 	// second: <nil>
@@ -56,7 +57,7 @@ func ExampleSemaphore_AcquirePermission() {
 	bh, _ := bulkhead.New("tesco", bulkhead.Config{MaxConcurrentCalls: 1})
 	ctx := context.Background()
 	if err := bh.AcquirePermission(ctx); err == nil {
-		defer bh.OnComplete()
+		defer bh.FinishCall()
 	}
 	err := bh.AcquirePermission(ctx) // full, and MaxWaitDuration is 0
 	fmt.Println(errors.Is(err, bulkhead.ErrBulkheadFull))
@@ -76,8 +77,8 @@ func ExampleSemaphore_ChangeConfig() {
 	waiter := bh.AcquirePermissionAsync()
 	_ = bh.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Minute})
 	fmt.Println(waiter.Err(), bh.Metrics().InFlightCalls)
-	bh.OnComplete()
-	bh.OnComplete()
+	bh.FinishCall()
+	bh.FinishCall()
 	// Output: <nil> 2
 }
 
@@ -87,7 +88,7 @@ func ExampleSemaphore_OnEvent() {
 	defer remove()
 	bh.TryAcquirePermission()
 	bh.TryAcquirePermission()
-	bh.OnComplete()
+	bh.FinishCall()
 	// Output:
 	// metro permitted none
 	// metro rejected no wait
@@ -108,10 +109,13 @@ func ExampleAcquisition_Cancel() {
 }
 
 func ExampleNewRegistry() {
-	reg := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20},
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20},
 		bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 60}))
-	walmart, _ := reg.BulkheadWithConfig("walmart", "big")
-	carrefour, _ := reg.Bulkhead("carrefour")
+	if err != nil {
+		log.Fatal(err)
+	}
+	walmart, _ := reg.GetWithConfig("walmart", "big")
+	carrefour, _ := reg.Get("carrefour")
 	for _, bh := range reg.All() {
 		fmt.Println(bh.Name(), bh.Metrics().MaxAllowedConcurrentCalls)
 	}
@@ -127,19 +131,31 @@ func ExampleFromBlocking() {
 	a := bh.AcquirePermissionAsync()
 	<-a.Done()
 	fmt.Println(a.Err())
-	bh.OnComplete()
+	bh.FinishCall()
 	// Output: <nil>
 }
 
-func ExampleGranted() {
+func ExampleGrantedAcquisition() {
 	// A custom Bulkhead that never limits anything.
-	a := bulkhead.Granted()
+	a := bulkhead.GrantedAcquisition()
 	fmt.Println(a.Err(), a.Granted())
 	// Output: <nil> true
 }
 
-func ExampleRejected() {
-	a := bulkhead.Rejected(&bulkhead.FullError{Name: "custom", Reason: bulkhead.QueueFull})
+func ExampleRejectedAcquisition() {
+	a := bulkhead.RejectedAcquisition(&bulkhead.FullError{Name: "custom", Reason: bulkhead.QueueFull})
 	fmt.Println(errors.Is(a.Err(), bulkhead.ErrBulkheadFull))
 	// Output: true
+}
+
+// A custom Bulkhead that really waits keeps the Resolver in its own queue
+// and decides the outcome when its permit arrives.
+func ExamplePendingAcquisition() {
+	a, r := bulkhead.PendingAcquisition(func() { fmt.Println("withdrawn from the queue") })
+	a.OnDone(func(err error) { fmt.Println("outcome:", err) })
+	fmt.Println("pending:", a.Err())
+	r.Grant() // the permit arrived
+	// Output:
+	// pending: bulkhead: permit acquisition pending
+	// outcome: <nil>
 }

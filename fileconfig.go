@@ -644,7 +644,10 @@ func NewRegistryFromConfig(rc RegistryConfig, opts ...RegistryOption) (*Registry
 	if err != nil {
 		return nil, err
 	}
-	r := NewRegistry(res.Configs[DefaultConfigName], opts...)
+	r, err := NewRegistry(res.Configs[DefaultConfigName], opts...)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.applyResolved(res); err != nil {
 		return nil, err
 	}

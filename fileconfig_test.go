@@ -373,11 +373,11 @@ func TestNewRegistryFromConfigCreatesInstances(t *testing.T) {
 		t.Errorf("walmart metrics %+v, want 60 permits free and a 100-call queue", got)
 	}
 	// Later bulkheads use the file's "default"; named configs are known.
-	other, err := r.Bulkhead("auchan")
+	other, err := r.Get("auchan")
 	if err != nil || other.Config().MaxConcurrentCalls != 20 {
 		t.Errorf("Bulkhead(auchan) = %+v, %v; want the file's default (20 calls)", other.Config(), err)
 	}
-	big, err := r.BulkheadWithConfig("lidl", "big")
+	big, err := r.GetWithConfig("lidl", "big")
 	if err != nil || big.Config().MaxConcurrentCalls != 60 {
 		t.Errorf("BulkheadWithConfig(lidl, big) = %+v, %v; want 60 calls", big.Config(), err)
 	}
@@ -419,8 +419,8 @@ func TestApplyChangesLiveBulkheadsAndGrantsWaiters(t *testing.T) {
 		if !ok || lidl.Config().MaxQueuedCalls != 4 {
 			t.Errorf("Apply did not create lidl with its config")
 		}
-		w.OnComplete()
-		w.OnComplete()
+		w.FinishCall()
+		w.FinishCall()
 	})
 }
 
@@ -440,7 +440,7 @@ func TestApplyWithInvalidConfigChangesNothing(t *testing.T) {
 	if _, ok := r.Find("new"); ok {
 		t.Error("a failed Apply created a bulkhead")
 	}
-	if s, _ := r.Bulkhead("later"); s.Config().MaxConcurrentCalls != 20 {
+	if s, _ := r.Get("later"); s.Config().MaxConcurrentCalls != 20 {
 		t.Errorf("a failed Apply changed the default config: %+v", s.Config())
 	}
 }
@@ -450,7 +450,7 @@ func TestApplyKeepsUnlistedBulkheadsAndUpdatesDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adhoc, _ := r.Bulkhead("adhoc")
+	adhoc, _ := r.Get("adhoc")
 	if err := r.Apply(decodeJSON(t, `{"configs": {"default": {"maxConcurrentCalls": 7}}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestApplyKeepsUnlistedBulkheadsAndUpdatesDefault(t *testing.T) {
 	if len(r.All()) != 3 {
 		t.Errorf("Apply removed bulkheads: %d left", len(r.All()))
 	}
-	if s, _ := r.Bulkhead("later"); s.Config().MaxConcurrentCalls != 7 {
+	if s, _ := r.Get("later"); s.Config().MaxConcurrentCalls != 7 {
 		t.Errorf("a bulkhead created after Apply has %+v, want the new default", s.Config())
 	}
 }
@@ -528,7 +528,7 @@ func TestApplyUnderTrafficLeaksNoPermit(t *testing.T) {
 					if m := s.Metrics(); m.InFlightCalls > 5 {
 						t.Errorf("%s: %d permits held, more than any config allows", name, m.InFlightCalls)
 					}
-					s.OnComplete()
+					s.FinishCall()
 				}
 			}
 		})

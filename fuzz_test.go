@@ -37,10 +37,10 @@ const (
 	opAsync               // AcquirePermissionAsync
 	opCancel              // Cancel the acquisition arg % count
 	opRelease             // ReleasePermission (may over-release: must panic)
-	opComplete            // OnComplete (may over-release: must panic)
+	opComplete            // FinishCall (may over-release: must panic)
 	opAdvance             // Advance the clock by (arg % 16) * 5ms
 	opChange              // ChangeConfig(config from arg), possibly invalid
-	opAsyncRelease        // AcquirePermissionAsync whose OnDone calls OnComplete when granted
+	opAsyncRelease        // AcquirePermissionAsync whose OnDone calls FinishCall when granted
 	opAdvanceExact        // Advance the clock to the earliest deadline exactly
 	fuzzOps
 )
@@ -76,7 +76,7 @@ const (
 type modelAcq struct {
 	state         int
 	reason        bulkhead.Reason
-	releaseOnDone bool // OnDone calls OnComplete when granted
+	releaseOnDone bool // OnDone calls FinishCall when granted
 }
 
 // refModel is the sequential reference model of a Semaphore: what issue 2
@@ -358,7 +358,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 			if releaseOnDone {
 				a.OnDone(func(err error) {
 					if err == nil {
-						sem.OnComplete()
+						sem.FinishCall()
 					}
 				})
 			}
@@ -377,7 +377,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 			}
 		case opRelease, opComplete:
 			finished := op == opComplete
-			name := map[bool]string{false: "ReleasePermission", true: "OnComplete"}[finished]
+			name := map[bool]string{false: "ReleasePermission", true: "FinishCall"}[finished]
 			before := m.metrics()
 			wantOK := m.release(finished)
 			panicMsg := func() (msg string) {
@@ -387,7 +387,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 					}
 				}()
 				if finished {
-					sem.OnComplete()
+					sem.FinishCall()
 				} else {
 					sem.ReleasePermission()
 				}

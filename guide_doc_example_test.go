@@ -27,12 +27,15 @@ func sendOrder(_ context.Context, next chan<- rxgo.Item) {
 // The README's quick start: one bulkhead per partner from a registry, and an
 // rxgo pipeline that takes a permit each time it is observed.
 func Example_quickStart() {
-	reg := bulkhead.NewRegistry(bulkhead.Config{
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{
 		MaxConcurrentCalls: 20,                    // permits per partner
 		MaxWaitDuration:    50 * time.Millisecond, // how long a call may wait
 		MaxQueuedCalls:     100,                   // how many may wait
 	})
-	walmart, err := reg.Bulkhead("walmart")
+	if err != nil {
+		log.Fatal(err)
+	}
+	walmart, err := reg.Get("walmart")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func ExampleFullError() {
 	// bulkhead 'walmart' is full and does not permit further calls (no wait)
 }
 
-// OnComplete gives back the permit of a call that ran (CallFinished);
+// FinishCall gives back the permit of a call that ran (CallFinished);
 // ReleasePermission gives back one whose call never ran (no event).
 func ExampleSemaphore_ReleasePermission() {
 	bh, _ := bulkhead.New("carrefour", bulkhead.Config{MaxConcurrentCalls: 2})
@@ -80,7 +83,7 @@ func ExampleSemaphore_ReleasePermission() {
 
 	if bh.TryAcquirePermission() {
 		// ... the call to carrefour ran ...
-		bh.OnComplete()
+		bh.FinishCall()
 	}
 	if bh.TryAcquirePermission() {
 		// ... the order was invalid: nothing was sent ...
@@ -106,7 +109,7 @@ func ExampleSemaphore_AcquirePermission_contextEnds() {
 	fmt.Println(err)
 	m := bh.Metrics()
 	fmt.Println("in flight:", m.InFlightCalls, "queued:", m.QueuedCalls)
-	bh.OnComplete()
+	bh.FinishCall()
 	// Output:
 	// context canceled
 	// in flight: 1 queued: 0
@@ -119,7 +122,7 @@ func ExampleAcquisition_Done() {
 	bh, _ := bulkhead.New("aldi", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
 	bh.TryAcquirePermission()        // a call in flight
 	a := bh.AcquirePermissionAsync() // queued behind it
-	go bh.OnComplete()               // the call in flight finishes, on another goroutine
+	go bh.FinishCall()               // the call in flight finishes, on another goroutine
 
 	select {
 	case <-a.Done():
@@ -127,7 +130,7 @@ func ExampleAcquisition_Done() {
 			fmt.Println("rejected:", err)
 			return
 		}
-		defer bh.OnComplete()
+		defer bh.FinishCall()
 		fmt.Println("granted after a wait")
 	case <-time.After(10 * time.Second): // the caller's own patience
 		if !a.Cancel() && a.Err() == nil {
@@ -154,7 +157,7 @@ func sendViaSemaphore(ctx context.Context, s *bulkhead.Semaphore, order string) 
 	if err := s.AcquirePermission(ctx); err != nil {
 		return err // a *bulkhead.FullError, or ctx.Err()
 	}
-	defer s.OnComplete()
+	defer s.FinishCall()
 	return client.Send(ctx, order) // returns when ctx ends
 }
 
@@ -196,7 +199,7 @@ func quoteBehindSemaphore(ctx context.Context, s *bulkhead.Semaphore, legacy fun
 	if err := s.AcquirePermission(ctx); err != nil {
 		return 0, err
 	}
-	defer s.OnComplete()
+	defer s.FinishCall()
 	return legacy(sku) // ignores ctx: the permit is held until it returns
 }
 
@@ -281,7 +284,7 @@ func TestGuideSemaphoreInFrontOfPoolRejectsPermitHolders(t *testing.T) {
 		if _, err := f.Get(context.Background()); err != nil {
 			t.Error(err)
 		}
-		s.OnComplete()
+		s.FinishCall()
 	}
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func hammer(t *testing.T) {
 	give := func(finished bool) {
 		held.Add(-1)
 		if finished {
-			s.OnComplete()
+			s.FinishCall()
 		} else {
 			s.ReleasePermission()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -15,8 +16,11 @@ import (
 func Example_fromResilience4j() {
 	// BulkheadConfig.custom().maxConcurrentCalls(1).maxWaitDuration(Duration.ZERO).build()
 	// BulkheadRegistry.of(config)
-	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 0})
-	walmart, err := registry.Bulkhead("walmart")
+	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 0})
+	if err != nil {
+		log.Fatal(err)
+	}
+	walmart, err := registry.Get("walmart")
 	if err != nil {
 		panic(err)
 	}
@@ -33,7 +37,7 @@ func Example_fromResilience4j() {
 		if err := walmart.AcquirePermission(ctx); err != nil {
 			return "", err
 		}
-		defer walmart.OnComplete()
+		defer walmart.FinishCall()
 		return "order accepted", nil
 	}
 
@@ -45,7 +49,7 @@ func Example_fromResilience4j() {
 	if errors.Is(err, bulkhead.ErrBulkheadFull) {
 		fmt.Println(err)
 	}
-	walmart.OnComplete()
+	walmart.FinishCall()
 
 	// bulkhead.changeConfig(...)
 	_ = walmart.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: 10 * time.Millisecond})

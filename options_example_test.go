@@ -2,6 +2,7 @@ package bulkhead_test
 
 import (
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -23,11 +24,14 @@ func ExampleWithClock() {
 }
 
 // Every bulkhead of a registry gets the same options, here a shared clock.
-func ExampleWithBulkheadOptions() {
+func ExampleWithSemaphoreOptions() {
 	clock := testkit.NewVirtualClock(time.Unix(0, 0))
-	reg := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute},
-		bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
-	walmart, _ := reg.Bulkhead("walmart")
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute},
+		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	walmart, _ := reg.Get("walmart")
 	walmart.TryAcquirePermission()
 	waiter := walmart.AcquirePermissionAsync()
 	fmt.Println(clock.PendingTimers(), "timer armed")
@@ -38,10 +42,13 @@ func ExampleWithBulkheadOptions() {
 
 // A named configuration for the partners that need more permits.
 func ExampleWithConfig() {
-	reg := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20},
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20},
 		bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond}))
-	walmart, _ := reg.BulkheadWithConfig("walmart", "big")
-	aldi, _ := reg.Bulkhead("aldi")
+	if err != nil {
+		log.Fatal(err)
+	}
+	walmart, _ := reg.GetWithConfig("walmart", "big")
+	aldi, _ := reg.Get("aldi")
 	fmt.Println(walmart.Config().MaxConcurrentCalls, aldi.Config().MaxConcurrentCalls)
 	// Output: 60 20
 }

@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"maps"
 	"slices"
 	"sync"
 )
@@ -33,9 +34,9 @@ func WithConfig(name string, cfg Config) RegistryOption {
 	return registryOptionFunc(func(r *Registry) { r.cat.configs[name] = cfg })
 }
 
-// WithBulkheadOptions passes opts (such as WithClock) to every Semaphore the
+// WithSemaphoreOptions passes opts (such as WithClock) to every Semaphore the
 // Registry creates.
-func WithBulkheadOptions(opts ...Option) RegistryOption {
+func WithSemaphoreOptions(opts ...Option) RegistryOption {
 	return registryOptionFunc(func(r *Registry) { r.opts = append(r.opts, opts...) })
 }
 
@@ -43,28 +44,35 @@ func WithBulkheadOptions(opts ...Option) RegistryOption {
 const DefaultConfigName = "default"
 
 // NewRegistry returns a Registry whose bulkheads use defaults unless created
-// with a named configuration. Configurations are validated when a bulkhead
-// is created from them, so a bad one surfaces as a *ConfigError from
-// Bulkhead or BulkheadWithConfig.
-func NewRegistry(defaults Config, opts ...RegistryOption) *Registry {
+// with a named configuration. It validates defaults and every configuration
+// given with WithConfig, and fails with a *ConfigError naming the first
+// invalid one (Name is the configuration's name, DefaultConfigName for
+// defaults), so that a bad configuration surfaces where it is given rather
+// than at the first Get.
+func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	r := &Registry{cat: newCatalog[Config, *Semaphore]("config", defaults)}
 	for _, o := range opts {
 		o.applyRegistry(r)
 	}
-	return r
+	for _, name := range slices.Sorted(maps.Keys(r.cat.configs)) {
+		if err := r.cat.configs[name].validateFor(name); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
-// Bulkhead returns the bulkhead named name, creating it with the default
+// Get returns the bulkhead named name, creating it with the default
 // configuration if it does not exist yet.
-func (r *Registry) Bulkhead(name string) (*Semaphore, error) {
-	return r.BulkheadWithConfig(name, DefaultConfigName)
+func (r *Registry) Get(name string) (*Semaphore, error) {
+	return r.GetWithConfig(name, DefaultConfigName)
 }
 
-// BulkheadWithConfig returns the bulkhead named name, creating it with the
+// GetWithConfig returns the bulkhead named name, creating it with the
 // configuration named configName if it does not exist yet. An existing
 // bulkhead is returned as it is, whatever configName says. It fails if
 // configName is unknown or its configuration is invalid.
-func (r *Registry) BulkheadWithConfig(name, configName string) (*Semaphore, error) {
+func (r *Registry) GetWithConfig(name, configName string) (*Semaphore, error) {
 	return r.cat.getOrCreate(name, configName, r.createLocked)
 }
 

@@ -12,10 +12,13 @@ import (
 )
 
 func TestRegistryReturnsSameBulkheadPerName(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
-	a, err := r.Bulkhead("walmart")
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	if err != nil {
+		panic(err)
+	}
+	a, err := r.Get("walmart")
 	require.NoError(t, err)
-	b, err := r.Bulkhead("walmart")
+	b, err := r.Get("walmart")
 	require.NoError(t, err)
 	assert.Same(t, a, b)
 	assert.Equal(t, 20, a.Config().MaxConcurrentCalls)
@@ -28,33 +31,39 @@ func TestRegistryReturnsSameBulkheadPerName(t *testing.T) {
 
 func TestRegistryNamedConfigs(t *testing.T) {
 	big := bulkhead.Config{MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond}
-	r := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", big))
-	w, err := r.BulkheadWithConfig("walmart", "big")
+	r, err := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", big))
+	if err != nil {
+		panic(err)
+	}
+	w, err := r.GetWithConfig("walmart", "big")
 	require.NoError(t, err)
 	assert.Equal(t, big, w.Config())
 
-	_, err = r.BulkheadWithConfig("tesco", "huge")
+	_, err = r.GetWithConfig("tesco", "huge")
 	require.EqualError(t, err, `bulkhead "tesco": unknown config "huge" (known: big, default)`)
 	_, ok := r.Find("tesco")
 	assert.False(t, ok, "a failed creation registers nothing")
 
 	require.NoError(t, r.AddConfig("small", bulkhead.Config{MaxConcurrentCalls: 2}))
-	s, err := r.BulkheadWithConfig("aldi", "small")
+	s, err := r.GetWithConfig("aldi", "small")
 	require.NoError(t, err)
 	assert.Equal(t, 2, s.Config().MaxConcurrentCalls)
 	require.ErrorIs(t, r.AddConfig("bad", bulkhead.Config{}), bulkhead.ErrInvalidConfig)
 }
 
-func TestRegistryInvalidDefaultsSurfaceOnCreation(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 0})
-	_, err := r.Bulkhead("walmart")
-	require.EqualError(t, err, `bulkhead "walmart": invalid config: MaxConcurrentCalls must be >= 1, got 0`)
+func TestRegistryInvalidDefaultsFailWhereTheyAreGiven(t *testing.T) {
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 0})
+	require.EqualError(t, err, `bulkhead "default": invalid config: MaxConcurrentCalls must be >= 1, got 0`)
+	assert.Nil(t, r)
 }
 
 func TestRegistryAllIsSortedAndRemoveForgets(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	r, err := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
 	for _, n := range []string{"tesco", "aldi", "walmart"} {
-		_, err := r.Bulkhead(n)
+		_, err := r.Get(n)
 		require.NoError(t, err)
 	}
 	var names []string
@@ -69,9 +78,12 @@ func TestRegistryAllIsSortedAndRemoveForgets(t *testing.T) {
 
 func TestRegistryPassesBulkheadOptions(t *testing.T) {
 	clock := testkit.NewVirtualClock(time.Unix(0, 0))
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour},
-		bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
-	s, err := r.Bulkhead("walmart")
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour},
+		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	if err != nil {
+		panic(err)
+	}
+	s, err := r.Get("walmart")
 	require.NoError(t, err)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
@@ -81,12 +93,15 @@ func TestRegistryPassesBulkheadOptions(t *testing.T) {
 }
 
 func TestRegistryOnEventCoversPresentAndFutureBulkheads(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
-	early, err := r.Bulkhead("early")
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	if err != nil {
+		panic(err)
+	}
+	early, err := r.Get("early")
 	require.NoError(t, err)
 	var got []string
 	remove := r.OnEvent(func(e bulkhead.Event) { got = append(got, e.Name+":"+e.Type.String()) })
-	late, err := r.Bulkhead("late")
+	late, err := r.Get("late")
 	require.NoError(t, err)
 
 	early.TryAcquirePermission()
@@ -94,20 +109,23 @@ func TestRegistryOnEventCoversPresentAndFutureBulkheads(t *testing.T) {
 	assert.Equal(t, []string{"early:permitted", "late:permitted"}, got)
 
 	require.True(t, r.Remove("early"))
-	early.OnComplete()
-	late.OnComplete()
+	early.FinishCall()
+	late.FinishCall()
 	assert.Equal(t, []string{"early:permitted", "late:permitted", "late:finished"}, got, "removed bulkheads are unsubscribed")
 
 	remove()
 	remove()
 	late.TryAcquirePermission()
-	late.OnComplete()
+	late.FinishCall()
 	assert.Len(t, got, 3, "unregistered everywhere")
 	assert.PanicsWithValue(t, "bulkhead: Registry.OnEvent called with a nil listener", func() { r.OnEvent(nil) })
 }
 
 func TestRegistryConfigureCreatesOrChanges(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	if err != nil {
+		panic(err)
+	}
 	cfg := bulkhead.Config{MaxConcurrentCalls: 7, MaxWaitDuration: time.Second}
 	s, err := r.Configure("walmart", cfg)
 	require.NoError(t, err)

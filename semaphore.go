@@ -233,10 +233,10 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 // were acquired.
 func (s *Semaphore) ReleasePermission() { s.release(false) }
 
-// OnComplete gives back a permit whose call ran, and publishes CallFinished.
+// FinishCall gives back a permit whose call ran, and publishes CallFinished.
 // It panics, naming the bulkhead, if more permits are released than were
 // acquired.
-func (s *Semaphore) OnComplete() { s.release(true) }
+func (s *Semaphore) FinishCall() { s.release(true) }
 
 func (s *Semaphore) release(finished bool) {
 	s.mu.Lock()

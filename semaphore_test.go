@@ -70,8 +70,8 @@ func TestBasicOperationsPublishEventsInOrder(t *testing.T) {
 	require.True(t, s.TryAcquirePermission())
 	require.True(t, s.TryAcquirePermission())
 	require.False(t, s.TryAcquirePermission())
-	s.OnComplete()
-	s.OnComplete()
+	s.FinishCall()
+	s.FinishCall()
 	require.True(t, s.TryAcquirePermission())
 	s.ReleasePermission() // no event
 
@@ -100,7 +100,7 @@ func TestFastPathGrantsWithoutAllocating(t *testing.T) {
 		if a.Err() != nil {
 			t.Fatalf("fast path not granted: %v", a.Err())
 		}
-		s.OnComplete()
+		s.FinishCall()
 	})
 	assert.Zero(t, allocs)
 }
@@ -124,7 +124,7 @@ func TestEventsCostNoAllocationWithoutListener(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		s.TryAcquirePermission()
 		s.TryAcquirePermission() // rejected: would publish
-		s.OnComplete()
+		s.FinishCall()
 	})
 	assert.Zero(t, allocs)
 }
@@ -142,7 +142,7 @@ func TestFullWithoutWaitRejectsAtOnce(t *testing.T) {
 		t.Fatal("Done not closed for an immediate rejection")
 	}
 	assert.False(t, a.Cancel(), "a decided acquisition cannot be cancelled")
-	s.OnComplete()
+	s.FinishCall()
 	assert.Equal(t, []string{"permitted", "rejected(no wait)", "finished"}, log.Strings())
 }
 
@@ -152,7 +152,7 @@ func TestWaitersBlockNewcomersFromBarging(t *testing.T) {
 	waiter := s.AcquirePermissionAsync()
 	require.ErrorIs(t, waiter.Err(), bulkhead.ErrPending)
 
-	s.OnComplete() // the permit goes to the waiter, not to whoever comes next
+	s.FinishCall() // the permit goes to the waiter, not to whoever comes next
 	require.NoError(t, waiter.Err())
 	require.False(t, s.TryAcquirePermission())
 
@@ -162,8 +162,8 @@ func TestWaitersBlockNewcomersFromBarging(t *testing.T) {
 	require.ErrorIs(t, w2.Err(), bulkhead.ErrPending)
 	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour}))
 	require.NoError(t, w2.Err(), "growth grants the waiter")
-	s.OnComplete()
-	s.OnComplete()
+	s.FinishCall()
+	s.FinishCall()
 }
 
 func TestTryAcquireFailsWhileCallsWait(t *testing.T) {
@@ -189,10 +189,10 @@ func TestQueuedCallsAreGrantedInFIFOOrder(t *testing.T) {
 	}
 	assert.Equal(t, 3, s.Metrics().QueuedCalls)
 	for range 3 {
-		s.OnComplete()
+		s.FinishCall()
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, o.list())
-	s.OnComplete()
+	s.FinishCall()
 }
 
 func TestLIFOGrantsNewestAndEvictsOldestWhenFull(t *testing.T) {
@@ -205,9 +205,9 @@ func TestLIFOGrantsNewestAndEvictsOldestWhenFull(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a:bulkhead 'lifo' is full and does not permit further calls (evicted)"}, o.list())
 	assert.Equal(t, 2, s.Metrics().QueuedCalls)
-	s.OnComplete()
-	s.OnComplete()
-	s.OnComplete()
+	s.FinishCall()
+	s.FinishCall()
+	s.FinishCall()
 	assert.Equal(t, []string{"a:bulkhead 'lifo' is full and does not permit further calls (evicted)", "c", "b"}, o.list())
 	assert.Contains(t, log.Strings(), "rejected(evicted)")
 }
@@ -238,7 +238,7 @@ func TestQueuedCallExpiresAfterMaxWaitDuration(t *testing.T) {
 		require.ErrorAs(t, a.Err(), &fe)
 		assert.Equal(t, bulkhead.WaitTimeout, fe.Reason)
 		assert.Zero(t, s.Metrics().QueuedCalls)
-		s.OnComplete()
+		s.FinishCall()
 		assert.Equal(t, []string{"permitted", "rejected(wait timeout)", "finished"}, log.Strings())
 	})
 }
@@ -273,7 +273,7 @@ func TestCancelWithdrawsWithoutRejectedEvent(t *testing.T) {
 	require.ErrorIs(t, a.Err(), bulkhead.ErrCancelled)
 	assert.False(t, a.Cancel(), "second Cancel")
 	assert.Zero(t, s.Metrics().QueuedCalls)
-	s.OnComplete()
+	s.FinishCall()
 	assert.Equal(t, 1, s.Metrics().AvailableConcurrentCalls, "a withdrawn waiter consumes no permit")
 	assert.Equal(t, []string{"permitted", "cancelled", "finished"}, log.Strings())
 }
@@ -282,7 +282,7 @@ func TestCancelAfterGrantReturnsFalseAndCallerOwnsPermit(t *testing.T) {
 	s := newSemaphore(t, "late", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
-	s.OnComplete()
+	s.FinishCall()
 	require.NoError(t, a.Err())
 	require.False(t, a.Cancel())
 	assert.Equal(t, 1, s.Metrics().InFlightCalls)
@@ -299,7 +299,7 @@ func TestGrantRacingCancelNeverLeaksPermit(t *testing.T) {
 		var cancelled bool
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); s.OnComplete() }()
+		go func() { defer wg.Done(); s.FinishCall() }()
 		go func() { defer wg.Done(); cancelled = a.Cancel() }()
 		wg.Wait()
 		<-a.Done()
@@ -323,12 +323,12 @@ func TestExpiryRacingGrantDecidesOnce(t *testing.T) {
 			calls := 0
 			a.OnDone(func(error) { calls++ })
 			time.Sleep(10 * time.Millisecond) // the deadline is now
-			s.OnComplete()                    // races the timer
+			s.FinishCall()                    // races the timer
 			<-a.Done()
 			synctest.Wait()
 			require.Equal(t, 1, calls)
 			if a.Err() == nil {
-				s.OnComplete()
+				s.FinishCall()
 			}
 			require.Equal(t, 0, s.Metrics().InFlightCalls)
 		}
@@ -366,10 +366,10 @@ func TestReleaseInsideCallbackDoesNotRecurse(t *testing.T) {
 				return
 			}
 			depths = append(depths, stackDepth())
-			s.OnComplete() // grants the next waiter: must not recurse
+			s.FinishCall() // grants the next waiter: must not recurse
 		})
 	}
-	s.OnComplete()
+	s.FinishCall()
 	require.Len(t, depths, n)
 	assert.Equal(t, depths[0], depths[n-1], "stack grows with every release inside a callback")
 }
@@ -382,9 +382,9 @@ func TestCallbacksRunOutsideTheLock(t *testing.T) {
 	a.OnDone(func(error) { m = s.Metrics() }) // would deadlock under the lock
 	remove := s.OnEvent(func(bulkhead.Event) { _ = s.Metrics() })
 	defer remove()
-	s.OnComplete()
+	s.FinishCall()
 	assert.Equal(t, 1, m.InFlightCalls)
-	s.OnComplete()
+	s.FinishCall()
 }
 
 func TestPermittedPublishedBeforeWaiterCallbacks(t *testing.T) {
@@ -392,8 +392,8 @@ func TestPermittedPublishedBeforeWaiterCallbacks(t *testing.T) {
 	require.True(t, s.TryAcquirePermission())
 	log := testkit.RecordEvents(t, s)
 	a := s.AcquirePermissionAsync()
-	a.OnDone(func(error) { s.OnComplete() })
-	s.OnComplete()
+	a.OnDone(func(error) { s.FinishCall() })
+	s.FinishCall()
 	assert.Equal(t, []string{"finished", "permitted", "finished"}, log.Strings())
 }
 
@@ -424,9 +424,9 @@ func TestPanickingListenerDoesNotCorruptBulkhead(t *testing.T) {
 	log := testkit.RecordEvents(t, s)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
-	s.OnComplete()
+	s.FinishCall()
 	require.NoError(t, a.Err())
-	s.OnComplete()
+	s.FinishCall()
 	assert.Equal(t, []string{"permitted", "finished", "permitted", "finished"}, log.Strings())
 	assert.Equal(t, 1, s.Metrics().AvailableConcurrentCalls)
 }
@@ -438,7 +438,7 @@ func TestRemovedListenerReceivesNothing(t *testing.T) {
 	s.TryAcquirePermission()
 	remove()
 	remove() // idempotent
-	s.OnComplete()
+	s.FinishCall()
 	assert.Equal(t, 1, n)
 	assert.PanicsWithValue(t, "bulkhead: OnEvent called with a nil listener", func() { s.OnEvent(nil) })
 }
@@ -452,7 +452,7 @@ func TestChangeConfigGrowthGrantsWaiters(t *testing.T) {
 	require.NoError(t, b.Err())
 	assert.Equal(t, bulkhead.Metrics{AvailableConcurrentCalls: 0, MaxAllowedConcurrentCalls: 3, InFlightCalls: 3}, s.Metrics())
 	for range 3 {
-		s.OnComplete()
+		s.FinishCall()
 	}
 }
 
@@ -466,12 +466,12 @@ func TestChangeConfigShrinkDrainsNaturally(t *testing.T) {
 	assert.Equal(t, 0, m.AvailableConcurrentCalls)
 	assert.Equal(t, 3, m.InFlightCalls)
 	w := s.AcquirePermissionAsync()
-	s.OnComplete()
-	s.OnComplete()
+	s.FinishCall()
+	s.FinishCall()
 	require.ErrorIs(t, w.Err(), bulkhead.ErrPending, "still two calls in flight against a limit of one")
-	s.OnComplete()
+	s.FinishCall()
 	require.NoError(t, w.Err())
-	s.OnComplete()
+	s.FinishCall()
 	assert.Equal(t, 1, s.Metrics().AvailableConcurrentCalls)
 }
 
@@ -514,9 +514,9 @@ func TestChangeConfigSmallerQueueBoundRejectsNobodyQueued(t *testing.T) {
 func TestOverReleasePanicsNamingBulkhead(t *testing.T) {
 	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 2})
 	require.True(t, s.TryAcquirePermission())
-	s.OnComplete()
+	s.FinishCall()
 	assert.PanicsWithValue(t, `bulkhead "walmart": released more permits than were acquired`, s.ReleasePermission)
-	assert.PanicsWithValue(t, `bulkhead "walmart": released more permits than were acquired`, s.OnComplete)
+	assert.PanicsWithValue(t, `bulkhead "walmart": released more permits than were acquired`, s.FinishCall)
 	assert.Equal(t, 2, s.Metrics().AvailableConcurrentCalls)
 }
 
@@ -528,9 +528,9 @@ func TestAcquirePermissionBlocksUntilGranted(t *testing.T) {
 		go func() { done <- s.AcquirePermission(context.Background()) }()
 		synctest.Wait()
 		assert.Equal(t, 1, s.Metrics().QueuedCalls)
-		s.OnComplete()
+		s.FinishCall()
 		require.NoError(t, <-done)
-		s.OnComplete()
+		s.FinishCall()
 	})
 }
 
@@ -546,7 +546,7 @@ func TestAcquirePermissionReturnsCtxErrAndLeavesNothingBehind(t *testing.T) {
 		assert.Equal(t, 0, m.QueuedCalls)
 		assert.Equal(t, 1, m.InFlightCalls)
 		// Already done: fails even though a permit is free.
-		s.OnComplete()
+		s.FinishCall()
 		require.ErrorIs(t, s.AcquirePermission(ctx), context.DeadlineExceeded)
 		assert.Equal(t, 0, s.Metrics().InFlightCalls)
 	})
@@ -576,9 +576,9 @@ func TestAcquirePermissionCtxRacingGrantLeavesNoPermit(t *testing.T) {
 		for s.Metrics().QueuedCalls == 0 && ctx.Err() == nil {
 			// wait until queued or cancelled
 		}
-		s.OnComplete()
+		s.FinishCall()
 		if err := <-errc; err == nil {
-			s.OnComplete()
+			s.FinishCall()
 		} else {
 			require.ErrorIs(t, err, context.Canceled)
 		}
@@ -598,8 +598,8 @@ func TestOnDoneRunsExactlyOnceAndAtOnceWhenDone(t *testing.T) {
 	var order []int
 	w.OnDone(func(error) { order = append(order, 1) })
 	w.OnDone(func(error) { order = append(order, 2) })
-	s.OnComplete()
-	s.OnComplete()
+	s.FinishCall()
+	s.FinishCall()
 	assert.Equal(t, []int{1, 2}, order)
 	assert.PanicsWithValue(t, "bulkhead: OnDone called with a nil func", func() { w.OnDone(nil) })
 }
@@ -616,26 +616,26 @@ func TestDoneIsClosedWhenOutcomeKnown(t *testing.T) {
 	}
 	require.ErrorIs(t, a.Err(), bulkhead.ErrPending)
 	assert.False(t, a.Granted())
-	s.OnComplete()
+	s.FinishCall()
 	<-done
 	assert.True(t, a.Granted())
-	s.OnComplete()
+	s.FinishCall()
 }
 
 func TestGrantedAndRejectedConstructors(t *testing.T) {
-	g := bulkhead.Granted()
+	g := bulkhead.GrantedAcquisition()
 	require.NoError(t, g.Err())
 	assert.False(t, g.Cancel())
 	<-g.Done()
 
 	boom := errors.New("custom full")
-	r := bulkhead.Rejected(boom)
+	r := bulkhead.RejectedAcquisition(boom)
 	require.ErrorIs(t, r.Err(), boom)
 	assert.False(t, r.Cancel())
 	var got error
 	r.OnDone(func(err error) { got = err })
 	require.ErrorIs(t, got, boom)
-	assert.PanicsWithValue(t, "bulkhead: Rejected called with a nil error", func() { bulkhead.Rejected(nil) })
+	assert.PanicsWithValue(t, "bulkhead: RejectedAcquisition called with a nil error", func() { bulkhead.RejectedAcquisition(nil) })
 }
 
 func TestFullErrorMatchesErrBulkheadFull(t *testing.T) {

@@ -1,6 +1,7 @@
 package bulkhead_test
 
 import (
+	"log"
 	"log/slog"
 	"os"
 
@@ -25,7 +26,7 @@ func ExampleEventLogger() {
 
 	bh.TryAcquirePermission() // permitted: not logged
 	bh.TryAcquirePermission() // rejected
-	bh.OnComplete()           // finished: not logged
+	bh.FinishCall()           // finished: not logged
 	// Output:
 	// level=WARN msg="bulkhead call rejected" bulkhead=walmart reason="no wait"
 }
@@ -33,13 +34,16 @@ func ExampleEventLogger() {
 // Logging the rejections of every bulkhead of a registry. Bulkheads created
 // later need their own OnEvent call.
 func ExampleEventLogger_registry() {
-	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	if err != nil {
+		log.Fatal(err)
+	}
 	// Every bulkhead of the registry, present and future, logs its
 	// rejections and cancellations.
 	stop := registry.OnEvent(bulkhead.EventLogger{Logger: slog.Default()}.Log)
 	defer stop()
 	for _, name := range []string{"walmart", "carrefour"} {
-		if _, err := registry.Bulkhead(name); err != nil {
+		if _, err := registry.Get(name); err != nil {
 			panic(err)
 		}
 	}

@@ -56,7 +56,7 @@ func TestEventLoggerLogsRejectionWithNameReasonAndEventTime(t *testing.T) {
 	if waiter.Granted() {
 		t.Fatal("the waiter was granted")
 	}
-	bh.OnComplete()
+	bh.FinishCall()
 
 	recs := h.all()
 	if len(recs) != 2 {
@@ -85,7 +85,7 @@ func TestEventLoggerLogsCancellation(t *testing.T) {
 	if !bh.AcquirePermissionAsync().Cancel() {
 		t.Fatal("Cancel lost")
 	}
-	bh.OnComplete()
+	bh.FinishCall()
 
 	recs := h.all()
 	if len(recs) != 1 || recs[0].Message != "bulkhead call cancelled" || recs[0].Level != slog.LevelInfo {

@@ -57,7 +57,7 @@ const (
 // of every operation of a Semaphore (TryAcquirePermission,
 // AcquirePermissionAsync kept open across operations, AcquirePermission
 // with a context that other workers cancel, Cancel, waits that expire,
-// ReleasePermission, OnComplete, releases from inside OnDone callbacks,
+// ReleasePermission, FinishCall, releases from inside OnDone callbacks,
 // ChangeConfig with valid and invalid configs, Metrics), for
 // -stress.duration of real time. Unlike TestHammer, which runs in a
 // synctest bubble where a timer fires only when every goroutine is
@@ -85,7 +85,7 @@ const (
 //
 // At the end: every permit back, no waiter, no timer armed, every OnDone
 // callback run exactly once, and the events agree with the outcomes
-// (CallRejected = rejections seen, CallFinished = OnComplete calls, and
+// (CallRejected = rejections seen, CallFinished = FinishCall calls, and
 // CallPermitted/CallCancelled = grants/cancellations seen plus the
 // AcquirePermission calls that returned ctx.Err()).
 func TestStressSemaphore(t *testing.T) {
@@ -306,7 +306,7 @@ func (r *stressRun) checkEnd() {
 		r.violate("end: %d CallRejected events, %d rejections seen", ev, seen)
 	}
 	if ev, seen := r.evFinished.Load(), r.onCompletes.Load(); ev != seen {
-		r.violate("end: %d CallFinished events, %d OnComplete calls", ev, seen)
+		r.violate("end: %d CallFinished events, %d FinishCall calls", ev, seen)
 	}
 	// AcquirePermission returns ctx.Err() after withdrawing (CallCancelled),
 	// after giving back a grant that raced the context (CallPermitted, then
@@ -409,7 +409,7 @@ func (w *stressWorker) step() {
 	}
 }
 
-// giveBack returns one permit this worker holds, with OnComplete or
+// giveBack returns one permit this worker holds, with FinishCall or
 // ReleasePermission.
 func (w *stressWorker) giveBack() {
 	r := w.r
@@ -420,7 +420,7 @@ func (w *stressWorker) giveBack() {
 	r.held.Add(-1)
 	if w.rng.IntN(2) == 0 {
 		r.onCompletes.Add(1)
-		r.sem.OnComplete()
+		r.sem.FinishCall()
 	} else {
 		r.releases.Add(1)
 		r.sem.ReleasePermission()
@@ -542,7 +542,7 @@ func (w *stressWorker) callbackAcquire() {
 			r.held.Add(-1)
 			if finished {
 				r.onCompletes.Add(1)
-				r.sem.OnComplete()
+				r.sem.FinishCall()
 			} else {
 				r.releases.Add(1)
 				r.sem.ReleasePermission()
@@ -639,6 +639,6 @@ func (w *stressWorker) windDown() {
 	for ; w.held > 0; w.held-- {
 		r.held.Add(-1)
 		r.onCompletes.Add(1)
-		r.sem.OnComplete()
+		r.sem.FinishCall()
 	}
 }

@@ -221,9 +221,12 @@ func BenchmarkCostPartners(b *testing.B) {
 				b.StartTimer()
 				var keep any
 				if f.Name == "rxbulkhead" {
-					r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: 1e9, MaxQueuedCalls: 100})
+					r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: 1e9, MaxQueuedCalls: 100})
+					if err != nil {
+						panic(err)
+					}
 					for i := range partners {
-						if _, err := r.Bulkhead(fmt.Sprintf("partner-%03d", i)); err != nil {
+						if _, err := r.Get(fmt.Sprintf("partner-%03d", i)); err != nil {
 							b.Fatal(err)
 						}
 					}

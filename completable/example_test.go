@@ -113,7 +113,7 @@ func ExampleBulkhead_queued() {
 	p := newPrinter()
 	completable.Bulkhead(walmart, completable.Complete()).Subscribe(p) // returns at once
 	fmt.Println("queued:", walmart.Metrics().QueuedCalls)
-	walmart.OnComplete() // the other call ends: its permit goes to the queued one
+	walmart.FinishCall() // the other call ends: its permit goes to the queued one
 	<-p.done
 	// Output:
 	// queued: 1

@@ -29,7 +29,7 @@ func ExampleBulkhead() {
 	orders.Subscribe(printer[string]()) // does not block: the subscription waits in the queue
 	fmt.Println("queued:", b.Metrics().QueuedCalls)
 
-	b.OnComplete() // the other call ends; its permit goes to the queued subscription
+	b.FinishCall() // the other call ends; its permit goes to the queued subscription
 	fmt.Println("in flight:", b.Metrics().InFlightCalls)
 	// Output:
 	// queued: 1

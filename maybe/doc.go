@@ -9,7 +9,7 @@
 // (errors.Is(err, bulkhead.ErrBulkheadFull)), and closes, and the source is
 // never observed.
 //
-// The permit is given back with OnComplete as soon as the source produces
+// The permit is given back with FinishCall as soon as the source produces
 // its value or error (before the consumer receives it) or completes empty;
 // with ReleasePermission if the consumer's context ends before that, the
 // source's context being cancelled; and a request still waiting when the

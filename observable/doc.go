@@ -23,10 +23,10 @@
 //
 // # The permit is given back when
 //
-//   - the source closes its channel or emits an error item (OnComplete; an
+//   - the source closes its channel or emits an error item (FinishCall; an
 //     error item is the last item forwarded, as with rxgo's default
 //     StopOnError strategy);
-//   - the consumer's context ends while the source runs (OnComplete if the
+//   - the consumer's context ends while the source runs (FinishCall if the
 //     source had emitted an item, ReleasePermission otherwise), and the
 //     source's context is cancelled;
 //   - the consumer's context ends while the acquisition waits: the

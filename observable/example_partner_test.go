@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/reactivex/rxgo/v2"
@@ -25,7 +26,7 @@ func send(partner, doc string) rxgo.Observable {
 // hub's capacity from the others. A document rejected because the partner is
 // full is tried again, with a fresh permit request, up to twice.
 func deliver(ctx context.Context, hub *bulkhead.Registry, partner string, docs ...any) (rxgo.Observable, error) {
-	bh, err := hub.Bulkhead(partner)
+	bh, err := hub.Get(partner)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +38,10 @@ func deliver(ctx context.Context, hub *bulkhead.Registry, partner string, docs .
 }
 
 func Example_perPartnerPipeline() {
-	hub := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 4, MaxWaitDuration: time.Second})
+	hub, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 4, MaxWaitDuration: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	// The consumer's context: cancelled when we are done, so that no
 	// permit outlives an early exit.

@@ -80,4 +80,4 @@ type counting struct {
 }
 
 func (c *counting) ReleasePermission() { c.released.Add(1); c.Bulkhead.ReleasePermission() }
-func (c *counting) OnComplete()        { c.released.Add(1); c.Bulkhead.OnComplete() }
+func (c *counting) FinishCall()        { c.released.Add(1); c.Bulkhead.FinishCall() }

@@ -92,7 +92,7 @@ func TestApplyPassesValuesThroughAnOpenBulkhead(t *testing.T) {
 		t.Fatalf("got %v, want 1, 2, 3", its)
 	}
 	if ev.Count(bulkhead.CallFinished) != 1 {
-		t.Fatal("want the permit back with OnComplete")
+		t.Fatal("want the permit back with FinishCall")
 	}
 }
 
@@ -178,7 +178,7 @@ func TestTypedMethodsDelegateToTheirPackages(t *testing.T) {
 		t.Fatalf("Flowable: sum %d, want 6", sum)
 	}
 	if got := ev.Count(bulkhead.CallFinished); got != 5 {
-		t.Fatalf("%d calls gave their permit back with OnComplete, want 5", got)
+		t.Fatalf("%d calls gave their permit back with FinishCall, want 5", got)
 	}
 }
 

@@ -18,7 +18,7 @@
 // subscribing never blocks; a rejection is signalled as an error matching
 // bulkhead.ErrBulkheadFull and the source is never subscribed; cancelling
 // while the permit is pending withdraws the request; the permit goes back
-// exactly once, with OnComplete when the call ran and ReleasePermission
+// exactly once, with FinishCall when the call ran and ReleasePermission
 // when it was cancelled before delivering anything.
 //
 // [Op.Apply] dispatches on the dynamic type of its argument and returns an

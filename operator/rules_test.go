@@ -22,14 +22,14 @@ type want struct {
 	err        error // errors.Is target of the consumer's error; nil: none
 	ended      bool  // the consumer saw the end (terminal signal, channel closed)
 	subscribed int32 // subscriptions of the source
-	finished   int   // CallFinished events: permits given back with OnComplete
+	finished   int   // CallFinished events: permits given back with FinishCall
 	cancelled  int   // CallCancelled events: acquisitions withdrawn
 }
 
 // TestEveryOperatorGivesPermitsBackByTheSameRules runs each scenario
 // through each of the five operators, in a testing/synctest bubble, and
 // checks the same outcome: what the consumer saw, whether the source was
-// subscribed, and how the permit came back (OnComplete publishes
+// subscribed, and how the permit came back (FinishCall publishes
 // CallFinished, ReleasePermission publishes nothing, a withdrawal publishes
 // CallCancelled). Every run ends with no permit held and nobody queued
 // (testkit.CheckPermits).
@@ -47,14 +47,14 @@ func TestEveryOperatorGivesPermitsBackByTheSameRules(t *testing.T) {
 		want   func(k kind) want
 	}{
 		{
-			name:   "source completes: OnComplete",
+			name:   "source completes: FinishCall",
 			cfg:    noWait,
 			source: behaviour{value: true},
 			play:   func(*otherCall, run) {},
 			want:   func(k kind) want { return want{values: ifValues(k, 1), ended: true, subscribed: 1, finished: 1} },
 		},
 		{
-			name:   "source fails: OnComplete, error passed on",
+			name:   "source fails: FinishCall, error passed on",
 			cfg:    noWait,
 			source: behaviour{err: errBoom},
 			play:   func(*otherCall, run) {},
@@ -75,7 +75,7 @@ func TestEveryOperatorGivesPermitsBackByTheSameRules(t *testing.T) {
 			want: func(kind) want { return want{err: bulkhead.ErrBulkheadFull, ended: true} },
 		},
 		{
-			name:   "granted after a wait: runs, OnComplete",
+			name:   "granted after a wait: runs, FinishCall",
 			cfg:    queueing,
 			full:   true,
 			source: behaviour{value: true},
@@ -101,7 +101,7 @@ func TestEveryOperatorGivesPermitsBackByTheSameRules(t *testing.T) {
 			want:   func(kind) want { return want{subscribed: 1} },
 		},
 		{
-			name:   "cancelled after a value: OnComplete",
+			name:   "cancelled after a value: FinishCall",
 			cfg:    noWait,
 			values: true,
 			source: behaviour{value: true, hold: true},
@@ -187,7 +187,7 @@ func check(t *testing.T, k kind, w want, s *script, r run, ev *testkit.EventLog)
 		t.Errorf("source subscribed %d times, want %d", got, w.subscribed)
 	}
 	if got := ev.Count(bulkhead.CallFinished); got != w.finished {
-		t.Errorf("%d permit(s) given back with OnComplete, want %d", got, w.finished)
+		t.Errorf("%d permit(s) given back with FinishCall, want %d", got, w.finished)
 	}
 	if got := ev.Count(bulkhead.CallCancelled); got != w.cancelled {
 		t.Errorf("%d acquisition(s) withdrawn, want %d", got, w.cancelled)

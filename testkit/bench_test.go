@@ -20,7 +20,7 @@ func BenchmarkWaitTimeoutOnVirtualClock(b *testing.B) {
 		if a.Err() == nil {
 			b.Fatal("granted")
 		}
-		bh.OnComplete()
+		bh.FinishCall()
 	}
 }
 

@@ -299,7 +299,7 @@ func TestSemaphoreWaitTimeoutRunsOnVirtualClock(t *testing.T) {
 	if !bh.TryAcquirePermission() {
 		t.Fatal("first permit not granted")
 	}
-	defer bh.OnComplete()
+	defer bh.FinishCall()
 	a := bh.AcquirePermissionAsync()
 
 	c.Advance(49 * time.Millisecond)

@@ -21,7 +21,7 @@ func TestRecordEventsKeepsEveryEventInOrder(t *testing.T) {
 	waiter := bh.AcquirePermissionAsync()
 	waiter.Cancel()
 	clock.Advance(time.Millisecond)
-	bh.OnComplete()
+	bh.FinishCall()
 
 	if got, want := log.Strings(), []string{"permitted", "rejected(no wait)", "cancelled", "finished"}; !slices.Equal(got, want) {
 		t.Errorf("Strings() = %v, want %v", got, want)
@@ -51,7 +51,7 @@ func TestRecordEventsStopsAtCleanup(t *testing.T) {
 	f := runFake(func(tb *fakeTB) { log = testkit.RecordEvents(tb, bh) })
 	wantPass(t, f)
 	bh.TryAcquirePermission()
-	bh.OnComplete()
+	bh.FinishCall()
 	if n := len(log.Events()); n != 0 {
 		t.Errorf("%d events recorded after the cleanup, want 0", n)
 	}

@@ -2,6 +2,7 @@ package testkit_test
 
 import (
 	"fmt"
+	"log"
 	"testing"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
@@ -45,14 +46,17 @@ func ExampleCheckPermits() {
 func ExampleCheckRegistry() {
 	t := &printTB{}
 
-	partners := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	partners, err := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
 	testkit.CheckRegistry(t, partners)
 
-	walmart, _ := partners.Bulkhead("walmart") // created after the check
+	walmart, _ := partners.Get("walmart") // created after the check
 	walmart.TryAcquirePermission()
-	target, _ := partners.Bulkhead("target")
+	target, _ := partners.Get("target")
 	target.TryAcquirePermission()
-	target.OnComplete()
+	target.FinishCall()
 
 	t.endTest()
 	// Output:

@@ -27,7 +27,7 @@ func ExampleVirtualClock() {
 	fmt.Println("after 50ms:", third.Err())
 	fmt.Println("is ErrBulkheadFull:", errors.Is(third.Err(), bulkhead.ErrBulkheadFull))
 
-	walmart.OnComplete()
+	walmart.FinishCall()
 	// Output:
 	// after 49ms: bulkhead: permit acquisition pending
 	// after 50ms: bulkhead 'walmart' is full and does not permit further calls (wait timeout)
@@ -50,9 +50,9 @@ func ExampleVirtualClock_fifoGrantOrder() {
 	}
 	for range 3 { // every 10ms the call in flight finishes
 		clock.Advance(10 * time.Millisecond)
-		target.OnComplete()
+		target.FinishCall()
 	}
-	target.OnComplete()
+	target.FinishCall()
 	fmt.Println("in flight:", target.Metrics().InFlightCalls, "queued:", target.Metrics().QueuedCalls)
 	// Output:
 	// first granted at 10ms (err=<nil>)

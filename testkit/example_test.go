@@ -28,7 +28,7 @@ func ExampleVerify() {
 	ok := testkit.Verify(flowable.Bulkhead(walmart, flowable.Just("order-1", "order-2")), testkit.WithClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(40*time.Millisecond). // waiting for the permit
-		Then(walmart.OnComplete).           // the call in flight finishes
+		Then(walmart.FinishCall).           // the call in flight finishes
 		ExpectNext("order-1", "order-2").
 		ExpectComplete().
 		Run(t)
@@ -54,7 +54,7 @@ func ExampleVerifier_ThenAdvance() {
 		ExpectErrorIs(bulkhead.ErrBulkheadFull).
 		Run(t)
 	fmt.Println("passed:", ok)
-	walmart.OnComplete()
+	walmart.FinishCall()
 	// Output:
 	// passed: true
 }

@@ -2,6 +2,7 @@ package testkit_test
 
 import (
 	"errors"
+	"log"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestDocWaitTimeoutOnVirtualClock(t *testing.T) {
 	if !errors.As(third.Err(), &full) || full.Reason != bulkhead.WaitTimeout {
 		t.Errorf("after 50ms: %v, want a wait timeout", third.Err())
 	}
-	walmart.OnComplete()
+	walmart.FinishCall()
 }
 
 // TestDocStepVerifier: a bulkheaded Flowable that waits for its permit, then
@@ -53,7 +54,7 @@ func TestDocStepVerifier(t *testing.T) {
 		testkit.InitialRequest(0), testkit.WithClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(40*time.Millisecond). // advances clock: still waiting for the permit
-		Then(walmart.OnComplete).           // the call in flight finishes
+		Then(walmart.FinishCall).           // the call in flight finishes
 		ThenRequest(2).
 		ExpectNext(1, 2).
 		ExpectComplete().
@@ -63,15 +64,18 @@ func TestDocStepVerifier(t *testing.T) {
 // TestDocCheckPermits: the three ways to register the permit-leak check.
 func TestDocCheckPermits(t *testing.T) {
 	walmart, _ := bulkhead.New("walmart", bulkhead.DefaultConfig())
-	registry := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	registry, err := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
 	testkit.CheckPermits(t, walmart)           // one or more bulkheads
 	testkit.CheckPermits(t, registry.All()...) // the bulkheads a registry holds now
 	testkit.CheckRegistry(t, registry)         // ... and those created later in the test
 
-	target, _ := registry.Bulkhead("target") // checked by CheckRegistry
+	target, _ := registry.Get("target") // checked by CheckRegistry
 	for _, bh := range []*bulkhead.Semaphore{walmart, target} {
 		if bh.TryAcquirePermission() {
-			bh.OnComplete() // given back: the checks pass
+			bh.FinishCall() // given back: the checks pass
 		}
 	}
 }

@@ -23,7 +23,7 @@ func TestCheckPermitsPassesWhenEveryPermitCameBack(t *testing.T) {
 	f := runFake(func(tb *fakeTB) {
 		testkit.CheckPermits(tb, bh)
 		bh.TryAcquirePermission()
-		bh.OnComplete()
+		bh.FinishCall()
 	})
 	wantPass(t, f)
 }
@@ -63,12 +63,15 @@ func TestCheckPermitsReadsMetricsAtCleanupNotAtRegistration(t *testing.T) {
 }
 
 func TestCheckPermitsNamesEveryLeakingBulkhead(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 3})
-	a, _ := r.Bulkhead("a")
-	if _, err := r.Bulkhead("b"); err != nil {
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 3})
+	if err != nil {
+		panic(err)
+	}
+	a, _ := r.Get("a")
+	if _, err := r.Get("b"); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := r.Bulkhead("c")
+	c, _ := r.Get("c")
 	f := runFake(func(tb *fakeTB) {
 		testkit.CheckPermits(tb, r.All()...)
 		a.TryAcquirePermission()
@@ -85,11 +88,14 @@ func TestCheckPermitsNamesEveryLeakingBulkhead(t *testing.T) {
 }
 
 func TestCheckRegistryChecksBulkheadsCreatedDuringTheTest(t *testing.T) {
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	if err != nil {
+		panic(err)
+	}
 	var late *bulkhead.Semaphore
 	f := runFake(func(tb *fakeTB) {
 		testkit.CheckRegistry(tb, r)
-		late, _ = r.Bulkhead("created-late")
+		late, _ = r.Get("created-late")
 		late.TryAcquirePermission()
 	})
 	wantFailure(t, f, "'created-late'", "1 permit(s) held")

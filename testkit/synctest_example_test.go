@@ -22,7 +22,7 @@ func sendOrder(bh *bulkhead.Semaphore, order string, sendTime time.Duration) rxg
 			rxgo.Error(err).SendContext(ctx, next)
 			return
 		}
-		defer bh.OnComplete()
+		defer bh.FinishCall()
 		select {
 		case <-time.After(sendTime): // the partner's response time
 			rxgo.Of(order+" sent").SendContext(ctx, next)

@@ -31,7 +31,7 @@ func (p permitSource[T]) Subscribe(s flowable.Subscriber[T]) {
 		for _, v := range p.values {
 			s.OnNext(v)
 		}
-		p.bh.OnComplete()
+		p.bh.FinishCall()
 		s.OnComplete()
 	})
 }
@@ -72,7 +72,7 @@ func TestVerifyRunsBulkheadTimeoutsOnAVirtualClock(t *testing.T) {
 		ExpectNoEvent(49*time.Millisecond).
 		ThenAdvance(clock, time.Millisecond).
 		ExpectErrorIs(bulkhead.ErrBulkheadFull).
-		Then(bh.OnComplete).
+		Then(bh.FinishCall).
 		Run(t)
 }
 
@@ -84,7 +84,7 @@ func TestVerifyRunsBulkheadGrantsOnAVirtualClock(t *testing.T) {
 
 	testkit.Verify[string](permitSource[string]{bh, []string{"order"}}, testkit.WithClock(clock)).
 		ExpectNoEvent(40 * time.Millisecond).
-		Then(bh.OnComplete). // the permit comes back: the waiting subscription is granted
+		Then(bh.FinishCall). // the permit comes back: the waiting subscription is granted
 		ExpectNext("order").
 		ExpectComplete().
 		Run(t)
@@ -95,7 +95,7 @@ func TestVerifyWaitsForSignalsInASynctestBubble(t *testing.T) {
 		bh := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 2 * time.Second})
 		testkit.CheckPermits(t, bh)
 		bh.TryAcquirePermission()
-		defer bh.OnComplete()
+		defer bh.FinishCall()
 		begin := time.Now()
 
 		// No clock step: the bubble's clock jumps to the wait timeout while
@@ -282,7 +282,7 @@ func TestVerifyBulkheadedFlowableWaitsThenHonoursLaterDemand(t *testing.T) {
 	testkit.Verify(flowable.Bulkhead(walmart, flowable.Just(1, 2)), testkit.InitialRequest(0), testkit.WithClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(40*time.Millisecond).
-		Then(walmart.OnComplete).
+		Then(walmart.FinishCall).
 		ThenRequest(2).
 		ExpectNext(1, 2).
 		ExpectComplete().
@@ -296,7 +296,7 @@ func TestVerifyBulkheadedFlowableExpiryAndCancelLeaveNoPermit(t *testing.T) {
 	walmart := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(clock))
 	testkit.CheckPermits(t, walmart)
 	walmart.TryAcquirePermission()
-	defer walmart.OnComplete()
+	defer walmart.FinishCall()
 
 	testkit.Verify(flowable.Bulkhead(walmart, flowable.Range(0, 10)), testkit.WithClock(clock)).
 		ExpectSubscription().

@@ -212,13 +212,16 @@ func Run(cfg Config) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("eventloop: unknown mode %d", cfg.Mode)
 	}
-	reg := bulkhead.NewRegistry(bcfg)
+	reg, err := bulkhead.NewRegistry(bcfg)
+	if err != nil {
+		panic(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := &run{cfg: cfg, ctx: ctx}
 	r.stats = &counters{bin: cfg.Bin, bins: make([][4]atomic.Int64, int(cfg.Duration/cfg.Bin))}
 	for i := range cfg.Partners {
-		bh, err := reg.Bulkhead(fmt.Sprintf("partner-%02d", i))
+		bh, err := reg.Get(fmt.Sprintf("partner-%02d", i))
 		if err != nil {
 			return Result{}, err
 		}
@@ -348,12 +351,12 @@ func (c *client) call() {
 func (c *client) completed() {
 	if c.r.stopping.Load() {
 		// The loop is about to stop: release and finish quickly.
-		c.p.bh.OnComplete()
+		c.p.bh.FinishCall()
 		c.r.clients.Done()
 		return
 	}
 	spin(c.r.cfg.ResponseWork)
-	c.p.bh.OnComplete()
+	c.p.bh.FinishCall()
 	kind := 0
 	if c.p == c.r.partners[0] {
 		kind = 1

@@ -38,5 +38,5 @@ func (p *Semaphore) AcquireAsync(_ context.Context, f func(error)) {
 	p.S.AcquirePermissionAsync().OnDone(f)
 }
 
-// Release is bulkhead.Semaphore.OnComplete.
-func (p *Semaphore) Release() { p.S.OnComplete() }
+// Release is bulkhead.Semaphore.FinishCall.
+func (p *Semaphore) Release() { p.S.FinishCall() }

@@ -15,8 +15,11 @@ import (
 // Start observes every bulkhead of a registry; here a manual reader stands
 // in for an exporter.
 func ExampleStart() {
-	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
-	walmart, _ := registry.Bulkhead("walmart")
+	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	walmart, _ := registry.Get("walmart")
 
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -29,7 +32,7 @@ func ExampleStart() {
 	defer instruments.Close()
 
 	walmart.TryAcquirePermission()
-	defer walmart.OnComplete()
+	defer walmart.FinishCall()
 
 	var rm metricdata.ResourceMetrics
 	_ = reader.Collect(context.Background(), &rm)
@@ -48,7 +51,10 @@ func ExampleStart() {
 // In a service, Start uses the global meter provider that the service set
 // up with its exporter (OTLP, Prometheus, ...).
 func Example_globalProvider() {
-	registry := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	registry, err := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	instruments, err := bulkheadotel.Start(registry)
 	if err != nil {

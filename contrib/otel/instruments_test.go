@@ -25,14 +25,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func newRegistry(t *testing.T, defaults bulkhead.Config) *bulkhead.Registry {
 	t.Helper()
 	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	r := bulkhead.NewRegistry(defaults, bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
+	r, err := bulkhead.NewRegistry(defaults, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	if err != nil {
+		panic(err)
+	}
 	testkit.CheckRegistry(t, r)
 	return r
 }
 
 func mustBulkhead(t *testing.T, r *bulkhead.Registry, name string) *bulkhead.Semaphore {
 	t.Helper()
-	s, err := r.Bulkhead(name)
+	s, err := r.Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +149,7 @@ func TestInstrumentsReportGaugesAndCountEveryKind(t *testing.T) {
 	check(t, collect(), points("walmart", 0, 2, 1, 1, 2, 1, 0, 0))
 
 	queued.Cancel()
-	s.OnComplete()
+	s.FinishCall()
 	s.ReleasePermission()
 	check(t, collect(), points("walmart", 2, 2, 0, 1, 2, 1, 1, 1))
 }
@@ -159,11 +162,11 @@ func TestInstrumentsCountBulkheadCreatedLaterFromItsFirstEvent(t *testing.T) {
 	late := mustBulkhead(t, r, "late")
 	late.TryAcquirePermission() // before any collection sees "late": counted all the same
 	late.TryAcquirePermission()
-	late.OnComplete()
+	late.FinishCall()
 	check(t, collect(), points("late", 1, 1, 0, 0, 1, 1, 1, 0))
 
 	late.TryAcquirePermission()
-	late.OnComplete()
+	late.FinishCall()
 	mustBulkhead(t, r, "other")
 	check(t, collect(), union(points("late", 1, 1, 0, 0, 2, 1, 2, 0), points("other", 1, 1, 0, 0, 0, 0, 0, 0)))
 }
@@ -174,19 +177,19 @@ func TestInstrumentsForgetRemovedBulkheadsAndContinueTheirName(t *testing.T) {
 	other := mustBulkhead(t, r, "other")
 	_, collect := start(t, r)
 	old.TryAcquirePermission()
-	old.OnComplete()
+	old.FinishCall()
 
 	r.Remove("p")
 	other.TryAcquirePermission()
-	other.OnComplete()
+	other.FinishCall()
 	old.TryAcquirePermission() // not observed any more
-	old.OnComplete()
+	old.FinishCall()
 	check(t, collect(), points("other", 1, 1, 0, 0, 1, 0, 1, 0))
 
 	// A new bulkhead under the removed name continues its cumulative count.
 	renewed := mustBulkhead(t, r, "p")
 	renewed.TryAcquirePermission()
-	renewed.OnComplete()
+	renewed.FinishCall()
 	check(t, collect(), union(points("p", 1, 1, 0, 0, 2, 0, 2, 0), points("other", 1, 1, 0, 0, 1, 0, 1, 0)))
 }
 
@@ -202,7 +205,7 @@ func TestCloseStopsReporting(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	s.TryAcquirePermission()
-	s.OnComplete()
+	s.FinishCall()
 	check(t, collect(), map[string]int64{})
 }
 
@@ -231,7 +234,7 @@ func TestConcurrentCollectionsCountEveryEvent(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			name := []string{"steady", "late"}[w%2]
-			s, err := r.Bulkhead(name) // "late" is created here, racing
+			s, err := r.Get(name) // "late" is created here, racing
 			if err != nil {
 				t.Error(err)
 				return
@@ -240,7 +243,7 @@ func TestConcurrentCollectionsCountEveryEvent(t *testing.T) {
 			for range iterations {
 				if s.TryAcquirePermission() {
 					p++
-					s.OnComplete()
+					s.FinishCall()
 				} else {
 					rj++
 				}
@@ -254,8 +257,8 @@ func TestConcurrentCollectionsCountEveryEvent(t *testing.T) {
 	wg.Go(func() {
 		for i := range 200 {
 			name := fmt.Sprintf("churn-%d", i%5)
-			if b, err := r.Bulkhead(name); err == nil && b.TryAcquirePermission() {
-				b.OnComplete()
+			if b, err := r.Get(name); err == nil && b.TryAcquirePermission() {
+				b.FinishCall()
 			}
 			if i%3 == 0 {
 				r.Remove(name)

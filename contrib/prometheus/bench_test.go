@@ -12,9 +12,12 @@ import (
 
 // BenchmarkCollect500 measures one scrape of a 500-partner registry.
 func BenchmarkCollect500(b *testing.B) {
-	r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	if err != nil {
+		panic(err)
+	}
 	for i := range 500 {
-		if _, err := r.Bulkhead(fmt.Sprintf("partner-%03d", i)); err != nil {
+		if _, err := r.Get(fmt.Sprintf("partner-%03d", i)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -30,13 +33,16 @@ func BenchmarkCollect500(b *testing.B) {
 	}
 }
 
-// BenchmarkTryAcquireOnComplete measures what the collector's CallCounter adds
+// BenchmarkTryAcquireFinishCall measures what the collector's CallCounter adds
 // to the hot path of a bulkhead (two events per iteration).
-func BenchmarkTryAcquireOnComplete(b *testing.B) {
+func BenchmarkTryAcquireFinishCall(b *testing.B) {
 	for _, withCollector := range []bool{false, true} {
 		b.Run(fmt.Sprintf("collector=%v", withCollector), func(b *testing.B) {
-			r := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1 << 20})
-			s, _ := r.Bulkhead("p")
+			r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1 << 20})
+			if err != nil {
+				panic(err)
+			}
+			s, _ := r.Get("p")
 			if withCollector {
 				c := bulkheadprom.NewCollector(r)
 				defer c.Close()
@@ -44,7 +50,7 @@ func BenchmarkTryAcquireOnComplete(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				s.TryAcquirePermission()
-				s.OnComplete()
+				s.FinishCall()
 			}
 		})
 	}

@@ -31,7 +31,7 @@ import (
 // A Collector is safe for concurrent use. Counting turns event publication
 // on for every bulkhead of the registry: each event then costs the goroutine
 // that causes it a clock read and the counter's listener (a lock-free map
-// lookup by name and one atomic add); BenchmarkTryAcquireOnComplete
+// lookup by name and one atomic add); BenchmarkTryAcquireFinishCall
 // measures it.
 type Collector struct {
 	reg     *bulkhead.Registry

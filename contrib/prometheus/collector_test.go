@@ -23,14 +23,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func newRegistry(t *testing.T, defaults bulkhead.Config) *bulkhead.Registry {
 	t.Helper()
 	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	r := bulkhead.NewRegistry(defaults, bulkhead.WithBulkheadOptions(bulkhead.WithClock(clock)))
+	r, err := bulkhead.NewRegistry(defaults, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	if err != nil {
+		panic(err)
+	}
 	testkit.CheckRegistry(t, r)
 	return r
 }
 
 func mustBulkhead(t *testing.T, r *bulkhead.Registry, name string) *bulkhead.Semaphore {
 	t.Helper()
-	s, err := r.Bulkhead(name)
+	s, err := r.Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func TestCollectorReportsGaugesAndCountsEveryKind(t *testing.T) {
 	compare(t, c, exposition("walmart", 0, 2, 1, 1, 2, 1, 0, 0))
 
 	queued.Cancel()       // cancelled
-	s.OnComplete()        // finished
+	s.FinishCall()        // finished
 	s.ReleasePermission() // released unused: no event
 	compare(t, c, exposition("walmart", 2, 2, 0, 1, 2, 1, 1, 1))
 }
@@ -100,11 +103,11 @@ func TestCollectorCountsBulkheadCreatedLaterFromItsFirstEvent(t *testing.T) {
 	late := mustBulkhead(t, r, "late")
 	late.TryAcquirePermission() // before any scrape sees "late": counted all the same
 	late.TryAcquirePermission()
-	late.OnComplete()
+	late.FinishCall()
 	compare(t, c, exposition("late", 1, 1, 0, 0, 1, 1, 1, 0))
 
 	late.TryAcquirePermission()
-	late.OnComplete()
+	late.FinishCall()
 	compare(t, c, exposition("late", 1, 1, 0, 0, 2, 1, 2, 0))
 }
 
@@ -115,7 +118,7 @@ func TestCollectorForgetsRemovedBulkheadsAndContinuesTheirName(t *testing.T) {
 	c := bulkheadprom.NewCollector(r)
 	defer c.Close()
 	old.TryAcquirePermission()
-	old.OnComplete()
+	old.FinishCall()
 	if n := testutil.CollectAndCount(c); n != 16 {
 		t.Fatalf("two bulkheads gave %d metrics, want 16", n)
 	}
@@ -127,10 +130,10 @@ func TestCollectorForgetsRemovedBulkheadsAndContinuesTheirName(t *testing.T) {
 	// continues the name's counters, so the series never goes down.
 	renewed := mustBulkhead(t, r, "p")
 	old.TryAcquirePermission()
-	old.OnComplete()
+	old.FinishCall()
 	compare(t, c, exposition("p", 1, 1, 0, 0, 1, 0, 1, 0)+exposition("q", 1, 1, 0, 0, 0, 0, 0, 0))
 	renewed.TryAcquirePermission()
-	renewed.OnComplete()
+	renewed.FinishCall()
 	compare(t, c, exposition("p", 1, 1, 0, 0, 2, 0, 2, 0)+exposition("q", 1, 1, 0, 0, 0, 0, 0, 0))
 }
 
@@ -141,7 +144,7 @@ func TestCloseStopsCountingAndKeepsGauges(t *testing.T) {
 	s.TryAcquirePermission()
 	c.Close()
 	c.Close() // idempotent
-	s.OnComplete()
+	s.FinishCall()
 	want := `
 # HELP bulkhead_available_concurrent_calls Number of free permits of the bulkhead.
 # TYPE bulkhead_available_concurrent_calls gauge
@@ -199,7 +202,7 @@ func TestConcurrentScrapesCountEveryEvent(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			name := []string{"steady", "late"}[w%2]
-			s, err := r.Bulkhead(name) // "late" is created here, racing
+			s, err := r.Get(name) // "late" is created here, racing
 			if err != nil {
 				t.Error(err)
 				return
@@ -208,7 +211,7 @@ func TestConcurrentScrapesCountEveryEvent(t *testing.T) {
 			for range iterations {
 				if s.TryAcquirePermission() {
 					p++
-					s.OnComplete()
+					s.FinishCall()
 				} else {
 					rj++
 				}
@@ -222,8 +225,8 @@ func TestConcurrentScrapesCountEveryEvent(t *testing.T) {
 	wg.Go(func() {
 		for i := range 200 {
 			name := fmt.Sprintf("churn-%d", i%5)
-			if b, err := r.Bulkhead(name); err == nil && b.TryAcquirePermission() {
-				b.OnComplete()
+			if b, err := r.Get(name); err == nil && b.TryAcquirePermission() {
+				b.FinishCall()
 			}
 			if i%3 == 0 {
 				r.Remove(name)

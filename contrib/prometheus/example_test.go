@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"fmt"
+	"log"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,8 +14,11 @@ import (
 
 // The collector reports every bulkhead of the registry.
 func ExampleNewCollector() {
-	registry := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20, MaxQueuedCalls: 100})
-	walmart, _ := registry.Bulkhead("walmart")
+	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20, MaxQueuedCalls: 100})
+	if err != nil {
+		log.Fatal(err)
+	}
+	walmart, _ := registry.Get("walmart")
 
 	collector := bulkheadprom.NewCollector(registry)
 	defer collector.Close()
@@ -34,7 +38,7 @@ func ExampleNewCollector() {
 			fmt.Printf("%s%s %v\n", mf.GetName(), labels, value)
 		}
 	}
-	walmart.OnComplete()
+	walmart.FinishCall()
 	// Output:
 	// bulkhead_available_concurrent_calls name=walmart 19
 	// bulkhead_calls_total kind=cancelled name=walmart 0
@@ -48,7 +52,10 @@ func ExampleNewCollector() {
 
 // Serving the metrics of a registry of partner bulkheads on /metrics.
 func Example_handler() {
-	registry := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	registry, err := bulkhead.NewRegistry(bulkhead.DefaultConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	prometheus.MustRegister(bulkheadprom.NewCollector(registry))
 	http.Handle("/metrics", promhttp.Handler())

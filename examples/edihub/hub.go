@@ -75,10 +75,13 @@ type registryHub struct {
 }
 
 func newRegistryHub(ps []*partner, cfg bulkhead.Config, rec *recorder) (*registryHub, error) {
-	reg := bulkhead.NewRegistry(cfg)
+	reg, err := bulkhead.NewRegistry(cfg)
+	if err != nil {
+		return nil, err
+	}
 	h := &registryHub{partners: ps, rec: rec}
 	for _, p := range ps {
-		bh, err := reg.Bulkhead(p.name)
+		bh, err := reg.Get(p.name)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +111,7 @@ func (h *registryHub) send(i int, sent time.Time, lat time.Duration) {
 		}
 		h.rec.permitted(p, waited)
 		time.AfterFunc(lat, func() {
-			bh.OnComplete()
+			bh.FinishCall()
 			h.rec.done(p, sent, time.Now())
 			h.inflight.Done()
 		})

@@ -1,6 +1,6 @@
 // Package linearizability checks that concurrent use of a bulkhead.Semaphore
 // is linearizable: every history of TryAcquirePermission,
-// AcquirePermissionAsync, Cancel, OnComplete, ChangeConfig, Metrics and
+// AcquirePermissionAsync, Cancel, FinishCall, ChangeConfig, Metrics and
 // reads of an acquisition's outcome, recorded from several goroutines at
 // once, can be explained by running the same operations one at a time, in
 // an order that respects real time, against [Model], a sequential model of

@@ -86,7 +86,7 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, li
 			out := r.record(id, Input{Kind: Acquire, ID: n}, func() Output {
 				a = s.AcquirePermissionAsync()
 				switch o := outcomeOf(a); {
-				case a == bulkhead.Granted():
+				case a == bulkhead.GrantedAcquisition():
 					return Output{Outcome: Granted}
 				case o == RejectedNoWait || o == RejectedQueueFull:
 					return Output{Outcome: o}
@@ -116,7 +116,7 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, li
 			held--
 			r.record(id, Input{Kind: Release}, func() Output {
 				if rng.IntN(2) == 0 {
-					s.OnComplete()
+					s.FinishCall()
 				} else {
 					s.ReleasePermission()
 				}
@@ -140,7 +140,7 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, li
 		held += r.cancel(id, o)
 	}
 	for ; held > 0; held-- {
-		r.record(id, Input{Kind: Release}, func() Output { s.OnComplete(); return Output{} })
+		r.record(id, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
 	}
 }
 

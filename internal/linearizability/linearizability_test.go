@@ -176,11 +176,11 @@ func TestFinishedListenerSeesNoFreePermitWhileCallsWait(t *testing.T) {
 		t.Fatal("the permit of a new bulkhead is not free")
 	}
 	waiter := s.AcquirePermissionAsync()
-	s.OnComplete() // hands the permit to waiter
+	s.FinishCall() // hands the permit to waiter
 	if !waiter.Granted() {
 		t.Fatalf("the waiter was not granted: %v", waiter.Err())
 	}
-	s.OnComplete()
+	s.FinishCall()
 	for i, m := range seen {
 		if m.AvailableConcurrentCalls > 0 && m.QueuedCalls > 0 {
 			t.Errorf("CallFinished #%d: Metrics() = %+v: a permit is free while %d call(s) wait", i+1, m, m.QueuedCalls)

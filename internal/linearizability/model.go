@@ -30,7 +30,7 @@ const (
 	// Await: waits for Done of acquisition ID, which is known to be
 	// decided, then reads its outcome; Output.Outcome.
 	Await
-	// Release: OnComplete or ReleasePermission of a permit the client
+	// Release: FinishCall or ReleasePermission of a permit the client
 	// holds; no output.
 	Release
 	// Change: ChangeConfig to MaxConcurrentCalls = Input.N (all else
@@ -231,7 +231,7 @@ func Model(cfg bulkhead.Config) porcupine.Model {
 			case Await:
 				return fmt.Sprintf("<-#%d.Done(): %s", i.ID, o.Outcome)
 			case Release:
-				return "OnComplete()"
+				return "FinishCall()"
 			case Change:
 				return fmt.Sprintf("ChangeConfig(MaxConcurrentCalls: %d)", i.N)
 			case Metrics:

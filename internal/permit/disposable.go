@@ -10,7 +10,7 @@ import bulkhead "github.com/rxbulkhead/bulkhead"
 // withdraws it (no permit is consumed, the source is never subscribed). Once
 // granted, the Handler subscribes the source and calls SetUpstream with the
 // func that disposes it; Dispose then calls that func and gives the permit
-// back through the Guard (OnComplete if the call ran, ReleasePermission
+// back through the Guard (FinishCall if the call ran, ReleasePermission
 // otherwise). If the grant and Dispose race, one CAS decides: a grant that
 // loses gives the permit back with ReleasePermission, and an upstream set
 // after Dispose is disposed at once, exactly once.

@@ -89,7 +89,7 @@ func TestDisposableGrantedLaterRunsGrantedOnReleasingGoroutine(t *testing.T) {
 	if h.granted.Load() != 0 {
 		t.Fatal("granted while the permit is held elsewhere")
 	}
-	s.OnComplete() // the grant is delivered on this goroutine
+	s.FinishCall() // the grant is delivered on this goroutine
 	if h.granted.Load() != 1 {
 		t.Fatal("Granted did not run on the releasing goroutine")
 	}

@@ -5,8 +5,8 @@
 // # Guard
 //
 // A [Guard] owns one granted permit and gives it back exactly once: the
-// first of [Guard.Complete] (OnComplete: the call ran to its end) or
-// [Guard.Release] (OnComplete if [Guard.MarkRan] was called, because the
+// first of [Guard.Complete] (FinishCall: the call ran to its end) or
+// [Guard.Release] (FinishCall if [Guard.MarkRan] was called, because the
 // call delivered something; ReleasePermission otherwise) wins, every later
 // call is a no-op. Operators (or a source fused with the flowable operator)
 // call MarkRan when they deliver an element or a value, Complete when the

@@ -39,7 +39,7 @@ func (g *Guard) hold(b bulkhead.Bulkhead) {
 }
 
 // MarkRan records that the call delivered something (an element, a value):
-// a later Release gives the permit back with OnComplete instead of
+// a later Release gives the permit back with FinishCall instead of
 // ReleasePermission. It costs one atomic load once the mark is set.
 func (g *Guard) MarkRan() {
 	if g.state.Load()&guardRan == 0 {
@@ -47,7 +47,7 @@ func (g *Guard) MarkRan() {
 	}
 }
 
-// Release gives the permit back if nobody did yet: with OnComplete if
+// Release gives the permit back if nobody did yet: with FinishCall if
 // MarkRan was called before, with ReleasePermission otherwise (the call did
 // not run). It reports whether this call gave the permit back.
 func (g *Guard) Release() bool {
@@ -56,20 +56,20 @@ func (g *Guard) Release() bool {
 		return false
 	}
 	if s&guardRan != 0 {
-		g.b.OnComplete()
+		g.b.FinishCall()
 	} else {
 		g.b.ReleasePermission()
 	}
 	return true
 }
 
-// Complete gives the permit back with OnComplete (the call ran to its end,
+// Complete gives the permit back with FinishCall (the call ran to its end,
 // successfully or not) if nobody did yet, and reports whether it did.
 func (g *Guard) Complete() bool {
 	if _, ok := g.take(); !ok {
 		return false
 	}
-	g.b.OnComplete()
+	g.b.FinishCall()
 	return true
 }
 

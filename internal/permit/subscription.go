@@ -118,7 +118,7 @@ func (s *Subscription) Request(n int64) {
 // Cancel ends the subscription; it is idempotent. Pending: the acquisition
 // is withdrawn (no permit consumed, source never subscribed, no Handler
 // call). Granted: the upstream is cancelled exactly once (now, or by
-// SetUpstream) and the permit given back per the Guard's rules (OnComplete
+// SetUpstream) and the permit given back per the Guard's rules (FinishCall
 // if the call ran, ReleasePermission otherwise).
 //
 // The upstream's Cancel is called directly by the goroutine whose CAS moved

@@ -9,11 +9,11 @@
 // once through the permit.Guard:
 //
 //   - [Observable] forwards every item; the permit goes back with
-//     OnComplete when the source closes or emits an error item (before the
+//     FinishCall when the source closes or emits an error item (before the
 //     consumer receives the error), and when the consumer goes away after
 //     an item was forwarded; with ReleasePermission when it goes away before.
 //   - [Single] and [OptionalSingle] forward the source's first item only;
-//     the permit goes back with OnComplete when that item (a value or an
+//     the permit goes back with FinishCall when that item (a value or an
 //     error) or the empty closing arrives, before the consumer receives it,
 //     and with ReleasePermission when the consumer goes away first.
 //

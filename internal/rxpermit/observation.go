@@ -77,7 +77,7 @@ var _ permit.Handler = (*subscription)(nil)
 // the Guard owns the permit once granted. Every path out of run after a
 // grant ends with exactly one effective release: Complete when the source
 // closes, errs or (first) delivers its item, Dispose when the consumer goes
-// away (the Guard's Release: OnComplete if an item was received,
+// away (the Guard's Release: FinishCall if an item was received,
 // ReleasePermission if not). The Guard makes any second release a no-op.
 func (o *observation) run(ctx context.Context, next chan<- rxgo.Item) {
 	if ctx.Err() != nil {

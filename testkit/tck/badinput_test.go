@@ -74,7 +74,7 @@ func TestBadInputRequestZeroWhilePermitPending(t *testing.T) {
 	if m := sem.Metrics(); m.QueuedCalls != 0 {
 		t.Errorf("the pending acquisition was not withdrawn: %+v", m)
 	}
-	sem.OnComplete() // the permit must not go to the withdrawn subscriber
+	sem.FinishCall() // the permit must not go to the withdrawn subscriber
 	if subscribed {
 		t.Error("the source was subscribed after Request(0) withdrew the acquisition")
 	}

@@ -93,7 +93,11 @@ func run(args []string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+	kept, err := keptSections(*out)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, []byte(md+kept), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "benchdoc: wrote %s and plots in %s\n", *out, *imgDir)

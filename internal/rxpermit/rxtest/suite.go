@@ -173,7 +173,7 @@ func (s Suite) queuesUntilARelease(t *testing.T) {
 	default:
 	}
 
-	b.OnComplete()
+	b.FinishCall()
 	assert.Equal(t, s.forwarded("a", "b"), Values(Drain(ch)))
 	assert.Equal(t, int32(1), src.Observed.Load())
 	assert.Equal(t, []bulkhead.EventType{Permitted, Finished, Permitted, Finished}, ev.Types())
@@ -288,7 +288,7 @@ func (s Suite) cancelAfterAnItem(t *testing.T) {
 		assert.Equal(t, 1, b.Metrics().InFlightCalls)
 		cancel()
 		Drain(ch)
-		assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types(), "read %d: an item was delivered: OnComplete", read)
+		assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types(), "read %d: an item was delivered: FinishCall", read)
 	}
 }
 
