@@ -18,9 +18,9 @@ func ExampleNewCallCounter() {
 	defer counter.Close()
 
 	walmart, _ := registry.Get("walmart") // created after the counter
-	walmart.TryAcquirePermission()             // permitted
-	walmart.TryAcquirePermission()             // rejected: the only permit is taken
-	walmart.FinishCall()                       // finished
+	walmart.TryAcquirePermission()        // permitted
+	walmart.TryAcquirePermission()        // rejected: the only permit is taken
+	walmart.FinishCall()                  // finished
 
 	fmt.Printf("%+v\n", counter.Counts("walmart"))
 	// Output:
