@@ -7,7 +7,6 @@ STATICCHECK_VER := v0.8.2
 STATICCHECK     := $(BIN)/staticcheck
 BENCHSTAT_VER   := v0.0.0-20260908200009-22c9c6c9d4da
 BENCHSTAT       := $(BIN)/benchstat
-BENCH_COUNT     ?= 6
 # The core module and every nested module (bench, contrib/*, ...).
 MODULES         := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {} \; | sort)
 STRESS_TIME     ?= 2m
@@ -63,10 +62,15 @@ $(BENCHSTAT):
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VER)
 
 ## bench: peer benchmarks (GOMAXPROCS 1 and 2) and the #1592 event-loop
-## experiment; regenerates docs/benchmarks.md and its plots (about 4 min)
+## experiment; regenerates docs/benchmarks.md and its plots (about 5 min).
+## The test binary is built once and every leaf benchmark runs once per
+## round, round after round (bench/scripts/interleave.sh), so that a noisy
+## machine's drift lands on every peer alike.
+BENCH_ROUNDS    ?= 6
 bench: $(BENCHSTAT)
-	cd bench && $(GO) test -run '^$$' -bench '^Benchmark(TryAcquire|Async|Contended)$$' -benchmem -benchtime 200ms -cpu 1,2 -count $(BENCH_COUNT) . > bench.txt || { cat bench.txt; exit 1; }
-	cd bench && $(GO) test -run '^$$' -bench '^BenchmarkCost' -benchtime 1x -cpu 1,2 -count 3 . >> bench.txt || { cat bench.txt; exit 1; }
+	mkdir -p $(BIN) && cd bench && $(GO) test -c -o $(BIN)/bench.test .
+	cd bench && ./scripts/interleave.sh $(BIN)/bench.test $(BENCH_ROUNDS) '^Benchmark(TryAcquire|Async|Contended)$$' 1,2 -test.benchmem -test.benchtime 200ms > bench.txt 2>&1 || { cat bench.txt; exit 1; }
+	cd bench && ./scripts/interleave.sh $(BIN)/bench.test 3 '^BenchmarkCost' 1,2 -test.benchtime 1x 2>/dev/null >> bench.txt || { cat bench.txt; exit 1; }
 	$(BENCHSTAT) bench/bench.txt | tee bench/benchstat.txt
 	cd bench && $(GO) run ./cmd/benchdoc -bench bench.txt -benchstat benchstat.txt -out ../docs/benchmarks.md -img ../docs/img
 
