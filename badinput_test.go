@@ -72,7 +72,7 @@ func TestBadInputMaxConcurrentCallsBelowOne(t *testing.T) {
 }
 
 func TestBadInputNegativeMaxWaitDuration(t *testing.T) {
-	_, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -time.Millisecond})
+	_, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 	requireConfigError(t, err, "walmart", "MaxWaitDuration", "-1ms", "must be >= 0")
 }
 
@@ -158,7 +158,7 @@ func TestBadInputAcquirePermissionWithDoneContext(t *testing.T) {
 }
 
 func TestBadInputCancelAfterTheOutcome(t *testing.T) {
-	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 	a := s.AcquirePermissionAsync() // granted at once
 	if a.Cancel() {
 		t.Error("Cancel of a granted acquisition returned true")
@@ -204,7 +204,7 @@ func TestBadInputInvalidRegistryDefaultsFailNewRegistry(t *testing.T) {
 }
 
 func TestBadInputInvalidNamedConfigFailsNewRegistry(t *testing.T) {
-	_, err := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -1}))
+	_, err := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -1, MaxQueuedCalls: bulkhead.Unbounded}))
 	requireConfigError(t, err, "big", "MaxWaitDuration", "-1ns", "must be >= 0")
 }
 

@@ -51,14 +51,14 @@ func (c chanLimiter) Acquire(ctx context.Context) error {
 func (c chanLimiter) Release() { <-c }
 
 func limiters(b *testing.B, permits int) map[string]limiter {
-	s, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: time.Hour})
+	s, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	if err != nil {
 		b.Fatal(err)
 	}
 	// The same bulkhead on a clock that never moves: the difference to
 	// "bulkhead" is the cost of reading the time for each queued call's
 	// deadline (time.Now is slow on some virtual machines).
-	frozen, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: time.Hour},
+	frozen, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded},
 		bulkhead.WithClock(testkit.NewVirtualClock(time.Unix(0, 0))))
 	if err != nil {
 		b.Fatal(err)
@@ -82,7 +82,7 @@ func BenchmarkTryAcquireFinishCall(b *testing.B) {
 }
 
 func BenchmarkAcquirePermissionAsyncFastPath(b *testing.B) {
-	s, _ := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s, _ := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	b.ReportAllocs()
 	for b.Loop() {
 		if s.AcquirePermissionAsync().Err() != nil {
@@ -117,7 +117,7 @@ func BenchmarkContendedAcquire(b *testing.B) {
 func BenchmarkQueuedAcquisitionMemory(b *testing.B) {
 	const queued = 100_000
 	for b.Loop() {
-		s, _ := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+		s, _ := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 		s.TryAcquirePermission()
 		gBefore := runtime.NumGoroutine()
 		before := heapInUse()

@@ -15,7 +15,7 @@ import (
 
 func TestFromBlockingGrantsAsync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "blocking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+		s := newSemaphore(t, "blocking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 		b := bulkhead.FromBlocking(s)
 		assert.Equal(t, "blocking", b.Name())
 		first := b.AcquirePermissionAsync()
@@ -34,7 +34,7 @@ func TestFromBlockingGrantsAsync(t *testing.T) {
 
 func TestFromBlockingCancelWithdrawsAndCancelsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "blocking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+		s := newSemaphore(t, "blocking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 		require.True(t, s.TryAcquirePermission())
 		b := bulkhead.FromBlocking(s)
 		a := b.AcquirePermissionAsync()

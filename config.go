@@ -30,25 +30,33 @@ func (o QueueOrder) String() string {
 
 // Config is the configuration of a Semaphore. The zero Config is not valid
 // (MaxConcurrentCalls must be at least 1); start from DefaultConfig.
+//
+// As for every limit of this module, zero means none: MaxWaitDuration 0
+// never waits, MaxQueuedCalls 0 queues nobody. No bound is written with the
+// named constants Unbounded and NoTimeout.
 type Config struct {
 	// MaxConcurrentCalls is the number of permits: calls allowed to run at
 	// once. It must be at least 1.
 	MaxConcurrentCalls int
 	// MaxWaitDuration is how long a call may wait for a permit. Zero means
-	// never wait: a call that finds no permit is rejected at once (NoWait).
-	// It must not be negative.
+	// never wait: a call that finds no permit is rejected at once (NoWait),
+	// as in resilience4j. NoTimeout waits without bound. It must not be
+	// negative.
 	MaxWaitDuration time.Duration
-	// MaxQueuedCalls bounds the wait queue. Zero means no bound other than
-	// MaxWaitDuration. It must not be negative.
+	// MaxQueuedCalls bounds the wait queue. Zero means no queue, which is
+	// only valid with a MaxWaitDuration of zero (a wait needs a queue).
+	// Unbounded means no bound other than MaxWaitDuration. It must not be
+	// negative.
 	MaxQueuedCalls int
 	// QueueOrder is FIFO (the zero value) or LIFO.
 	QueueOrder QueueOrder
 }
 
 // DefaultConfig returns resilience4j's defaults: 25 concurrent calls, no wait,
-// no queue bound, FIFO.
+// no queue bound (Unbounded), FIFO. Setting a MaxWaitDuration on it is
+// enough to make calls wait.
 func DefaultConfig() Config {
-	return Config{MaxConcurrentCalls: 25}
+	return Config{MaxConcurrentCalls: 25, MaxQueuedCalls: Unbounded}
 }
 
 // ErrInvalidConfig is the errors.Is target of every *ConfigError.
@@ -82,6 +90,10 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "MaxWaitDuration", Value: c.MaxWaitDuration, Rule: "must be >= 0"}
 	case c.MaxQueuedCalls < 0:
 		return &ConfigError{Field: "MaxQueuedCalls", Value: c.MaxQueuedCalls, Rule: "must be >= 0"}
+	case c.MaxWaitDuration > 0 && c.MaxQueuedCalls == 0:
+		// A wait needs a queue: zero means no queue, so it would silently
+		// turn the wait off.
+		return &ConfigError{Field: "MaxQueuedCalls", Value: c.MaxQueuedCalls, Rule: "must be >= 1 when MaxWaitDuration is positive (bulkhead.Unbounded for no bound)"}
 	case c.QueueOrder != FIFO && c.QueueOrder != LIFO:
 		return &ConfigError{Field: "QueueOrder", Value: c.QueueOrder, Rule: "must be FIFO or LIFO"}
 	}
@@ -96,4 +108,19 @@ func (c Config) validateFor(name string) error {
 		ce.Name = name
 	}
 	return err
+}
+
+// String renders the configuration as %+v would, with Unbounded and
+// NoTimeout by name: {MaxConcurrentCalls:25 MaxWaitDuration:0s
+// MaxQueuedCalls:Unbounded QueueOrder:FIFO}.
+func (c Config) String() string {
+	wait := c.MaxWaitDuration.String()
+	if c.MaxWaitDuration == NoTimeout {
+		wait = "NoTimeout"
+	}
+	queued := fmt.Sprint(c.MaxQueuedCalls)
+	if c.MaxQueuedCalls == Unbounded {
+		queued = "Unbounded"
+	}
+	return fmt.Sprintf("{MaxConcurrentCalls:%d MaxWaitDuration:%s MaxQueuedCalls:%s QueueOrder:%s}", c.MaxConcurrentCalls, wait, queued, c.QueueOrder)
 }

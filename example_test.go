@@ -40,7 +40,7 @@ func ExampleNew() {
 }
 
 func ExampleSemaphore_AcquirePermissionAsync() {
-	bh, _ := bulkhead.New("carrefour", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+	bh, _ := bulkhead.New("carrefour", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 	first := bh.AcquirePermissionAsync() // granted at once
 	second := bh.AcquirePermissionAsync()
 	fmt.Println(first.Err(), second.Err())
@@ -72,10 +72,10 @@ func ExampleSemaphore_TryAcquirePermission() {
 }
 
 func ExampleSemaphore_ChangeConfig() {
-	bh, _ := bulkhead.New("lidl", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
+	bh, _ := bulkhead.New("lidl", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded})
 	bh.TryAcquirePermission()
 	waiter := bh.AcquirePermissionAsync()
-	_ = bh.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Minute})
+	_ = bh.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded})
 	fmt.Println(waiter.Err(), bh.Metrics().InFlightCalls)
 	bh.FinishCall()
 	bh.FinishCall()
@@ -96,7 +96,7 @@ func ExampleSemaphore_OnEvent() {
 }
 
 func ExampleAcquisition_Cancel() {
-	bh, _ := bulkhead.New("ikea", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
+	bh, _ := bulkhead.New("ikea", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded})
 	bh.TryAcquirePermission()
 	waiter := bh.AcquirePermissionAsync()
 	if !waiter.Cancel() {

@@ -104,7 +104,7 @@ func ExampleDecodeRegistryConfig() {
 		panic(err)
 	}
 	fmt.Printf("%+v\n", resolved.Instances["walmart"])
-	// Output: {MaxConcurrentCalls:30 MaxWaitDuration:100ms MaxQueuedCalls:0 QueueOrder:FIFO}
+	// Output: {MaxConcurrentCalls:30 MaxWaitDuration:100ms MaxQueuedCalls:Unbounded QueueOrder:FIFO}
 }
 
 // A RegistryConfig can be written in Go too: a nil field inherits, a set one
@@ -124,7 +124,7 @@ func ExampleConfigSpec() {
 		panic(err)
 	}
 	fmt.Printf("%+v\n", resolved.Instances["walmart"])
-	// Output: {MaxConcurrentCalls:60 MaxWaitDuration:50ms MaxQueuedCalls:0 QueueOrder:LIFO}
+	// Output: {MaxConcurrentCalls:60 MaxWaitDuration:50ms MaxQueuedCalls:Unbounded QueueOrder:LIFO}
 }
 
 // Reloading the file on SIGHUP. A file that does not load is logged and

@@ -66,11 +66,11 @@ func TestResolveAppliesBaseConfigsAndDefault(t *testing.T) {
 
 func TestConfigWithoutBaseInheritsDefaultConfig(t *testing.T) {
 	res := resolveJSON(t, `{"configs": {"default": {"maxWaitDuration": "1s"}, "small": {"maxConcurrentCalls": 2}}}`)
-	if got, want := res.Configs["small"], (bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Second}); got != want {
+	if got, want := res.Configs["small"], (bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}); got != want {
 		t.Fatalf("small = %+v, want %+v", got, want)
 	}
 	// "default" itself inherits the built-in defaults.
-	if got, want := res.Configs["default"], (bulkhead.Config{MaxConcurrentCalls: 25, MaxWaitDuration: time.Second}); got != want {
+	if got, want := res.Configs["default"], (bulkhead.Config{MaxConcurrentCalls: 25, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}); got != want {
 		t.Fatalf("default = %+v, want %+v", got, want)
 	}
 }
@@ -344,7 +344,7 @@ func TestDecodeRegistryConfigAcceptsGenericTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := res.Instances["123"], (bulkhead.Config{MaxConcurrentCalls: 4, MaxWaitDuration: 2 * time.Second}); got != want {
+	if got, want := res.Instances["123"], (bulkhead.Config{MaxConcurrentCalls: 4, MaxWaitDuration: 2 * time.Second, MaxQueuedCalls: bulkhead.Unbounded}); got != want {
 		t.Errorf("123 = %+v, want %+v", got, want)
 	}
 	if got, want := res.Instances["carrier"], (bulkhead.Config{MaxConcurrentCalls: 25, MaxQueuedCalls: 5}); got != want {

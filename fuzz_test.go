@@ -296,7 +296,7 @@ func fuzzConfig(b byte) bulkhead.Config {
 	cfg := bulkhead.Config{
 		MaxConcurrentCalls: 1 + int(b&3),
 		MaxWaitDuration:    time.Duration(b>>2&7) * 10 * time.Millisecond,
-		MaxQueuedCalls:     int(b >> 5 & 3),
+		MaxQueuedCalls:     [4]int{bulkhead.Unbounded, 1, 2, 3}[b>>5&3],
 		QueueOrder:         bulkhead.QueueOrder(b >> 7),
 	}
 	if b&0x1c == 0x1c { // one wait value in eight is an invalid field instead
@@ -321,7 +321,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 	}
 	cfg := fuzzConfig(data[0])
 	if cfg.Validate() != nil {
-		cfg = bulkhead.Config{MaxConcurrentCalls: cfg.MaxConcurrentCalls%4 + 1, MaxWaitDuration: 10 * time.Millisecond}
+		cfg = bulkhead.Config{MaxConcurrentCalls: cfg.MaxConcurrentCalls%4 + 1, MaxWaitDuration: 10 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}
 	}
 	data = data[1:]
 	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -518,6 +518,8 @@ func checkConfigRules(t *testing.T, cfg bulkhead.Config) {
 		field = "MaxWaitDuration"
 	case cfg.MaxQueuedCalls < 0:
 		field = "MaxQueuedCalls"
+	case cfg.MaxWaitDuration > 0 && cfg.MaxQueuedCalls == 0:
+		field = "MaxQueuedCalls"
 	case cfg.QueueOrder != bulkhead.FIFO && cfg.QueueOrder != bulkhead.LIFO:
 		field = "QueueOrder"
 	}
@@ -542,7 +544,7 @@ func checkConfigRules(t *testing.T, cfg bulkhead.Config) {
 		}
 		return
 	}
-	base := bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Second}
+	base := bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}
 	s2, _ := bulkhead.New("other", base)
 	if cerr := s2.ChangeConfig(cfg); cerr != nil || s2.Config() != cfg {
 		t.Fatalf("ChangeConfig(%+v) = %v, config now %+v", cfg, cerr, s2.Config())

@@ -53,7 +53,7 @@ func Example_quickStart() {
 // DefaultConfig is resilience4j's: 25 permits, no wait, no queue bound, FIFO.
 func ExampleDefaultConfig() {
 	fmt.Printf("%+v\n", bulkhead.DefaultConfig())
-	// Output: {MaxConcurrentCalls:25 MaxWaitDuration:0s MaxQueuedCalls:0 QueueOrder:FIFO}
+	// Output: {MaxConcurrentCalls:25 MaxWaitDuration:0s MaxQueuedCalls:Unbounded QueueOrder:FIFO}
 }
 
 // A rejection says which bulkhead refused the call and why.
@@ -100,7 +100,7 @@ func ExampleSemaphore_ReleasePermission() {
 // A context that ends while AcquirePermission waits: ctx.Err() comes back,
 // no permit is held and nobody is left in the queue.
 func ExampleSemaphore_AcquirePermission_contextEnds() {
-	bh, _ := bulkhead.New("tesco", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
+	bh, _ := bulkhead.New("tesco", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded})
 	bh.TryAcquirePermission() // a call in flight
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -119,7 +119,7 @@ func ExampleSemaphore_AcquirePermission_contextEnds() {
 // request, unless the permit was granted in the meantime, which the caller
 // then owns.
 func ExampleAcquisition_Done() {
-	bh, _ := bulkhead.New("aldi", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
+	bh, _ := bulkhead.New("aldi", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded})
 	bh.TryAcquirePermission()        // a call in flight
 	a := bh.AcquirePermissionAsync() // queued behind it
 	go bh.FinishCall()               // the call in flight finishes, on another goroutine
@@ -163,7 +163,7 @@ func sendViaSemaphore(ctx context.Context, s *bulkhead.Semaphore, order string) 
 
 // A Semaphore is the right bulkhead for calls that honour their context.
 func ExampleSemaphore_AcquirePermission_contextAwareCall() {
-	s, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: 50 * time.Millisecond})
+	s, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 	err := sendViaSemaphore(context.Background(), s, "PO-1")
 	fmt.Println(err, s.Metrics().InFlightCalls)
 	// Output:
@@ -206,7 +206,7 @@ func quoteBehindSemaphore(ctx context.Context, s *bulkhead.Semaphore, legacy fun
 // uncoordinatedSoapBulkheads is the other anti-pattern of docs/guide.md: two
 // limits on one dependency that disagree.
 func uncoordinatedSoapBulkheads() (*bulkhead.Semaphore, *bulkhead.Pool) {
-	s, _ := bulkhead.New("soap", bulkhead.Config{MaxConcurrentCalls: 50, MaxWaitDuration: time.Second})
+	s, _ := bulkhead.New("soap", bulkhead.Config{MaxConcurrentCalls: 50, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 8, QueueCapacity: 10})
 	// handler: s.AcquirePermission, then bulkhead.Submit(p, ...).Get(ctx)
 	return s, p
@@ -217,7 +217,7 @@ func uncoordinatedSoapBulkheads() (*bulkhead.Semaphore, *bulkhead.Pool) {
 // stays held, so the next caller waits for nothing and times out.
 func TestGuideSemaphoreAroundBlockingCodeHoldsThePermitPastTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := bulkhead.New("legacy", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+		s, err := bulkhead.New("legacy", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 		if err != nil {
 			t.Fatal(err)
 		}

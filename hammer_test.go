@@ -86,7 +86,7 @@ func hammer(t *testing.T) {
 					})
 					<-done
 				case 4:
-					cfg := bulkhead.Config{MaxConcurrentCalls: 1 + rng.IntN(maxCap), MaxWaitDuration: time.Duration(rng.IntN(2000)) * time.Microsecond, MaxQueuedCalls: rng.IntN(10)}
+					cfg := bulkhead.Config{MaxConcurrentCalls: 1 + rng.IntN(maxCap), MaxWaitDuration: time.Duration(rng.IntN(2000)) * time.Microsecond, MaxQueuedCalls: 1 + rng.IntN(10)}
 					if rng.IntN(3) == 0 {
 						cfg.QueueOrder = bulkhead.LIFO
 					}

@@ -52,7 +52,7 @@ func Example_fromResilience4j() {
 	walmart.FinishCall()
 
 	// bulkhead.changeConfig(...)
-	_ = walmart.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: 10 * time.Millisecond})
+	_ = walmart.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: 10 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 	m := walmart.Metrics()
 	fmt.Println(m.AvailableConcurrentCalls, m.MaxAllowedConcurrentCalls)
 	// Output:

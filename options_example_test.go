@@ -13,7 +13,7 @@ import (
 // advanced.
 func ExampleWithClock() {
 	clock := testkit.NewVirtualClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
-	bh, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second},
+	bh, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded},
 		bulkhead.WithClock(clock))
 	bh.TryAcquirePermission()
 	waiter := bh.AcquirePermissionAsync()
@@ -26,7 +26,7 @@ func ExampleWithClock() {
 // Every bulkhead of a registry gets the same options, here a shared clock.
 func ExampleWithSemaphoreOptions() {
 	clock := testkit.NewVirtualClock(time.Unix(0, 0))
-	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute},
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded},
 		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
 	if err != nil {
 		log.Fatal(err)
@@ -43,7 +43,7 @@ func ExampleWithSemaphoreOptions() {
 // A named configuration for the partners that need more permits.
 func ExampleWithConfig() {
 	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20},
-		bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond}))
+		bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestRegistryReturnsSameBulkheadPerName(t *testing.T) {
 }
 
 func TestRegistryNamedConfigs(t *testing.T) {
-	big := bulkhead.Config{MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond}
+	big := bulkhead.Config{MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}
 	r, err := bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithConfig("big", big))
 	if err != nil {
 		panic(err)
@@ -78,7 +78,7 @@ func TestRegistryAllIsSortedAndRemoveForgets(t *testing.T) {
 
 func TestRegistryPassesBulkheadOptions(t *testing.T) {
 	clock := testkit.NewVirtualClock(time.Unix(0, 0))
-	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour},
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded},
 		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
 	if err != nil {
 		panic(err)
@@ -126,7 +126,7 @@ func TestRegistryConfigureCreatesOrChanges(t *testing.T) {
 	if err != nil {
 		panic(err)
 	}
-	cfg := bulkhead.Config{MaxConcurrentCalls: 7, MaxWaitDuration: time.Second}
+	cfg := bulkhead.Config{MaxConcurrentCalls: 7, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}
 	s, err := r.Configure("walmart", cfg)
 	require.NoError(t, err)
 	assert.Equal(t, cfg, s.Config(), "created with cfg, never with the defaults")

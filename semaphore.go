@@ -95,7 +95,7 @@ type Metrics struct {
 	InFlightCalls int
 	// QueuedCalls is the number of calls waiting for a permit.
 	QueuedCalls int
-	// MaxQueuedCalls is the configured queue bound (0: unbounded).
+	// MaxQueuedCalls is the configured queue bound (Unbounded: no bound).
 	MaxQueuedCalls int
 }
 
@@ -177,7 +177,8 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 		s.publish(CallRejected, NoWait)
 		return w.rejectNoWait
 	}
-	if s.cfg.MaxQueuedCalls > 0 && w.queued >= s.cfg.MaxQueuedCalls {
+	// MaxQueuedCalls >= 1 here: Validate refuses a wait without a queue.
+	if w.queued >= s.cfg.MaxQueuedCalls {
 		if s.cfg.QueueOrder == FIFO {
 			s.mu.Unlock()
 			s.publish(CallRejected, QueueFull)

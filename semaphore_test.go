@@ -34,7 +34,7 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 		want string
 	}{
 		{bulkhead.Config{MaxConcurrentCalls: -3}, "MaxConcurrentCalls must be >= 1, got -3"},
-		{bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -time.Second}, "MaxWaitDuration must be >= 0, got -1s"},
+		{bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: -time.Second, MaxQueuedCalls: bulkhead.Unbounded}, "MaxWaitDuration must be >= 0, got -1s"},
 		{bulkhead.Config{MaxConcurrentCalls: 1, MaxQueuedCalls: -1}, "MaxQueuedCalls must be >= 0, got -1"},
 		{bulkhead.Config{MaxConcurrentCalls: 1, QueueOrder: 7}, "QueueOrder must be FIFO or LIFO, got QueueOrder(7)"},
 	}
@@ -50,15 +50,15 @@ func TestInvalidConfigNamesFieldAndValue(t *testing.T) {
 }
 
 func TestChangeConfigInvalidKeepsOldConfig(t *testing.T) {
-	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Second})
+	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 	err := s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 0})
 	require.EqualError(t, err, `bulkhead "walmart": invalid config: MaxConcurrentCalls must be >= 1, got 0`)
-	assert.Equal(t, bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Second}, s.Config())
+	assert.Equal(t, bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}, s.Config())
 	assert.Equal(t, 2, s.Metrics().AvailableConcurrentCalls)
 }
 
 func TestDefaultConfigMatchesResilience4j(t *testing.T) {
-	assert.Equal(t, bulkhead.Config{MaxConcurrentCalls: 25, MaxWaitDuration: 0, MaxQueuedCalls: 0, QueueOrder: bulkhead.FIFO}, bulkhead.DefaultConfig())
+	assert.Equal(t, bulkhead.Config{MaxConcurrentCalls: 25, MaxWaitDuration: 0, MaxQueuedCalls: bulkhead.Unbounded, QueueOrder: bulkhead.FIFO}, bulkhead.DefaultConfig())
 	require.NoError(t, bulkhead.DefaultConfig().Validate())
 }
 
@@ -94,7 +94,7 @@ func TestEventsCarryNameAndClockTime(t *testing.T) {
 }
 
 func TestFastPathGrantsWithoutAllocating(t *testing.T) {
-	s := newSemaphore(t, "fast", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+	s := newSemaphore(t, "fast", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 	allocs := testing.AllocsPerRun(1000, func() {
 		a := s.AcquirePermissionAsync()
 		if a.Err() != nil {
@@ -147,7 +147,7 @@ func TestFullWithoutWaitRejectsAtOnce(t *testing.T) {
 }
 
 func TestWaitersBlockNewcomersFromBarging(t *testing.T) {
-	s := newSemaphore(t, "fifo", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "fifo", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	waiter := s.AcquirePermissionAsync()
 	require.ErrorIs(t, waiter.Err(), bulkhead.ErrPending)
@@ -157,21 +157,21 @@ func TestWaitersBlockNewcomersFromBarging(t *testing.T) {
 	require.False(t, s.TryAcquirePermission())
 
 	// With a free permit but a waiter queued, the fast path must not barge.
-	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}))
+	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}))
 	w2 := s.AcquirePermissionAsync()
 	require.ErrorIs(t, w2.Err(), bulkhead.ErrPending)
-	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour}))
+	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}))
 	require.NoError(t, w2.Err(), "growth grants the waiter")
 	s.FinishCall()
 	s.FinishCall()
 }
 
 func TestTryAcquireFailsWhileCallsWait(t *testing.T) {
-	s := newSemaphore(t, "try", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "try", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	require.True(t, s.TryAcquirePermission())
 	w := s.AcquirePermissionAsync()
-	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour}))
+	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}))
 	require.True(t, w.Cancel())
 	s.ReleasePermission()
 	// One free permit and no waiter: TryAcquire succeeds again.
@@ -181,7 +181,7 @@ func TestTryAcquireFailsWhileCallsWait(t *testing.T) {
 }
 
 func TestQueuedCallsAreGrantedInFIFOOrder(t *testing.T) {
-	s := newSemaphore(t, "fifo", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "fifo", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	var o outcomes
 	for _, l := range []string{"a", "b", "c"} {
@@ -227,7 +227,7 @@ func TestFIFOQueueFullRejectsNewcomer(t *testing.T) {
 
 func TestQueuedCallExpiresAfterMaxWaitDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "slow", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond})
+		s := newSemaphore(t, "slow", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 		log := testkit.RecordEvents(t, s)
 		require.True(t, s.TryAcquirePermission())
 		start := time.Now()
@@ -245,7 +245,7 @@ func TestQueuedCallExpiresAfterMaxWaitDuration(t *testing.T) {
 
 func TestExpiryFollowsEachWaitersOwnDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "deadlines", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 100 * time.Millisecond})
+		s := newSemaphore(t, "deadlines", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 100 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 		require.True(t, s.TryAcquirePermission())
 		start := time.Now()
 		a := s.AcquirePermissionAsync()
@@ -262,7 +262,7 @@ func TestExpiryFollowsEachWaitersOwnDeadline(t *testing.T) {
 }
 
 func TestCancelWithdrawsWithoutRejectedEvent(t *testing.T) {
-	s := newSemaphore(t, "cancel", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "cancel", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	log := testkit.RecordEvents(t, s)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
@@ -279,7 +279,7 @@ func TestCancelWithdrawsWithoutRejectedEvent(t *testing.T) {
 }
 
 func TestCancelAfterGrantReturnsFalseAndCallerOwnsPermit(t *testing.T) {
-	s := newSemaphore(t, "late", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "late", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
 	s.FinishCall()
@@ -292,7 +292,7 @@ func TestCancelAfterGrantReturnsFalseAndCallerOwnsPermit(t *testing.T) {
 // Grant and Cancel race through one CAS: whoever loses, exactly one permit
 // is accounted for, and a cancelled waiter never keeps one.
 func TestGrantRacingCancelNeverLeaksPermit(t *testing.T) {
-	s := newSemaphore(t, "race", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "race", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	for range 2000 {
 		require.True(t, s.TryAcquirePermission())
 		a := s.AcquirePermissionAsync()
@@ -316,7 +316,7 @@ func TestGrantRacingCancelNeverLeaksPermit(t *testing.T) {
 
 func TestExpiryRacingGrantDecidesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "expiry-race", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 10 * time.Millisecond})
+		s := newSemaphore(t, "expiry-race", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 10 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 		for range 200 {
 			require.True(t, s.TryAcquirePermission())
 			a := s.AcquirePermissionAsync()
@@ -337,7 +337,7 @@ func TestExpiryRacingGrantDecidesOnce(t *testing.T) {
 
 func TestAtMostOneTimerArmedForManyWaiters(t *testing.T) {
 	clock := testkit.NewVirtualClock(time.Unix(0, 0))
-	s := newSemaphore(t, "timers", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute}, bulkhead.WithClock(clock))
+	s := newSemaphore(t, "timers", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	require.True(t, s.TryAcquirePermission())
 	waiters := make([]*bulkhead.Acquisition, 1000)
 	for i := range waiters {
@@ -354,7 +354,7 @@ func TestAtMostOneTimerArmedForManyWaiters(t *testing.T) {
 }
 
 func TestReleaseInsideCallbackDoesNotRecurse(t *testing.T) {
-	s := newSemaphore(t, "drain", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "drain", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	const n = 10000
 	depths := make([]int, 0, n)
@@ -375,7 +375,7 @@ func TestReleaseInsideCallbackDoesNotRecurse(t *testing.T) {
 }
 
 func TestCallbacksRunOutsideTheLock(t *testing.T) {
-	s := newSemaphore(t, "nolock", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "nolock", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
 	var m bulkhead.Metrics
@@ -388,7 +388,7 @@ func TestCallbacksRunOutsideTheLock(t *testing.T) {
 }
 
 func TestPermittedPublishedBeforeWaiterCallbacks(t *testing.T) {
-	s := newSemaphore(t, "order", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "order", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	log := testkit.RecordEvents(t, s)
 	a := s.AcquirePermissionAsync()
@@ -399,7 +399,7 @@ func TestPermittedPublishedBeforeWaiterCallbacks(t *testing.T) {
 
 func TestPanickingCallbackDoesNotStrandOtherWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "panic", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour})
+		s := newSemaphore(t, "panic", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 		require.True(t, s.TryAcquirePermission())
 		require.True(t, s.TryAcquirePermission())
 		bad := s.AcquirePermissionAsync()
@@ -407,7 +407,7 @@ func TestPanickingCallbackDoesNotStrandOtherWaiters(t *testing.T) {
 		good := s.AcquirePermissionAsync()
 		func() {
 			defer func() { assert.Equal(t, "boom", recover()) }()
-			require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 4, MaxWaitDuration: time.Hour}))
+			require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 4, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}))
 		}()
 		<-good.Done()
 		require.NoError(t, good.Err())
@@ -418,7 +418,7 @@ func TestPanickingCallbackDoesNotStrandOtherWaiters(t *testing.T) {
 }
 
 func TestPanickingListenerDoesNotCorruptBulkhead(t *testing.T) {
-	s := newSemaphore(t, "listener", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "listener", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	remove := s.OnEvent(func(bulkhead.Event) { panic("listener bug") })
 	defer remove()
 	log := testkit.RecordEvents(t, s)
@@ -444,24 +444,24 @@ func TestRemovedListenerReceivesNothing(t *testing.T) {
 }
 
 func TestChangeConfigGrowthGrantsWaiters(t *testing.T) {
-	s := newSemaphore(t, "grow", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "grow", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	a, b := s.AcquirePermissionAsync(), s.AcquirePermissionAsync()
-	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Hour}))
+	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}))
 	require.NoError(t, a.Err())
 	require.NoError(t, b.Err())
-	assert.Equal(t, bulkhead.Metrics{AvailableConcurrentCalls: 0, MaxAllowedConcurrentCalls: 3, InFlightCalls: 3}, s.Metrics())
+	assert.Equal(t, bulkhead.Metrics{AvailableConcurrentCalls: 0, MaxAllowedConcurrentCalls: 3, InFlightCalls: 3, MaxQueuedCalls: bulkhead.Unbounded}, s.Metrics())
 	for range 3 {
 		s.FinishCall()
 	}
 }
 
 func TestChangeConfigShrinkDrainsNaturally(t *testing.T) {
-	s := newSemaphore(t, "shrink", bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "shrink", bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	for range 3 {
 		require.True(t, s.TryAcquirePermission())
 	}
-	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}))
+	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}))
 	m := s.Metrics()
 	assert.Equal(t, 0, m.AvailableConcurrentCalls)
 	assert.Equal(t, 3, m.InFlightCalls)
@@ -477,11 +477,11 @@ func TestChangeConfigShrinkDrainsNaturally(t *testing.T) {
 
 func TestChangeConfigKeepsQueuedDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "keep", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 100 * time.Millisecond})
+		s := newSemaphore(t, "keep", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 100 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 		require.True(t, s.TryAcquirePermission())
 		start := time.Now()
 		old := s.AcquirePermissionAsync()
-		require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 10 * time.Millisecond}))
+		require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 10 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}))
 		newer := s.AcquirePermissionAsync() // deadline earlier than old's
 		<-newer.Done()
 		assert.Equal(t, 10*time.Millisecond, time.Since(start))
@@ -522,7 +522,7 @@ func TestOverReleasePanicsNamingBulkhead(t *testing.T) {
 
 func TestAcquirePermissionBlocksUntilGranted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "blocking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+		s := newSemaphore(t, "blocking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 		require.NoError(t, s.AcquirePermission(context.Background()))
 		done := make(chan error)
 		go func() { done <- s.AcquirePermission(context.Background()) }()
@@ -536,7 +536,7 @@ func TestAcquirePermissionBlocksUntilGranted(t *testing.T) {
 
 func TestAcquirePermissionReturnsCtxErrAndLeavesNothingBehind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "ctx", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+		s := newSemaphore(t, "ctx", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 		require.True(t, s.TryAcquirePermission())
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
@@ -554,7 +554,7 @@ func TestAcquirePermissionReturnsCtxErrAndLeavesNothingBehind(t *testing.T) {
 
 func TestAcquirePermissionReturnsRejection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, "reject", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 5 * time.Millisecond})
+		s := newSemaphore(t, "reject", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 5 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 		require.True(t, s.TryAcquirePermission())
 		err := s.AcquirePermission(context.Background())
 		var fe *bulkhead.FullError
@@ -566,7 +566,7 @@ func TestAcquirePermissionReturnsRejection(t *testing.T) {
 
 // A grant that lands just as ctx ends is given back, and ctx.Err() returned.
 func TestAcquirePermissionCtxRacingGrantLeavesNoPermit(t *testing.T) {
-	s := newSemaphore(t, "ctx-race", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "ctx-race", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	for range 1000 {
 		require.True(t, s.TryAcquirePermission())
 		ctx, cancel := context.WithCancel(context.Background())
@@ -588,7 +588,7 @@ func TestAcquirePermissionCtxRacingGrantLeavesNoPermit(t *testing.T) {
 }
 
 func TestOnDoneRunsExactlyOnceAndAtOnceWhenDone(t *testing.T) {
-	s := newSemaphore(t, "ondone", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "ondone", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	a := s.AcquirePermissionAsync()
 	ran := 0
 	a.OnDone(func(err error) { ran++; assert.NoError(t, err) })
@@ -605,7 +605,7 @@ func TestOnDoneRunsExactlyOnceAndAtOnceWhenDone(t *testing.T) {
 }
 
 func TestDoneIsClosedWhenOutcomeKnown(t *testing.T) {
-	s := newSemaphore(t, "done", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, "done", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
 	done := a.Done()
@@ -652,7 +652,7 @@ func TestFullErrorMatchesErrBulkheadFull(t *testing.T) {
 
 func TestWaitTimeoutOnVirtualClock(t *testing.T) {
 	clock := testkit.NewVirtualClock(time.Unix(0, 0))
-	s := newSemaphore(t, "virtual", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(clock))
+	s := newSemaphore(t, "virtual", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	log := testkit.RecordEvents(t, s)
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
@@ -666,4 +666,30 @@ func TestWaitTimeoutOnVirtualClock(t *testing.T) {
 	s.ReleasePermission()
 	assert.Equal(t, []string{"permitted", "rejected(wait timeout)"}, log.Strings())
 	assert.Equal(t, time.Unix(0, 0).Add(50*time.Millisecond), log.Events()[1].Time)
+}
+
+func TestConfigStringNamesUnboundedLimits(t *testing.T) {
+	cfg := bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: bulkhead.NoTimeout, MaxQueuedCalls: bulkhead.Unbounded, QueueOrder: bulkhead.LIFO}
+	assert.Equal(t, "{MaxConcurrentCalls:3 MaxWaitDuration:NoTimeout MaxQueuedCalls:Unbounded QueueOrder:LIFO}", cfg.String())
+	cfg = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: 7}
+	assert.Equal(t, "{MaxConcurrentCalls:1 MaxWaitDuration:1s MaxQueuedCalls:7 QueueOrder:FIFO}", cfg.String())
+}
+
+func TestAWaitWithoutAQueueIsAnInvalidConfig(t *testing.T) {
+	_, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+	require.ErrorIs(t, err, bulkhead.ErrInvalidConfig)
+	require.EqualError(t, err, `bulkhead "walmart": invalid config: MaxQueuedCalls must be >= 1 when MaxWaitDuration is positive (bulkhead.Unbounded for no bound), got 0`)
+}
+
+func TestNoTimeoutWaitsUntilAPermitComesBack(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: bulkhead.NoTimeout, MaxQueuedCalls: 1}, bulkhead.WithClock(clock))
+	require.NoError(t, err)
+	require.True(t, s.TryAcquirePermission())
+	a := s.AcquirePermissionAsync()
+	clock.Advance(100 * 365 * 24 * time.Hour)
+	require.ErrorIs(t, a.Err(), bulkhead.ErrPending, "a NoTimeout wait expired")
+	s.FinishCall()
+	require.NoError(t, a.Err())
+	s.FinishCall()
 }

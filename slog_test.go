@@ -77,7 +77,7 @@ func TestEventLoggerLogsRejectionWithNameReasonAndEventTime(t *testing.T) {
 }
 
 func TestEventLoggerLogsCancellation(t *testing.T) {
-	bh := newSemaphore(t, "carrefour", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}, bulkhead.WithClock(testkit.NewVirtualClock(epoch)))
+	bh := newSemaphore(t, "carrefour", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(testkit.NewVirtualClock(epoch)))
 	h := &recordingHandler{min: slog.LevelDebug}
 	defer bh.OnEvent(bulkhead.EventLogger{Logger: slog.New(h)}.Log)()
 

@@ -45,7 +45,7 @@ const (
 	stressMaxLimit   = 4    // MaxConcurrentCalls is always in 1..stressMaxLimit
 	stressMaxPending = 2    // async acquisitions a worker keeps open at once
 	stressMaxWait    = 400  // MaxWaitDuration is 0..stressMaxWait µs of virtual time
-	stressMaxQueue   = 10   // MaxQueuedCalls is 0..stressMaxQueue
+	stressMaxQueue   = 10   // MaxQueuedCalls is 0..stressMaxQueue (0 with a wait: Unbounded)
 	stressCheckEvery = 4096 // operations between two stable-point checks
 	stressClockStep  = 20 * time.Microsecond
 	// Every waiter a worker can have: its pending async acquisitions, its
@@ -584,13 +584,16 @@ func (w *stressWorker) changeConfig() {
 		MaxQueuedCalls:     w.rng.IntN(stressMaxQueue + 1),
 		QueueOrder:         bulkhead.QueueOrder(w.rng.IntN(2)),
 	}
+	if cfg.MaxQueuedCalls == 0 && cfg.MaxWaitDuration > 0 {
+		cfg.MaxQueuedCalls = bulkhead.Unbounded // a wait needs a queue
+	}
 	if err := r.sem.ChangeConfig(cfg); err != nil {
 		r.violate("ChangeConfig(%+v): %v", cfg, err)
 		return
 	}
 	r.cfg = cfg
 	r.queueCeil = -1
-	if cfg.MaxQueuedCalls > 0 {
+	if cfg.MaxQueuedCalls != bulkhead.Unbounded {
 		r.queueCeil = max(cfg.MaxQueuedCalls, r.sem.Metrics().QueuedCalls)
 	}
 }

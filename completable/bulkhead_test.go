@@ -16,7 +16,7 @@ import (
 )
 
 // queueing is a one-permit bulkhead whose callers wait (for an hour at most).
-var queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}
+var queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}
 
 // The first four tests port the intent of resilience4j's rxjava3
 // CompletableBulkheadTest.
@@ -157,7 +157,7 @@ func (o *ordered) Subscribe(obs completable.Observer) {
 
 func TestPendingSubscriptionFailsWithWaitTimeoutAfterMaxWait(t *testing.T) {
 	clock := &testkit.VirtualClock{}
-	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second}, bulkhead.WithClock(clock))
+	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	b.TryAcquirePermission()
 	defer b.ReleasePermission()
 	src := newProbe(completable.Complete())
@@ -492,7 +492,7 @@ func TestDisposeAfterBulkheadGrantedButBeforeSubscribeNeverSubscribes(t *testing
 // completes.
 func TestAwaitThroughFullBulkheadTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond})
+		b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded})
 		send := completable.Bulkhead(b, completable.FromFunc(func(ctx context.Context) error {
 			select {
 			case <-time.After(100 * time.Millisecond):
@@ -549,7 +549,7 @@ func TestAwaitContextEndWhilePendingWithdraws(t *testing.T) {
 // never after Dispose won, and the source is never subscribed.
 func TestExpiryRacingDisposeSignalsAtMostOnce(t *testing.T) {
 	clock := &testkit.VirtualClock{}
-	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second}, bulkhead.WithClock(clock))
+	b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	b.TryAcquirePermission()
 	defer b.ReleasePermission()
 	src := newProbe(completable.Complete())

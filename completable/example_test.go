@@ -107,7 +107,7 @@ func ExampleBulkhead_rejected() {
 }
 
 func ExampleBulkhead_queued() {
-	walmart, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
+	walmart, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded})
 	walmart.TryAcquirePermission() // another call holds the only permit
 
 	p := newPrinter()

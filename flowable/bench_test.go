@@ -117,7 +117,7 @@ func BenchmarkPendingSubscriptions100k(b *testing.B) {
 	const n = 100_000
 	var heapPer, goroutines float64
 	for b.Loop() {
-		bh, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+		bh, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
-var queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}
+var queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}
 
 func TestSubscribeDoesNotBlockOrParkGoroutinesWhenFull(t *testing.T) {
 	b := newBulkhead(t, queueing)
@@ -114,7 +114,7 @@ func TestQueuedSubscriptionsAreGrantedInFIFOOrder(t *testing.T) {
 
 func TestPendingSubscriptionFailsWithWaitTimeoutAfterMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+		b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 		b.TryAcquirePermission()
 		defer b.ReleasePermission()
 		src := newProbe(flowable.Just(1))

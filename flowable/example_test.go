@@ -21,7 +21,7 @@ func printer[T any]() flowable.Funcs[T] {
 }
 
 func ExampleBulkhead() {
-	b, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute})
+	b, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded})
 
 	b.TryAcquirePermission() // another call holds the only permit
 

@@ -64,7 +64,7 @@ func BenchmarkRange(b *testing.B) {
 // a full bulkhead. Run with a small -benchtime (e.g. 5x).
 func BenchmarkPendingSubscription(b *testing.B) {
 	const pending = 10_000
-	s, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	if err != nil {
 		b.Fatal(err)
 	}

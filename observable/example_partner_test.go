@@ -38,7 +38,7 @@ func deliver(ctx context.Context, hub *bulkhead.Registry, partner string, docs .
 }
 
 func Example_perPartnerPipeline() {
-	hub, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 4, MaxWaitDuration: time.Second})
+	hub, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 4, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 var (
 	noWait   = bulkhead.Config{MaxConcurrentCalls: 1}
-	queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}
+	queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}
 )
 
 // want is what a scenario expects, the same for every type.
@@ -69,7 +69,7 @@ func TestEveryOperatorGivesPermitsBackByTheSameRules(t *testing.T) {
 		},
 		{
 			name: "wait expires: rejected, source never subscribed",
-			cfg:  bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second},
+			cfg:  bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded},
 			full: true,
 			play: func(*otherCall, run) { time.Sleep(time.Second) }, // fake time
 			want: func(kind) want { return want{err: bulkhead.ErrBulkheadFull, ended: true} },

@@ -13,7 +13,7 @@ import (
 func BenchmarkWaitTimeoutOnVirtualClock(b *testing.B) {
 	for b.Loop() {
 		clock := testkit.NewVirtualClock(time.Time{})
-		bh, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}, bulkhead.WithClock(clock))
+		bh, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 		bh.TryAcquirePermission()
 		a := bh.AcquirePermissionAsync()
 		clock.Advance(time.Hour)

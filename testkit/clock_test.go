@@ -291,7 +291,7 @@ func TestConcurrentUseFiresEachTimerExactlyOnce(t *testing.T) {
 
 func TestSemaphoreWaitTimeoutRunsOnVirtualClock(t *testing.T) {
 	c := testkit.NewVirtualClock(start)
-	bh, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(c))
+	bh, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@
 //			walmart, _ := bulkhead.New("walmart", bulkhead.Config{
 //				MaxConcurrentCalls: 1,
 //				MaxWaitDuration:    50 * time.Millisecond,
+//				MaxQueuedCalls:     bulkhead.Unbounded,
 //			})
 //			testkit.CheckPermits(t, walmart)
 //			first := testkit.Observe(sendOrder(walmart, "order-1"))

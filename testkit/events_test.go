@@ -11,7 +11,7 @@ import (
 
 func TestRecordEventsKeepsEveryEventInOrder(t *testing.T) {
 	clock := testkit.NewVirtualClock(time.Unix(0, 0))
-	bh, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second}, bulkhead.WithClock(clock))
+	bh, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ func ExampleVirtualClock() {
 	walmart, _ := bulkhead.New("walmart", bulkhead.Config{
 		MaxConcurrentCalls: 1,
 		MaxWaitDuration:    50 * time.Millisecond,
+		MaxQueuedCalls:     bulkhead.Unbounded,
 	}, bulkhead.WithClock(clock))
 
 	walmart.TryAcquirePermission() // the only permit is taken
@@ -40,6 +41,7 @@ func ExampleVirtualClock_fifoGrantOrder() {
 	target, _ := bulkhead.New("target", bulkhead.Config{
 		MaxConcurrentCalls: 1,
 		MaxWaitDuration:    time.Second,
+		MaxQueuedCalls:     bulkhead.Unbounded,
 	}, bulkhead.WithClock(clock))
 
 	target.TryAcquirePermission()

@@ -21,6 +21,7 @@ func ExampleVerify() {
 	walmart, _ := bulkhead.New("walmart", bulkhead.Config{
 		MaxConcurrentCalls: 1,
 		MaxWaitDuration:    50 * time.Millisecond,
+		MaxQueuedCalls:     bulkhead.Unbounded,
 	}, bulkhead.WithClock(clock))
 	testkit.CheckPermits(t, walmart)
 	walmart.TryAcquirePermission() // a call in flight
@@ -45,6 +46,7 @@ func ExampleVerifier_ThenAdvance() {
 	walmart, _ := bulkhead.New("walmart", bulkhead.Config{
 		MaxConcurrentCalls: 1,
 		MaxWaitDuration:    50 * time.Millisecond,
+		MaxQueuedCalls:     bulkhead.Unbounded,
 	}, bulkhead.WithClock(clock))
 	walmart.TryAcquirePermission()
 

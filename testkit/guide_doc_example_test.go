@@ -21,6 +21,7 @@ func TestDocWaitTimeoutOnVirtualClock(t *testing.T) {
 	walmart, _ := bulkhead.New("walmart", bulkhead.Config{
 		MaxConcurrentCalls: 1,
 		MaxWaitDuration:    50 * time.Millisecond,
+		MaxQueuedCalls:     bulkhead.Unbounded,
 	}, bulkhead.WithClock(clock))
 	testkit.CheckPermits(t, walmart)
 
@@ -46,6 +47,7 @@ func TestDocStepVerifier(t *testing.T) {
 	walmart, _ := bulkhead.New("walmart", bulkhead.Config{
 		MaxConcurrentCalls: 1,
 		MaxWaitDuration:    50 * time.Millisecond,
+		MaxQueuedCalls:     bulkhead.Unbounded,
 	}, bulkhead.WithClock(clock))
 	testkit.CheckPermits(t, walmart)
 	walmart.TryAcquirePermission() // a call in flight

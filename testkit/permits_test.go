@@ -40,7 +40,7 @@ func TestCheckPermitsFailsOnHeldPermit(t *testing.T) {
 
 func TestCheckPermitsFailsOnQueuedCall(t *testing.T) {
 	c := testkit.NewVirtualClock(start)
-	bh := newSemaphore(t, "target", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second}, bulkhead.WithClock(c))
+	bh := newSemaphore(t, "target", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(c))
 	var a *bulkhead.Acquisition
 	f := runFake(func(tb *fakeTB) {
 		testkit.CheckPermits(tb, bh)

@@ -40,6 +40,7 @@ func TestRxgoPipelineUnderSynctest(t *testing.T) {
 		walmart, err := bulkhead.New("walmart", bulkhead.Config{
 			MaxConcurrentCalls: 1,
 			MaxWaitDuration:    50 * time.Millisecond,
+			MaxQueuedCalls:     bulkhead.Unbounded,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -63,7 +63,7 @@ func TestVerifyDrivesDemandStepByStep(t *testing.T) {
 
 func TestVerifyRunsBulkheadTimeoutsOnAVirtualClock(t *testing.T) {
 	clock := testkit.NewVirtualClock(start)
-	bh := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(clock))
+	bh := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	testkit.CheckPermits(t, bh)
 	bh.TryAcquirePermission()
 
@@ -78,7 +78,7 @@ func TestVerifyRunsBulkheadTimeoutsOnAVirtualClock(t *testing.T) {
 
 func TestVerifyRunsBulkheadGrantsOnAVirtualClock(t *testing.T) {
 	clock := testkit.NewVirtualClock(start)
-	bh := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(clock))
+	bh := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	testkit.CheckPermits(t, bh)
 	bh.TryAcquirePermission()
 
@@ -92,7 +92,7 @@ func TestVerifyRunsBulkheadGrantsOnAVirtualClock(t *testing.T) {
 
 func TestVerifyWaitsForSignalsInASynctestBubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		bh := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 2 * time.Second})
+		bh := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 2 * time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 		testkit.CheckPermits(t, bh)
 		bh.TryAcquirePermission()
 		defer bh.FinishCall()
@@ -275,7 +275,7 @@ func errorText(r any) string {
 // The script of docs/testing.md, on the real Flowable operator.
 func TestVerifyBulkheadedFlowableWaitsThenHonoursLaterDemand(t *testing.T) {
 	clock := testkit.NewVirtualClock(start)
-	walmart := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(clock))
+	walmart := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	testkit.CheckPermits(t, walmart)
 	walmart.TryAcquirePermission()
 
@@ -293,7 +293,7 @@ func TestVerifyBulkheadedFlowableWaitsThenHonoursLaterDemand(t *testing.T) {
 // cancels while waiting: neither holds a permit at the end.
 func TestVerifyBulkheadedFlowableExpiryAndCancelLeaveNoPermit(t *testing.T) {
 	clock := testkit.NewVirtualClock(start)
-	walmart := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond}, bulkhead.WithClock(clock))
+	walmart := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(clock))
 	testkit.CheckPermits(t, walmart)
 	walmart.TryAcquirePermission()
 	defer walmart.FinishCall()

@@ -205,7 +205,7 @@ func Run(cfg Config) (Result, error) {
 	bcfg := bulkhead.Config{MaxConcurrentCalls: cfg.Permits}
 	switch cfg.Mode {
 	case Blocking:
-		bcfg.MaxWaitDuration = cfg.BlockingWait
+		bcfg.MaxWaitDuration, bcfg.MaxQueuedCalls = cfg.BlockingWait, bulkhead.Unbounded
 	case Async:
 		bcfg.MaxWaitDuration, bcfg.MaxQueuedCalls = cfg.MaxWait, cfg.MaxQueued
 	case FailFast:
@@ -214,7 +214,7 @@ func Run(cfg Config) (Result, error) {
 	}
 	reg, err := bulkhead.NewRegistry(bcfg)
 	if err != nil {
-		panic(err)
+		return Result{}, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

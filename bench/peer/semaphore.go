@@ -15,7 +15,7 @@ type Semaphore struct {
 
 // NewSemaphore returns a Semaphore peer with n permits.
 func NewSemaphore(n int) *Semaphore {
-	s, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: n, MaxWaitDuration: time.Hour})
+	s, err := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: n, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	if err != nil {
 		panic(err)
 	}

@@ -115,7 +115,7 @@ func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 	in.available = gauge("bulkhead.available_concurrent_calls", "Number of free permits of the bulkhead.")
 	in.maxAllowed = gauge("bulkhead.max_allowed_concurrent_calls", "Configured number of permits of the bulkhead (MaxConcurrentCalls).")
 	in.queued = gauge("bulkhead.queued_calls", "Number of calls waiting for a permit.")
-	in.maxQueued = gauge("bulkhead.max_queued_calls", "Configured bound of the wait queue (MaxQueuedCalls); 0 means unbounded.")
+	in.maxQueued = gauge("bulkhead.max_queued_calls", "Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.")
 	calls, e := meter.Int64ObservableCounter("bulkhead.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the instruments started."))
 	in.calls = calls

@@ -60,7 +60,7 @@ func NewCollector(reg *bulkhead.Registry) *Collector {
 		queued: prometheus.NewDesc("bulkhead_queued_calls",
 			"Number of calls waiting for a permit.", name, nil),
 		maxQueued: prometheus.NewDesc("bulkhead_max_queued_calls",
-			"Configured bound of the wait queue (MaxQueuedCalls); 0 means unbounded.", name, nil),
+			"Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.", name, nil),
 		calls: prometheus.NewDesc("bulkhead_calls_total",
 			"Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the collector was created.",
 			[]string{"name", "kind"}, nil),

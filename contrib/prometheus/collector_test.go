@@ -61,7 +61,7 @@ const header = `
 # TYPE bulkhead_max_allowed_concurrent_calls gauge
 # HELP bulkhead_queued_calls Number of calls waiting for a permit.
 # TYPE bulkhead_queued_calls gauge
-# HELP bulkhead_max_queued_calls Configured bound of the wait queue (MaxQueuedCalls); 0 means unbounded.
+# HELP bulkhead_max_queued_calls Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.
 # TYPE bulkhead_max_queued_calls gauge
 # HELP bulkhead_calls_total Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the collector was created.
 # TYPE bulkhead_calls_total counter

@@ -57,7 +57,7 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 		listener bool
 	}{
 		{"FIFO_bounded", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}, nil, false},
-		{"FIFO_unbounded_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring}, []int{1, 2, 3}, false},
+		{"FIFO_unbounded_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, []int{1, 2, 3}, false},
 		{"LIFO_evicting", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, nil, false},
 		{"LIFO_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, []int{1, 3}, false},
 		{"FIFO_no_wait", bulkhead.Config{MaxConcurrentCalls: 2}, []int{1, 2}, false},
@@ -160,7 +160,7 @@ func describe(m porcupine.Model, h []porcupine.Operation) string {
 // that no sequential order of the operations produces. OnComplete now hands
 // the permit on in the same critical section.
 func TestFinishedListenerSeesNoFreePermitWhileCallsWait(t *testing.T) {
-	s, err := bulkhead.New("window", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring},
+	s, err := bulkhead.New("window", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded},
 		bulkhead.WithClock(testkit.NewVirtualClock(time.Unix(0, 0))))
 	if err != nil {
 		t.Fatal(err)

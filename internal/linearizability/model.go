@@ -134,10 +134,10 @@ func Model(cfg bulkhead.Config) porcupine.Model {
 					want = Granted
 				case cfg.MaxWaitDuration == 0:
 					want = RejectedNoWait
-				case cfg.MaxQueuedCalls > 0 && len(s.queue) >= cfg.MaxQueuedCalls && !lifo:
+				case len(s.queue) >= cfg.MaxQueuedCalls && !lifo:
 					want = RejectedQueueFull
 				default:
-					for cfg.MaxQueuedCalls > 0 && len(s.queue) >= cfg.MaxQueuedCalls {
+					for len(s.queue) >= cfg.MaxQueuedCalls {
 						s.decided[s.queue[0]] = Evicted
 						s.queue = s.queue[1:]
 					}

@@ -57,7 +57,7 @@ func TestDisposableRejectedAtOnceHoldsNoPermit(t *testing.T) {
 }
 
 func TestDisposeWhilePendingWithdrawsWithoutConsumingPermit(t *testing.T) {
-	s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	events := recordEvents(s)
 	s.TryAcquirePermission()
 	h := newHandler()
@@ -81,7 +81,7 @@ func TestDisposeWhilePendingWithdrawsWithoutConsumingPermit(t *testing.T) {
 }
 
 func TestDisposableGrantedLaterRunsGrantedOnReleasingGoroutine(t *testing.T) {
-	s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	s.TryAcquirePermission()
 	h := newHandler()
 	var d Disposable
@@ -130,7 +130,7 @@ func TestDisposeBetweenGrantAndSetUpstreamDisposesUpstreamOnSet(t *testing.T) {
 
 func TestDisposableWaitTimeoutIsRejected(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+		s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 		s.TryAcquirePermission()
 		defer s.ReleasePermission()
 		h := newHandler()
@@ -155,7 +155,7 @@ func TestDisposableWaitTimeoutIsRejected(t *testing.T) {
 // the grant won and the upstream (if set) is disposed exactly once; every
 // permit comes back, and Granted never runs after a Dispose that won.
 func TestDisposeRacingGrantNeverLeaksAndNeverSubscribesAfterCancel(t *testing.T) {
-	s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	for range 5000 {
 		s.TryAcquirePermission()
 		var d Disposable
@@ -200,7 +200,7 @@ func TestStartPanicsOnNilArguments(t *testing.T) {
 // already granted (Acquisition.Cancel fails) but wins the gate's CAS. The
 // permit must come back with ReleasePermission and Granted must never run.
 func TestDisposeAfterBulkheadGrantedButBeforeCallbackReleasesUnused(t *testing.T) {
-	s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	s := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	events := recordEvents(s)
 	s.TryAcquirePermission()
 	var d Disposable

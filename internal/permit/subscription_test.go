@@ -15,7 +15,7 @@ import (
 // behind a permit the test holds; grant gives that permit back.
 func pendingSubscription(t *testing.T) (s *Subscription, h *handler, up *upstream, grant func()) {
 	t.Helper()
-	b := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	b := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	b.TryAcquirePermission()
 	s = &Subscription{}
 	h = newHandler()
@@ -205,7 +205,7 @@ func TestPanicInsideUpstreamRequestCancelsAndReleases(t *testing.T) {
 // the upstream is cancelled exactly once when the source was subscribed,
 // Requests to it never overlap, and every permit comes back.
 func TestCancelRacingGrantCancelsUpstreamExactlyOnce(t *testing.T) {
-	b := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	b := newSemaphore(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	for i := range 5000 {
 		b.TryAcquirePermission()
 		s := &Subscription{}

@@ -58,7 +58,7 @@ func TestBadInputRequestZeroOrNegative(t *testing.T) {
 }
 
 func TestBadInputRequestZeroWhilePermitPending(t *testing.T) {
-	sem := newPartner(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	sem := newPartner(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	if !sem.TryAcquirePermission() {
 		t.Fatal("no free permit")
 	}

@@ -208,7 +208,7 @@ func (s *firstCallSubscription) Cancel() {
 // WaitGroup the check waits for before the permit-leak check runs.
 func heldPartner(t *testing.T, opts ...bulkhead.Option) (*bulkhead.Semaphore, *sync.WaitGroup) {
 	t.Helper()
-	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}, opts...)
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // registered on t, and a log of its events.
 func Partner(t testing.TB, permits int, wait time.Duration) (*bulkhead.Semaphore, *Events) {
 	t.Helper()
-	b, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: wait})
+	b, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: wait, MaxQueuedCalls: bulkhead.Unbounded})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestPartnerLogsEventsAndChecksPermitsAtCleanup(t *testing.T) {
 }
 
 func TestGrantRacingCancelFailsForAnOperatorThatLeaksThePermit(t *testing.T) {
-	b, err := bulkhead.New("leaky", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	b, err := bulkhead.New("leaky", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	require.NoError(t, err)
 	// leaky queues for a permit on every Observe and never gives it back
 	// nor withdraws the request.

@@ -122,7 +122,7 @@ func (s Suite) rejected(t *testing.T) {
 	}{
 		{"no wait", bulkhead.Config{MaxConcurrentCalls: 1}, bulkhead.NoWait},
 		{"queue full", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1}, bulkhead.QueueFull},
-		{"wait timeout", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second}, bulkhead.WaitTimeout},
+		{"wait timeout", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WaitTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
