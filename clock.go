@@ -3,6 +3,8 @@ package bulkhead
 import (
 	"fmt"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/internal/clock"
 )
 
 // Clock is the source of time of a Semaphore or a Pool: Now stamps events
@@ -23,23 +25,14 @@ type Timer interface {
 	Stop() bool
 }
 
-// realClock is the time package. Inside a testing/synctest bubble it runs on
-// the bubble's fake time.
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+// realClock is the time package (internal/clock, shared with package pool).
+// Inside a testing/synctest bubble it runs on the bubble's fake time.
+type realClock = clock.Real[Timer]
 
 // sinceEpoch is c's time as an offset from epoch, a time c returned
 // earlier. On the real clock it reads only the monotonic clock (time.Since),
 // half the cost of time.Now on machines where reading the time is slow.
-func sinceEpoch(c Clock, epoch time.Time) time.Duration {
-	if _, ok := c.(realClock); ok {
-		return time.Since(epoch)
-	}
-	return c.Now().Sub(epoch)
-}
+func sinceEpoch(c Clock, epoch time.Time) time.Duration { return clock.Since[Timer](c, epoch) }
 
 // Option configures a Semaphore (New) or a Pool (NewPool) at construction.
 type Option interface{ apply(*options) }

@@ -2,9 +2,9 @@ package bulkhead
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/internal/publish"
 )
 
 // EventType says what happened to a call.
@@ -52,69 +52,21 @@ func (e Event) String() string {
 	return fmt.Sprintf("%s bulkhead '%s': %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type)
 }
 
-// listener is one registered callback; its identity is what remove compares.
-type listener struct{ f func(Event) }
+// publisher holds the listeners of one Semaphore (internal/publish, shared
+// with package pool): publishing reads one atomic pointer and costs nothing
+// when no listener is registered.
+type publisher struct{ publish.Listeners[Event] }
 
-// publisher holds the listeners of one bulkhead as a copy-on-write slice, so
-// publishing reads one atomic pointer and costs nothing when it is nil.
-type publisher struct {
-	mu        sync.Mutex // serialises add and remove
-	listeners atomic.Pointer[[]*listener]
-}
-
-func (p *publisher) active() bool { return p.listeners.Load() != nil }
+func (p *publisher) active() bool { return p.Active() }
 
 func (p *publisher) add(f func(Event)) (remove func()) {
 	if f == nil {
 		panic("bulkhead: OnEvent called with a nil listener")
 	}
-	l := &listener{f: f}
-	p.mu.Lock()
-	var next []*listener
-	if cur := p.listeners.Load(); cur != nil {
-		next = append(next, *cur...)
-	}
-	next = append(next, l)
-	p.listeners.Store(&next)
-	p.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { p.remove(l) }) }
-}
-
-func (p *publisher) remove(l *listener) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	cur := p.listeners.Load()
-	if cur == nil {
-		return
-	}
-	next := make([]*listener, 0, len(*cur))
-	for _, x := range *cur {
-		if x != l {
-			next = append(next, x)
-		}
-	}
-	if len(next) == 0 {
-		p.listeners.Store(nil)
-		return
-	}
-	p.listeners.Store(&next)
+	return p.Add(f)
 }
 
 // publish calls every listener on the calling goroutine, never under a lock
 // of the bulkhead. A panicking listener is recovered and skipped, so it can
 // neither corrupt the bulkhead nor starve the other listeners.
-func (p *publisher) publish(e Event) {
-	ls := p.listeners.Load()
-	if ls == nil {
-		return
-	}
-	for _, l := range *ls {
-		callListener(l.f, e)
-	}
-}
-
-func callListener(f func(Event), e Event) {
-	defer func() { _ = recover() }()
-	f(e)
-}
+func (p *publisher) publish(e Event) { p.Publish(e) }

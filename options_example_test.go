@@ -52,23 +52,3 @@ func ExampleWithConfig() {
 	fmt.Println(walmart.Config().MaxConcurrentCalls, aldi.Config().MaxConcurrentCalls)
 	// Output: 60 20
 }
-
-// Pools for blocking code take their defaults from resilience4j; size
-// MaxWorkers for the dependency, not for the CPUs.
-func ExampleDefaultPoolConfig() {
-	cfg := bulkhead.DefaultPoolConfig()
-	cfg.MaxWorkers, cfg.CoreWorkers = 8, 2 // the SOAP service takes 8 calls at once
-	fmt.Println(cfg.Validate() == nil, cfg.QueueCapacity)
-	// Output: true 100
-}
-
-// Every pool of a PoolRegistry is created from the defaults or a named
-// configuration, with the same options.
-func ExampleWithPoolConfig() {
-	reg := bulkhead.NewPoolRegistry(bulkhead.PoolConfig{MaxWorkers: 4},
-		bulkhead.WithPoolConfig("legacy", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 10}),
-		bulkhead.WithPoolOptions(bulkhead.WithClock(testkit.NewVirtualClock(time.Unix(0, 0)))))
-	soap, _ := reg.PoolWithConfig("soap", "legacy")
-	fmt.Println(soap.Metrics().MaxWorkers, soap.Metrics().QueueCapacity)
-	// Output: 2 10
-}

@@ -3,6 +3,8 @@ package bulkhead
 import (
 	"math"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/internal/clock"
 )
 
 // waitState is the part of a Semaphore used only once it has been full. All
@@ -42,7 +44,7 @@ type waitState struct {
 func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	w := s.wait
 	now := s.sinceEpochLocked()
-	a.deadline = addSaturating(now, s.cfg.MaxWaitDuration)
+	a.deadline = clock.Add(now, s.cfg.MaxWaitDuration)
 	if w.tail != nil && a.deadline < w.tail.deadline {
 		w.unordered = true
 	}

@@ -1,22 +1,23 @@
 package bulkhead
 
 import (
-	"maps"
 	"slices"
 	"sync"
+
+	"github.com/rxbulkhead/bulkhead/internal/catalog"
 )
 
 // Registry keeps one Semaphore per name (one per partner) and a set of named
 // configurations to create them from. It is safe for concurrent use.
 type Registry struct {
 	opts []Option
-	// cat.mu also guards listeners.
-	cat       catalog[Config, *Semaphore]
+	// cat's lock also guards listeners.
+	cat       *catalog.Catalog[Config, *Semaphore]
 	listeners []*registryListener
 }
 
 // registryListener is one Registry.OnEvent registration: the func and its
-// subscription on every bulkhead, guarded by Registry.cat.mu.
+// subscription on every bulkhead, guarded by Registry.cat's lock.
 type registryListener struct {
 	f    func(Event)
 	subs map[*Semaphore]func()
@@ -31,7 +32,7 @@ func (f registryOptionFunc) applyRegistry(r *Registry) { f(r) }
 
 // WithConfig adds a named configuration for BulkheadWithConfig.
 func WithConfig(name string, cfg Config) RegistryOption {
-	return registryOptionFunc(func(r *Registry) { r.cat.configs[name] = cfg })
+	return registryOptionFunc(func(r *Registry) { r.cat.SetConfig(name, cfg) })
 }
 
 // WithSemaphoreOptions passes opts (such as WithClock) to every Semaphore the
@@ -50,14 +51,12 @@ const DefaultConfigName = "default"
 // defaults), so that a bad configuration surfaces where it is given rather
 // than at the first Get.
 func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
-	r := &Registry{cat: newCatalog[Config, *Semaphore]("config", defaults)}
+	r := &Registry{cat: catalog.New[Config, *Semaphore]("config", DefaultConfigName, defaults)}
 	for _, o := range opts {
 		o.applyRegistry(r)
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.cat.configs)) {
-		if err := r.cat.configs[name].validateFor(name); err != nil {
-			return nil, err
-		}
+	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -73,7 +72,7 @@ func (r *Registry) Get(name string) (*Semaphore, error) {
 // bulkhead is returned as it is, whatever configName says. It fails if
 // configName is unknown or its configuration is invalid.
 func (r *Registry) GetWithConfig(name, configName string) (*Semaphore, error) {
-	return r.cat.getOrCreate(name, configName, r.createLocked)
+	return r.cat.GetOrCreate(name, configName, r.createLocked)
 }
 
 // createLocked creates and registers a bulkhead, subscribing the registry's
@@ -86,7 +85,7 @@ func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
 	for _, l := range r.listeners {
 		l.subs[s] = s.OnEvent(l.f)
 	}
-	r.cat.items[name] = s
+	r.cat.PutLocked(name, s)
 	return s, nil
 }
 
@@ -96,13 +95,13 @@ func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
 // configuration first. It fails with a *ConfigError if cfg is invalid, and
 // then changes nothing.
 func (r *Registry) Configure(name string, cfg Config) (*Semaphore, error) {
-	r.cat.mu.Lock()
-	s, ok := r.cat.items[name]
+	r.cat.Lock()
+	s, ok := r.cat.FindLocked(name)
 	if !ok {
-		defer r.cat.mu.Unlock()
+		defer r.cat.Unlock()
 		return r.createLocked(name, cfg)
 	}
-	r.cat.mu.Unlock()
+	r.cat.Unlock()
 	if s.Config() == cfg {
 		return s, nil
 	}
@@ -122,20 +121,20 @@ func (r *Registry) OnEvent(f func(Event)) (remove func()) {
 		panic("bulkhead: Registry.OnEvent called with a nil listener")
 	}
 	l := &registryListener{f: f, subs: map[*Semaphore]func(){}}
-	r.cat.mu.Lock()
-	for _, s := range r.cat.items {
+	r.cat.Lock()
+	for _, s := range r.cat.ItemsLocked() {
 		l.subs[s] = s.OnEvent(f)
 	}
 	r.listeners = append(r.listeners, l)
-	r.cat.mu.Unlock()
+	r.cat.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			r.cat.mu.Lock()
+			r.cat.Lock()
 			r.listeners = slices.DeleteFunc(r.listeners, func(x *registryListener) bool { return x == l })
 			subs := l.subs
 			l.subs = nil
-			r.cat.mu.Unlock()
+			r.cat.Unlock()
 			for _, unsubscribe := range subs {
 				unsubscribe()
 			}
@@ -150,27 +149,27 @@ func (r *Registry) AddConfig(name string, cfg Config) error {
 	if err := cfg.validateFor(name); err != nil {
 		return err
 	}
-	r.cat.setConfig(name, cfg)
+	r.cat.SetConfig(name, cfg)
 	return nil
 }
 
 // Find returns the bulkhead named name if it exists.
 func (r *Registry) Find(name string) (*Semaphore, bool) {
-	return r.cat.find(name)
+	return r.cat.Find(name)
 }
 
 // All returns every bulkhead, sorted by name.
 func (r *Registry) All() []*Semaphore {
-	return r.cat.all()
+	return r.cat.All()
 }
 
 // Remove forgets the bulkhead named name and reports whether it existed.
 // Holders of the removed *Semaphore may go on using it; the registry's
 // listeners (OnEvent) no longer receive its events.
 func (r *Registry) Remove(name string) bool {
-	r.cat.mu.Lock()
-	defer r.cat.mu.Unlock()
-	s, ok := r.cat.removeLocked(name)
+	r.cat.Lock()
+	defer r.cat.Unlock()
+	s, ok := r.cat.RemoveLocked(name)
 	if !ok {
 		return false
 	}

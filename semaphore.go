@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
-	"time"
 )
 
 // Semaphore is a bulkhead that limits concurrent calls with permits acquired
@@ -377,13 +375,6 @@ func (s *Semaphore) deliver(a *Acquisition) {
 		s.publish(CallRejected, fe.Reason)
 	}
 	a.fire()
-}
-
-func addSaturating(a, b time.Duration) time.Duration {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }
 
 // Compile-time checks.

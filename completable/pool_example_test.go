@@ -6,10 +6,11 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/completable"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 func ExampleFromPool() {
-	sftp, _ := bulkhead.NewPool("sftp", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 8})
+	sftp, _ := pool.New("sftp", pool.Config{MaxWorkers: 2, QueueCapacity: 8, MaxQueueWait: bulkhead.NoTimeout})
 	defer sftp.Close(context.Background())
 
 	// upload blocks in a file transfer library: it runs on the pool's workers.

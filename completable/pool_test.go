@@ -10,13 +10,14 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/completable"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // ediPool returns a pool that is drained and leak-checked at cleanup.
-func ediPool(t *testing.T, cfg bulkhead.PoolConfig) *bulkhead.Pool {
+func ediPool(t *testing.T, cfg pool.Config) *pool.Pool {
 	t.Helper()
-	p, err := bulkhead.NewPool("edi", cfg)
+	p, err := pool.New("edi", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func (o *poolObserver) got() ([]string, error) {
 
 func TestFromPoolCompletesOrFailsAfterOnSubscribe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := ediPool(t, bulkhead.PoolConfig{MaxWorkers: 2})
+		p := ediPool(t, pool.Config{MaxWorkers: 2})
 		ok := &poolObserver{}
 		completable.FromPool(p, func(context.Context) error { return nil }).Subscribe(ok)
 		boom := errors.New("boom")
@@ -82,9 +83,9 @@ func TestFromPoolCompletesOrFailsAfterOnSubscribe(t *testing.T) {
 
 func TestFromPoolFullPoolSignalsFullError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := ediPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := ediPool(t, pool.Config{MaxWorkers: 1})
 		release := make(chan struct{})
-		busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { <-release; return 0, nil })
+		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
 		o := &poolObserver{}
 		completable.FromPool(p, func(context.Context) error { return nil }).Subscribe(o)
 		if s, err := o.got(); len(s) != 2 || !errors.Is(err, bulkhead.ErrBulkheadFull) {
@@ -97,9 +98,9 @@ func TestFromPoolFullPoolSignalsFullError(t *testing.T) {
 
 func TestFromPoolDisposeWithdrawsQueuedTaskWithoutSignal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := ediPool(t, bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+		p := ediPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 		release := make(chan struct{})
-		busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { <-release; return 0, nil })
+		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
 		var ran atomic.Bool
 		o := &poolObserver{}
 		completable.FromPool(p, func(context.Context) error { ran.Store(true); return nil }).Subscribe(o)
@@ -119,7 +120,7 @@ func TestFromPoolDisposeWithdrawsQueuedTaskWithoutSignal(t *testing.T) {
 
 func TestFromPoolDisposeWhileRunningCancelsTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := ediPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := ediPool(t, pool.Config{MaxWorkers: 1})
 		started, stopped := make(chan struct{}), make(chan error, 1)
 		o := &poolObserver{}
 		completable.FromPool(p, func(ctx context.Context) error {
@@ -142,7 +143,7 @@ func TestFromPoolDisposeWhileRunningCancelsTheContext(t *testing.T) {
 
 func TestFromPoolDisposeInsideOnSubscribeSubmitsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := ediPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := ediPool(t, pool.Config{MaxWorkers: 1})
 		o := &poolObserver{disposeOnSub: true}
 		completable.FromPool(p, func(context.Context) error { panic("must not run") }).Subscribe(o)
 		synctest.Wait()

@@ -4,28 +4,28 @@ import (
 	"context"
 	"sync"
 
-	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/permit"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // FromPool returns a Publisher of one element: the value of fn, run on p
-// once per subscription (bulkhead.Submit). A blocking fn blocks a worker of
+// once per subscription (pool.Submit). A blocking fn blocks a worker of
 // p, never the subscriber.
 //
 // Subscribe calls OnSubscribe, then submits fn at once; the value is
 // delivered (OnNext, then OnComplete) when fn has returned and at least one
 // element has been requested, on whichever goroutine made the second of
 // those happen (the pool's worker or the one calling Request). An error of
-// fn, a rejection (*bulkhead.FullError, bulkhead.ErrPoolClosed) or a panic
-// (*bulkhead.PanicError) is signalled with OnError without waiting for
+// fn, a rejection (*bulkhead.FullError, pool.ErrClosed) or a panic
+// (*pool.PanicError) is signalled with OnError without waiting for
 // demand. Cancel withdraws a queued task (fn never runs) or cancels the
 // context of a running one; no signal follows. Request(n <= 0) signals
 // OnError citing rule 3.9 and cancels the task.
 //
 // FromPool panics if p or fn is nil; Subscribe panics if s is nil.
-func FromPool[T any](p *bulkhead.Pool, fn func(ctx context.Context) (T, error)) Publisher[T] {
+func FromPool[T any](p *pool.Pool, fn func(ctx context.Context) (T, error)) Publisher[T] {
 	if p == nil {
-		panic("flowable: FromPool called with a nil *bulkhead.Pool")
+		panic("flowable: FromPool called with a nil *pool.Pool")
 	}
 	if fn == nil {
 		panic("flowable: FromPool called with a nil func")
@@ -34,7 +34,7 @@ func FromPool[T any](p *bulkhead.Pool, fn func(ctx context.Context) (T, error)) 
 		ctx, cancel := context.WithCancel(context.Background())
 		sub := &poolSubscription[T]{down: s, cancel: cancel}
 		s.OnSubscribe(sub)
-		f := bulkhead.Submit(p, ctx, fn) // if cancelled already, ctx is done: fn never runs
+		f := pool.Submit(ctx, p, fn) // if cancelled already, ctx is done: fn never runs
 		f.OnDone(sub.result)
 	})
 }

@@ -6,10 +6,11 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 func ExampleFromPool() {
-	soap, _ := bulkhead.NewPool("legacy-soap", bulkhead.PoolConfig{MaxWorkers: 4, QueueCapacity: 16})
+	soap, _ := pool.New("legacy-soap", pool.Config{MaxWorkers: 4, QueueCapacity: 16, MaxQueueWait: bulkhead.NoTimeout})
 	defer soap.Close(context.Background())
 
 	done := make(chan struct{})

@@ -11,13 +11,14 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // sftpPool returns a pool that is drained and leak-checked at cleanup.
-func sftpPool(t *testing.T, cfg bulkhead.PoolConfig) *bulkhead.Pool {
+func sftpPool(t *testing.T, cfg pool.Config) *pool.Pool {
 	t.Helper()
-	p, err := bulkhead.NewPool("sftp", cfg)
+	p, err := pool.New("sftp", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func (s *poolSubscriber) got() string {
 
 func TestFromPoolDeliversTheValueOnlyWhenRequested(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := sftpPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := sftpPool(t, pool.Config{MaxWorkers: 1})
 		s := &poolSubscriber{}
 		flowable.FromPool(p, func(context.Context) (string, error) { return "sent", nil }).Subscribe(s)
 		synctest.Wait()
@@ -89,7 +90,7 @@ func TestFromPoolDeliversTheValueOnlyWhenRequested(t *testing.T) {
 
 func TestFromPoolRequestBeforeTheResultDeliversOnTheWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := sftpPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := sftpPool(t, pool.Config{MaxWorkers: 1})
 		release := make(chan struct{})
 		s := &poolSubscriber{}
 		flowable.FromPool(p, func(context.Context) (string, error) { <-release; return "late", nil }).Subscribe(s)
@@ -104,7 +105,7 @@ func TestFromPoolRequestBeforeTheResultDeliversOnTheWorker(t *testing.T) {
 
 func TestFromPoolSignalsErrorsWithoutDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := sftpPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := sftpPool(t, pool.Config{MaxWorkers: 1})
 		boom := errors.New("boom")
 		s := &poolSubscriber{}
 		flowable.FromPool(p, func(context.Context) (string, error) { return "", boom }).Subscribe(s)
@@ -113,7 +114,7 @@ func TestFromPoolSignalsErrorsWithoutDemand(t *testing.T) {
 			t.Fatalf("signals %q, err %v", got, s.err)
 		}
 		release := make(chan struct{})
-		busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { <-release; return 0, nil })
+		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
 		full := &poolSubscriber{}
 		flowable.FromPool(p, func(context.Context) (string, error) { return "x", nil }).Subscribe(full)
 		if got := full.got(); got != "subscribe error" || !errors.Is(full.err, bulkhead.ErrBulkheadFull) {
@@ -126,9 +127,9 @@ func TestFromPoolSignalsErrorsWithoutDemand(t *testing.T) {
 
 func TestFromPoolCancelWithdrawsTheQueuedTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := sftpPool(t, bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+		p := sftpPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 		release := make(chan struct{})
-		busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { <-release; return 0, nil })
+		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
 		var ran atomic.Bool
 		s := &poolSubscriber{}
 		flowable.FromPool(p, func(context.Context) (string, error) { ran.Store(true); return "x", nil }).Subscribe(s)
@@ -149,7 +150,7 @@ func TestFromPoolCancelWithdrawsTheQueuedTask(t *testing.T) {
 
 func TestFromPoolNonPositiveRequestSignalsRule39AndCancelsTheTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := sftpPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := sftpPool(t, pool.Config{MaxWorkers: 1})
 		started, stopped := make(chan struct{}), make(chan error, 1)
 		s := &poolSubscriber{}
 		flowable.FromPool(p, func(ctx context.Context) (string, error) {
@@ -171,7 +172,7 @@ func TestFromPoolNonPositiveRequestSignalsRule39AndCancelsTheTask(t *testing.T) 
 }
 
 func TestFromPoolRacingRequestAndResultDeliverExactlyOnce(t *testing.T) {
-	p := sftpPool(t, bulkhead.PoolConfig{MaxWorkers: 4, QueueCapacity: 64})
+	p := sftpPool(t, pool.Config{MaxWorkers: 4, QueueCapacity: 64, MaxQueueWait: bulkhead.NoTimeout})
 	for range 2000 {
 		s := &poolSubscriber{}
 		completed := make(chan struct{})

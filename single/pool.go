@@ -5,25 +5,25 @@ import (
 
 	"github.com/reactivex/rxgo/v2"
 
-	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/rxpermit"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // FromPool returns a Single that runs fn on p and emits its value, or one
 // error item holding its error. Each observation submits fn afresh
-// (bulkhead.Submit), so the Single can be observed many times; a blocking fn
+// (pool.Submit), so the Single can be observed many times; a blocking fn
 // then blocks a worker of p, never the observer.
 //
 // The task's context is the observation's (rxgo.WithContext in opts or in
 // Observe): when it ends, a queued task is withdrawn without running and a
 // running task's context is cancelled. A full pool emits one error item
-// holding the *bulkhead.FullError (QueueFull), a closed pool one holding
-// bulkhead.ErrPoolClosed. A panic in fn is emitted as a *bulkhead.PanicError.
+// holding the *bulkhead.FullError (NoWait or QueueFull), a closed pool one holding
+// pool.ErrClosed. A panic in fn is emitted as a *pool.PanicError.
 //
 // FromPool panics if p or fn is nil.
-func FromPool[T any](p *bulkhead.Pool, fn func(ctx context.Context) (T, error), opts ...rxgo.Option) rxgo.Single {
+func FromPool[T any](p *pool.Pool, fn func(ctx context.Context) (T, error), opts ...rxgo.Option) rxgo.Single {
 	if p == nil {
-		panic("single: FromPool called with a nil *bulkhead.Pool")
+		panic("single: FromPool called with a nil *pool.Pool")
 	}
 	if fn == nil {
 		panic("single: FromPool called with a nil func")
@@ -31,7 +31,7 @@ func FromPool[T any](p *bulkhead.Pool, fn func(ctx context.Context) (T, error), 
 	produce := func(ctx context.Context, next chan<- rxgo.Item) {
 		// ctx ending withdraws or cancels the task through Submit; the
 		// Future is then done soon, but the observer need not wait for it.
-		f := bulkhead.Submit(p, ctx, fn)
+		f := pool.Submit(ctx, p, fn)
 		select {
 		case <-f.Done():
 		case <-ctx.Done():

@@ -7,11 +7,12 @@ import (
 	"github.com/reactivex/rxgo/v2"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/single"
 )
 
 func ExampleFromPool() {
-	soap, _ := bulkhead.NewPool("legacy-soap", bulkhead.PoolConfig{MaxWorkers: 4, QueueCapacity: 16})
+	soap, _ := pool.New("legacy-soap", pool.Config{MaxWorkers: 4, QueueCapacity: 16, MaxQueueWait: bulkhead.NoTimeout})
 	defer soap.Close(context.Background())
 
 	// getQuote blocks and ignores contexts: it runs on the pool's workers.

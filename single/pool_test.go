@@ -10,14 +10,15 @@ import (
 	"github.com/reactivex/rxgo/v2"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/single"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // soapPool returns a pool that is drained and leak-checked at cleanup.
-func soapPool(t *testing.T, cfg bulkhead.PoolConfig) *bulkhead.Pool {
+func soapPool(t *testing.T, cfg pool.Config) *pool.Pool {
 	t.Helper()
-	p, err := bulkhead.NewPool("soap", cfg)
+	p, err := pool.New("soap", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func soapPool(t *testing.T, cfg bulkhead.PoolConfig) *bulkhead.Pool {
 
 func TestFromPoolEmitsTheValueComputedOnAWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := soapPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := soapPool(t, pool.Config{MaxWorkers: 1})
 		var calls atomic.Int32
 		s := single.FromPool(p, func(context.Context) (string, error) { calls.Add(1); return "quote", nil })
 		for range 2 { // observed afresh each time
@@ -44,13 +45,13 @@ func TestFromPoolEmitsTheValueComputedOnAWorker(t *testing.T) {
 
 func TestFromPoolEmitsTheErrorOfFnOrOfTheRejection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := soapPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+		p := soapPool(t, pool.Config{MaxWorkers: 1})
 		boom := errors.New("boom")
 		if it, _ := single.FromPool(p, func(context.Context) (int, error) { return 0, boom }).Get(); it.E != boom {
 			t.Fatalf("item %+v, want the error of fn", it)
 		}
 		release := make(chan struct{})
-		busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { <-release; return 0, nil })
+		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
 		it, _ := single.FromPool(p, func(context.Context) (int, error) { return 1, nil }).Get()
 		if !errors.Is(it.E, bulkhead.ErrBulkheadFull) {
 			t.Fatalf("item %+v from a full pool, want a *FullError", it)
@@ -62,9 +63,9 @@ func TestFromPoolEmitsTheErrorOfFnOrOfTheRejection(t *testing.T) {
 
 func TestFromPoolObservationEndingWithdrawsTheQueuedTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := soapPool(t, bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+		p := soapPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 		release := make(chan struct{})
-		busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { <-release; return 0, nil })
+		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
 		var ran atomic.Bool
 		ctx, cancel := context.WithCancel(context.Background())
 		ch := single.FromPool(p, func(context.Context) (int, error) { ran.Store(true); return 1, nil }).Observe(rxgo.WithContext(ctx))
@@ -89,7 +90,7 @@ func TestFromPoolObservationEndingWithdrawsTheQueuedTask(t *testing.T) {
 }
 
 func TestFromPoolPanicsOnNilArguments(t *testing.T) {
-	p := soapPool(t, bulkhead.PoolConfig{MaxWorkers: 1})
+	p := soapPool(t, pool.Config{MaxWorkers: 1})
 	for name, f := range map[string]func(){
 		"pool": func() { single.FromPool(nil, func(context.Context) (int, error) { return 0, nil }) },
 		"fn":   func() { single.FromPool[int](p, nil) },

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // ClosePool registers a t.Cleanup that closes p, draining it (Close with a
@@ -13,10 +13,10 @@ import (
 // failure names the pool and shows its metrics. Inside a testing/synctest
 // bubble the cleanup runs inside the bubble, so the drain waits on the
 // bubble's fake time. ClosePool panics if p is nil.
-func ClosePool(t testing.TB, p *bulkhead.Pool) {
+func ClosePool(t testing.TB, p *pool.Pool) {
 	t.Helper()
 	if p == nil {
-		panic("testkit: ClosePool called with a nil *bulkhead.Pool")
+		panic("testkit: ClosePool called with a nil *pool.Pool")
 	}
 	t.Cleanup(func() {
 		t.Helper()

@@ -4,21 +4,22 @@ import (
 	"context"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
-// CorePool is rxbulkhead's own goroutine-pool bulkhead, *bulkhead.Pool
+// CorePool is rxbulkhead's own goroutine-pool bulkhead, *pool.Pool
 // (MaxWorkers = CoreWorkers = n, started lazily; a queue of 1<<20 tasks). As
 // for Pool, a permit is a worker: the submitted task runs the caller's
 // continuation, then stays on its worker until Release.
 type CorePool struct {
-	p       *bulkhead.Pool
+	p       *pool.Pool
 	release chan struct{} // one token per Release; capacity n
 	closed  chan struct{} // closed by Close: holding tasks return
 }
 
 // NewCorePool returns a CorePool peer with n workers.
 func NewCorePool(n int) *CorePool {
-	p, err := bulkhead.NewPool("bench", bulkhead.PoolConfig{MaxWorkers: n, CoreWorkers: n, QueueCapacity: 1 << 20})
+	p, err := pool.New("bench", pool.Config{MaxWorkers: n, CoreWorkers: n, QueueCapacity: 1 << 20, MaxQueueWait: bulkhead.NoTimeout})
 	if err != nil {
 		panic(err)
 	}
@@ -47,7 +48,7 @@ func (c *CorePool) hold(f func(error)) func(context.Context) (struct{}, error) {
 // TryAcquire submits a holding task and withdraws it again if it was
 // queued: Cancel wins only against a task no worker has taken.
 func (c *CorePool) TryAcquire() bool {
-	f := bulkhead.Submit(c.p, context.Background(), c.hold(nil))
+	f := pool.Submit(context.Background(), c.p, c.hold(nil))
 	return f.Err() == bulkhead.ErrPending && !f.Cancel()
 }
 
@@ -55,7 +56,7 @@ func (c *CorePool) TryAcquire() bool {
 // ends; a task granted concurrently with ctx ending is given back.
 func (c *CorePool) Acquire(ctx context.Context) error {
 	ready := make(chan struct{})
-	f := bulkhead.Submit(c.p, context.Background(), c.hold(func(error) { close(ready) }))
+	f := pool.Submit(context.Background(), c.p, c.hold(func(error) { close(ready) }))
 	select {
 	case <-ready:
 		return nil
@@ -71,7 +72,7 @@ func (c *CorePool) Acquire(ctx context.Context) error {
 // AcquireAsync submits a task that runs f on a worker; a rejection (a full
 // queue) calls f with the error on the calling goroutine.
 func (c *CorePool) AcquireAsync(_ context.Context, f func(error)) {
-	fut := bulkhead.Submit(c.p, context.Background(), c.hold(f))
+	fut := pool.Submit(context.Background(), c.p, c.hold(f))
 	if err := fut.Err(); err != nil && err != bulkhead.ErrPending {
 		f(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // hub sends documents to partners through some kind of bulkhead.
@@ -132,36 +133,40 @@ func (h *registryHub) leaked() error {
 	return nil
 }
 
-// poolHub keeps one bulkhead.Pool per partner in a bulkhead.PoolRegistry:
+// poolHub keeps one pool.Pool per partner in a pool.Registry:
 // the "thread-pool bulkhead" of this library, for blocking code. A call
 // runs on one of the partner's workers (at most permits of them, started on
 // demand and then kept) and blocks it for the length of the call; a
 // document waiting for a worker is a record in the pool's bounded queue.
 type poolHub struct {
 	partners []*partner
-	pools    []*bulkhead.Pool
-	reg      *bulkhead.PoolRegistry
+	pools    []*pool.Pool
+	reg      *pool.Registry
 	rec      *recorder
 	stopping atomic.Bool
 }
 
-func newPoolHub(ps []*partner, cfg bulkhead.PoolConfig, rec *recorder) (*poolHub, error) {
-	h := &poolHub{partners: ps, reg: bulkhead.NewPoolRegistry(cfg), rec: rec}
+func newPoolHub(ps []*partner, cfg pool.Config, rec *recorder) (*poolHub, error) {
+	reg, err := pool.NewRegistry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := &poolHub{partners: ps, reg: reg, rec: rec}
 	for _, p := range ps {
-		pool, err := h.reg.Pool(p.name)
+		pl, err := h.reg.Get(p.name)
 		if err != nil {
 			return nil, err
 		}
-		h.pools = append(h.pools, pool)
+		h.pools = append(h.pools, pl)
 	}
 	return h, nil
 }
 
 func (h *poolHub) send(i int, sent time.Time, lat time.Duration) {
-	p, pool := h.partners[i], h.pools[i]
-	m := pool.Metrics()
+	p, pl := h.partners[i], h.pools[i]
+	m := pl.Metrics()
 	waited := m.QueueDepth > 0 || m.ActiveWorkers >= m.MaxWorkers
-	f := bulkhead.Submit(pool, context.Background(), func(context.Context) (struct{}, error) {
+	f := pool.Submit(context.Background(), pl, func(context.Context) (struct{}, error) {
 		if h.stopping.Load() {
 			return struct{}{}, nil // the run is over: do not call
 		}
@@ -187,9 +192,9 @@ func (h *poolHub) drain() {
 }
 
 func (h *poolHub) leaked() error {
-	for _, pool := range h.pools {
-		if m := pool.Metrics(); m.ActiveWorkers != 0 || m.QueueDepth != 0 || m.PoolSize != 0 {
-			return fmt.Errorf("pool %s leaked: %d workers, %d active, %d queued", pool.Name(), m.PoolSize, m.ActiveWorkers, m.QueueDepth)
+	for _, pl := range h.pools {
+		if m := pl.Metrics(); m.ActiveWorkers != 0 || m.QueueDepth != 0 || m.PoolSize != 0 {
+			return fmt.Errorf("pool %s leaked: %d workers, %d active, %d queued", pl.Name(), m.PoolSize, m.ActiveWorkers, m.QueueDepth)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // mode is the kind of bulkhead a run uses.
@@ -126,7 +127,7 @@ func simulate(m mode, ps []*partner, o options) (*result, error) {
 		}
 		h = rh
 	case poolMode:
-		ph, err := newPoolHub(ps, bulkhead.PoolConfig{MaxWorkers: o.permits, CoreWorkers: o.permits, QueueCapacity: o.queue, MaxQueueWait: o.maxWait}, rec)
+		ph, err := newPoolHub(ps, pool.Config{MaxWorkers: o.permits, CoreWorkers: o.permits, QueueCapacity: o.queue, MaxQueueWait: o.maxWait}, rec)
 		if err != nil {
 			return nil, err
 		}

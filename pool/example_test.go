@@ -1,4 +1,4 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
@@ -7,31 +7,33 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // legacyQuote stands for a blocking client that ignores contexts (a SOAP
 // library, a file transfer): the reason to use a Pool rather than a Semaphore.
 func legacyQuote(sku string) (float64, error) { return float64(len(sku)) * 1.5, nil }
 
-func ExampleNewPool() {
-	p, err := bulkhead.NewPool("legacy-soap", bulkhead.PoolConfig{
+func ExampleNew() {
+	p, err := pool.New("legacy-soap", pool.Config{
 		MaxWorkers:    4,  // what the SOAP endpoint can take at once
 		CoreWorkers:   1,  // kept while idle
 		QueueCapacity: 16, // beyond this, fail fast
 		KeepAlive:     30 * time.Second,
+		MaxQueueWait:  bulkhead.NoTimeout,
 	})
 	if err != nil {
 		panic(err)
 	}
 	defer p.Close(context.Background())
 
-	f := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (float64, error) {
+	f := pool.Submit(context.Background(), p, func(ctx context.Context) (float64, error) {
 		return legacyQuote("ABC-123")
 	})
 	price, err := f.Get(context.Background())
 	fmt.Println(price, err)
 
-	_, err = bulkhead.NewPool("bad", bulkhead.PoolConfig{MaxWorkers: 2, CoreWorkers: 5})
+	_, err = pool.New("bad", pool.Config{MaxWorkers: 2, CoreWorkers: 5})
 	fmt.Println(err)
 	// Output:
 	// 10.5 <nil>
@@ -39,7 +41,7 @@ func ExampleNewPool() {
 }
 
 func ExampleSubmit() {
-	p, _ := bulkhead.NewPool("sftp", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+	p, _ := pool.New("sftp", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 	defer p.Close(context.Background())
 
 	release := make(chan struct{})
@@ -49,16 +51,16 @@ func ExampleSubmit() {
 			return name + " sent", nil
 		}
 	}
-	running := bulkhead.Submit(p, context.Background(), transfer("a.edi"))
-	queued := bulkhead.Submit(p, context.Background(), transfer("b.edi"))
-	rejected := bulkhead.Submit(p, context.Background(), transfer("c.edi"))
+	running := pool.Submit(context.Background(), p, transfer("a.edi"))
+	queued := pool.Submit(context.Background(), p, transfer("b.edi"))
+	rejected := pool.Submit(context.Background(), p, transfer("c.edi"))
 
 	// Rejection is immediate: the caller never blocks.
 	fmt.Println(rejected.Err())
 	fmt.Println(errors.Is(rejected.Err(), bulkhead.ErrBulkheadFull))
 
 	close(release)
-	for _, f := range []*bulkhead.Future[string]{running, queued} {
+	for _, f := range []*pool.Future[string]{running, queued} {
 		fmt.Println(f.Get(context.Background()))
 	}
 	// Output:
@@ -69,11 +71,11 @@ func ExampleSubmit() {
 }
 
 func ExampleFuture_OnDone() {
-	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 2})
+	p, _ := pool.New("soap", pool.Config{MaxWorkers: 2})
 	defer p.Close(context.Background())
 
 	done := make(chan struct{})
-	f := bulkhead.Submit(p, context.Background(), func(context.Context) (float64, error) {
+	f := pool.Submit(context.Background(), p, func(context.Context) (float64, error) {
 		return legacyQuote("XYZ")
 	})
 	// Runs on the worker once the quote is there, or at once if it already is.
@@ -87,17 +89,17 @@ func ExampleFuture_OnDone() {
 }
 
 func ExampleFuture_Cancel() {
-	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+	p, _ := pool.New("soap", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 	defer p.Close(context.Background())
 
 	started, release := make(chan struct{}), make(chan struct{})
-	busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) {
+	busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) {
 		close(started)
 		<-release
 		return 1, nil
 	})
 	<-started
-	queued := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 2, nil })
+	queued := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 2, nil })
 
 	fmt.Println(queued.Cancel(), queued.Err(), queued.Ran())
 	close(release)
@@ -108,11 +110,11 @@ func ExampleFuture_Cancel() {
 }
 
 func ExampleFuture_Get() {
-	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+	p, _ := pool.New("soap", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 	defer p.Close(context.Background())
 
 	started, release := make(chan struct{}), make(chan struct{})
-	busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) {
+	busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) {
 		close(started)
 		<-release
 		return 1, nil
@@ -122,7 +124,7 @@ func ExampleFuture_Get() {
 	// The submission context bounds the wait in the queue: when it ends,
 	// the task is withdrawn without running.
 	ctx, cancel := context.WithCancel(context.Background())
-	queued := bulkhead.Submit(p, ctx, func(context.Context) (int, error) { return 2, nil })
+	queued := pool.Submit(ctx, p, func(context.Context) (int, error) { return 2, nil })
 	cancel()
 	_, err := queued.Get(context.Background())
 	fmt.Println(errors.Is(err, bulkhead.ErrCancelled), errors.Is(err, context.Canceled), queued.Ran())
@@ -135,43 +137,43 @@ func ExampleFuture_Get() {
 }
 
 func ExamplePool_Close() {
-	p, _ := bulkhead.NewPool("sftp", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+	p, _ := pool.New("sftp", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 
 	started := make(chan struct{})
-	stuck := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (string, error) {
+	stuck := pool.Submit(context.Background(), p, func(ctx context.Context) (string, error) {
 		close(started)
 		<-ctx.Done() // a transfer that honours its context
 		return "", context.Cause(ctx)
 	})
 	<-started
-	queued := bulkhead.Submit(p, context.Background(), func(context.Context) (string, error) { return "sent", nil })
+	queued := pool.Submit(context.Background(), p, func(context.Context) (string, error) { return "sent", nil })
 
 	// Close drains until its context ends, then cancels what is left. Here
 	// the context has already ended: cancel at once.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	fmt.Println("close:", p.Close(ctx))
-	fmt.Println("queued:", errors.Is(queued.Err(), bulkhead.ErrPoolClosed), errors.Is(queued.Err(), bulkhead.ErrCancelled))
+	fmt.Println("queued:", errors.Is(queued.Err(), pool.ErrClosed), errors.Is(queued.Err(), bulkhead.ErrCancelled))
 	_, err := stuck.Get(context.Background())
 	fmt.Println("running:", err)
 	fmt.Println("wait:", p.Close(context.Background()))
-	fmt.Println("after:", bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 0, nil }).Err())
+	fmt.Println("after:", pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 0, nil }).Err())
 	// Output:
 	// close: context canceled
 	// queued: true true
-	// running: bulkhead: pool closed
+	// running: pool: closed
 	// wait: <nil>
-	// after: bulkhead: pool closed
+	// after: pool: closed
 }
 
 func ExamplePool_OnEvent() {
-	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 1})
+	p, _ := pool.New("soap", pool.Config{MaxWorkers: 1})
 	defer p.Close(context.Background())
 	events := make(chan bulkhead.EventType, 4)
 	remove := p.OnEvent(func(e bulkhead.Event) { events <- e.Type })
 	defer remove()
 
-	f := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil })
+	f := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
 	<-f.Done()
 	fmt.Println(<-events, <-events)
 	// Output:
@@ -179,13 +181,13 @@ func ExamplePool_OnEvent() {
 }
 
 func ExamplePool_Metrics() {
-	p, _ := bulkhead.NewPool("soap", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 10})
+	p, _ := pool.New("soap", pool.Config{MaxWorkers: 2, QueueCapacity: 10, MaxQueueWait: bulkhead.NoTimeout})
 	defer p.Close(context.Background())
 
 	release := make(chan struct{})
-	var fs []*bulkhead.Future[int]
+	var fs []*pool.Future[int]
 	for range 5 {
-		fs = append(fs, bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) {
+		fs = append(fs, pool.Submit(context.Background(), p, func(context.Context) (int, error) {
 			<-release
 			return 0, nil
 		}))
@@ -200,13 +202,16 @@ func ExamplePool_Metrics() {
 	// workers 2/2, queue 3/10, room for 7
 }
 
-func ExampleNewPoolRegistry() {
-	r := bulkhead.NewPoolRegistry(bulkhead.DefaultPoolConfig(),
-		bulkhead.WithPoolConfig("slow-partner", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 5}))
+func ExampleNewRegistry() {
+	r, err := pool.NewRegistry(pool.DefaultConfig(),
+		pool.WithConfig("slow-partner", pool.Config{MaxWorkers: 2, QueueCapacity: 5, MaxQueueWait: bulkhead.NoTimeout}))
+	if err != nil {
+		panic(err)
+	}
 	defer r.Close(context.Background())
 
-	soap, _ := r.PoolWithConfig("walmart-soap", "slow-partner")
-	same, _ := r.Pool("walmart-soap") // an existing pool keeps its configuration
+	soap, _ := r.GetWithConfig("walmart-soap", "slow-partner")
+	same, _ := r.Get("walmart-soap") // an existing pool keeps its configuration
 	fmt.Println(soap == same, same.Config().MaxWorkers)
 	// Output:
 	// true 2

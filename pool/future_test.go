@@ -1,4 +1,4 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 func TestFutureDeliversValueAndErrorToEveryCallbackOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		g := newPoolGate(t)
 		boom := errors.New("boom")
-		f := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (int, error) {
+		f := pool.Submit(context.Background(), p, func(ctx context.Context) (int, error) {
 			<-g.c
 			return 42, boom
 		})
@@ -44,9 +45,9 @@ func TestFutureDeliversValueAndErrorToEveryCallbackOnce(t *testing.T) {
 
 func TestGetReturnsCtxErrWithoutAffectingTheTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		g := newPoolGate(t)
-		f := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 5))
+		f := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 5))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if v, err := f.Get(ctx); v != 0 || err != context.DeadlineExceeded {
@@ -61,21 +62,21 @@ func TestGetReturnsCtxErrWithoutAffectingTheTask(t *testing.T) {
 
 func TestTaskPanicBecomesPanicErrorAndWorkerSurvives(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, CoreWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, CoreWorkers: 1})
 		cause := errors.New("legacy client exploded")
-		f := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { panic(cause) })
-		var pe *bulkhead.PanicError
+		f := pool.Submit(context.Background(), p, func(context.Context) (int, error) { panic(cause) })
+		var pe *pool.PanicError
 		if _, err := f.Get(context.Background()); !errors.As(err, &pe) || !errors.Is(err, cause) || !strings.Contains(string(pe.Stack), "TestTaskPanicBecomesPanicErrorAndWorkerSurvives") {
 			t.Fatalf("Err() = %v, want a *PanicError wrapping the value with the stack", err)
 		}
-		if msg := pe.Error(); msg != "bulkhead: task panicked: legacy client exploded" {
+		if msg := pe.Error(); msg != "pool: task panicked: legacy client exploded" {
 			t.Fatalf("message %q", msg)
 		}
 		synctest.Wait()
 		if n := p.Metrics().PoolSize; n != 1 {
 			t.Fatalf("%d workers after a panic, want the worker kept", n)
 		}
-		if v, err := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); v != 1 || err != nil {
+		if v, err := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); v != 1 || err != nil {
 			t.Fatalf("task after a panic: %v, %v", v, err)
 		}
 	})
@@ -83,11 +84,11 @@ func TestTaskPanicBecomesPanicErrorAndWorkerSurvives(t *testing.T) {
 
 func TestCallbackMaySubmitToTheSamePool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
-		second := make(chan *bulkhead.Future[int], 1)
-		bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil }).
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
+		second := make(chan *pool.Future[int], 1)
+		pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil }).
 			OnDone(func(v int, _ error) {
-				second <- bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return v + 1, nil })
+				second <- pool.Submit(context.Background(), p, func(context.Context) (int, error) { return v + 1, nil })
 			})
 		if v, err := (<-second).Get(context.Background()); v != 2 || err != nil {
 			t.Fatalf("Get = %v, %v", v, err)

@@ -1,4 +1,4 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // TestPoolStress hammers submission, dispatch, withdrawal (context end and
@@ -22,26 +23,26 @@ import (
 func TestPoolStress(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  bulkhead.PoolConfig
+		cfg  pool.Config
 	}{
-		{"keepalive-0", bulkhead.PoolConfig{MaxWorkers: 4, CoreWorkers: 1, QueueCapacity: 8}},
-		{"keepalive-timer", bulkhead.PoolConfig{MaxWorkers: 4, CoreWorkers: 0, QueueCapacity: 8, KeepAlive: 20 * time.Microsecond, MaxQueueWait: 50 * time.Microsecond}},
-		{"no-queue", bulkhead.PoolConfig{MaxWorkers: 3, CoreWorkers: 3, KeepAlive: time.Hour}},
+		{"keepalive-0", pool.Config{MaxWorkers: 4, CoreWorkers: 1, QueueCapacity: 8, MaxQueueWait: bulkhead.NoTimeout}},
+		{"keepalive-timer", pool.Config{MaxWorkers: 4, CoreWorkers: 0, QueueCapacity: 8, KeepAlive: 20 * time.Microsecond, MaxQueueWait: 50 * time.Microsecond}},
+		{"no-queue", pool.Config{MaxWorkers: 3, CoreWorkers: 3, KeepAlive: time.Hour}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { poolStress(t, tc.cfg, false) })
 	}
 	t.Run("close-while-hammering", func(t *testing.T) {
-		poolStress(t, bulkhead.PoolConfig{MaxWorkers: 4, CoreWorkers: 2, QueueCapacity: 8, KeepAlive: time.Hour}, true)
+		poolStress(t, pool.Config{MaxWorkers: 4, CoreWorkers: 2, QueueCapacity: 8, KeepAlive: time.Hour, MaxQueueWait: bulkhead.NoTimeout}, true)
 	})
 }
 
-func poolStress(t *testing.T, cfg bulkhead.PoolConfig, closeEarly bool) {
+func poolStress(t *testing.T, cfg pool.Config, closeEarly bool) {
 	const (
 		submitters = 8
 		perWorker  = 1200
 		batch      = 4 // futures in flight per submitter
 	)
-	p, err := bulkhead.NewPool("stress", cfg)
+	p, err := pool.New("stress", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +98,12 @@ func poolStress(t *testing.T, cfg bulkhead.PoolConfig, closeEarly bool) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 42))
 			for range perWorker / batch {
-				var fs [batch]*bulkhead.Future[int]
+				var fs [batch]*pool.Future[int]
 				var cancels [batch]context.CancelFunc
 				for i := range batch {
 					ctx, cancel := context.WithCancel(context.Background())
 					cancels[i] = cancel
-					f := bulkhead.Submit(p, ctx, func(ctx context.Context) (int, error) {
+					f := pool.Submit(ctx, p, func(ctx context.Context) (int, error) {
 						n := running.Add(1)
 						for {
 							m := maxRunning.Load()
@@ -151,7 +152,7 @@ func poolStress(t *testing.T, cfg bulkhead.PoolConfig, closeEarly bool) {
 						withdrawn.Add(1)
 					case errors.Is(err, bulkhead.ErrBulkheadFull):
 						rejected.Add(1)
-					case err == bulkhead.ErrPoolClosed:
+					case err == pool.ErrClosed:
 						closedRejections.Add(1)
 					default:
 						t.Errorf("unexpected outcome %v", err)

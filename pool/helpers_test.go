@@ -1,11 +1,11 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
 	"sync"
 	"testing"
 
-	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
@@ -13,9 +13,9 @@ import (
 // waiting for every task (a test that leaves a task blocked fails: inside a
 // synctest bubble as a deadlock), and checks that no worker is left and
 // nothing is queued.
-func newTestPool(t testing.TB, name string, cfg bulkhead.PoolConfig, opts ...bulkhead.Option) *bulkhead.Pool {
+func newTestPool(t testing.TB, name string, cfg pool.Config, opts ...pool.Option) *pool.Pool {
 	t.Helper()
-	p, err := bulkhead.NewPool(name, cfg, opts...)
+	p, err := pool.New(name, cfg, opts...)
 	if err != nil {
 		t.Fatalf("NewPool(%q, %+v): %v", name, cfg, err)
 	}

@@ -1,4 +1,4 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // executor is the tiny interface the pool benchmarks compare through: submit
@@ -17,10 +18,10 @@ type executor interface {
 	close()
 }
 
-type poolExecutor struct{ p *bulkhead.Pool }
+type poolExecutor struct{ p *pool.Pool }
 
 func (e poolExecutor) submit(fn func() int) func() int {
-	f := bulkhead.Submit(e.p, context.Background(), func(context.Context) (int, error) { return fn(), nil })
+	f := pool.Submit(context.Background(), e.p, func(context.Context) (int, error) { return fn(), nil })
 	return func() int { <-f.Done(); return f.Value() }
 }
 
@@ -67,7 +68,7 @@ func BenchmarkPoolSubmitRun(b *testing.B) {
 			b.Run(fmt.Sprintf("workers=%d/%s", workers, kind), func(b *testing.B) {
 				var e executor
 				if kind == "pool" {
-					p, err := bulkhead.NewPool("bench", bulkhead.PoolConfig{MaxWorkers: workers, CoreWorkers: workers, QueueCapacity: window})
+					p, err := pool.New("bench", pool.Config{MaxWorkers: workers, CoreWorkers: workers, QueueCapacity: window, MaxQueueWait: bulkhead.NoTimeout})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -129,22 +130,22 @@ func BenchmarkPoolQueuedTaskMemory(b *testing.B) {
 // bytes and goroutines they added, then lets them run.
 func poolQueueRound(b *testing.B, n int, cancellable bool) (heap, goroutines float64) {
 	b.StopTimer()
-	p, err := bulkhead.NewPool("bench", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: n})
+	p, err := pool.New("bench", pool.Config{MaxWorkers: 1, QueueCapacity: n, MaxQueueWait: bulkhead.NoTimeout})
 	if err != nil {
 		b.Fatal(err)
 	}
 	release := make(chan struct{})
-	busy := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { <-release; return 0, nil })
+	busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if cancellable {
 		ctx, cancel = context.WithCancel(ctx)
 	}
 	task := func(context.Context) (int, error) { return 1, nil }
-	fs := make([]*bulkhead.Future[int], n)
+	fs := make([]*pool.Future[int], n)
 	before, goroutinesBefore := heapInUse(), runtime.NumGoroutine()
 	b.StartTimer()
 	for i := range fs {
-		fs[i] = bulkhead.Submit(p, ctx, task)
+		fs[i] = pool.Submit(ctx, p, task)
 	}
 	b.StopTimer()
 	after, goroutinesAfter := heapInUse(), runtime.NumGoroutine()
@@ -167,13 +168,13 @@ func poolQueueRound(b *testing.B, n int, cancellable bool) (heap, goroutines flo
 // task's cancellable context).
 func BenchmarkPoolSubmitRunDirect(b *testing.B) {
 	const window = 256
-	p, err := bulkhead.NewPool("bench", bulkhead.PoolConfig{MaxWorkers: 4, CoreWorkers: 4, QueueCapacity: window})
+	p, err := pool.New("bench", pool.Config{MaxWorkers: 4, CoreWorkers: 4, QueueCapacity: window, MaxQueueWait: bulkhead.NoTimeout})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer p.Close(context.Background())
 	task := func(context.Context) (int, error) { return 1, nil }
-	var ring [window]*bulkhead.Future[int]
+	var ring [window]*pool.Future[int]
 	b.ReportAllocs()
 	b.ResetTimer()
 	sum := 0
@@ -182,7 +183,7 @@ func BenchmarkPoolSubmitRunDirect(b *testing.B) {
 			<-f.Done()
 			sum += f.Value()
 		}
-		ring[i%window] = bulkhead.Submit(p, context.Background(), task)
+		ring[i%window] = pool.Submit(context.Background(), p, task)
 	}
 	for _, f := range ring {
 		if f != nil {
@@ -193,4 +194,13 @@ func BenchmarkPoolSubmitRunDirect(b *testing.B) {
 	if sum != b.N {
 		b.Fatalf("%d tasks ran, want %d", sum, b.N)
 	}
+}
+
+// heapInUse is the live heap after two collections.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

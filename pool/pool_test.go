@@ -1,4 +1,4 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestDefaultPoolConfigMatchesResilience4j(t *testing.T) {
-	cfg := bulkhead.DefaultPoolConfig()
+	cfg := pool.DefaultConfig()
 	n := runtime.NumCPU()
-	want := bulkhead.PoolConfig{MaxWorkers: n, CoreWorkers: max(n-1, 1), QueueCapacity: 100, KeepAlive: 20 * time.Millisecond}
+	want := pool.Config{MaxWorkers: n, CoreWorkers: max(n-1, 1), QueueCapacity: 100, KeepAlive: 20 * time.Millisecond, MaxQueueWait: bulkhead.NoTimeout}
 	if cfg != want {
 		t.Fatalf("DefaultPoolConfig() = %+v, want %+v", cfg, want)
 	}
@@ -29,23 +30,23 @@ func TestDefaultPoolConfigMatchesResilience4j(t *testing.T) {
 }
 
 func TestNewPoolRejectsInvalidConfigNamingFieldAndValue(t *testing.T) {
-	valid := bulkhead.PoolConfig{MaxWorkers: 2, CoreWorkers: 1, QueueCapacity: 1}
+	valid := pool.Config{MaxWorkers: 2, CoreWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout}
 	for _, tc := range []struct {
-		edit  func(*bulkhead.PoolConfig)
+		edit  func(*pool.Config)
 		field string
 		value string
 	}{
-		{func(c *bulkhead.PoolConfig) { c.MaxWorkers = 0 }, "MaxWorkers", "0"},
-		{func(c *bulkhead.PoolConfig) { c.CoreWorkers = -1 }, "CoreWorkers", "-1"},
-		{func(c *bulkhead.PoolConfig) { c.CoreWorkers = 3 }, "CoreWorkers", "3"},
-		{func(c *bulkhead.PoolConfig) { c.QueueCapacity = -5 }, "QueueCapacity", "-5"},
-		{func(c *bulkhead.PoolConfig) { c.KeepAlive = -time.Second }, "KeepAlive", "-1s"},
-		{func(c *bulkhead.PoolConfig) { c.MaxQueueWait = -time.Millisecond }, "MaxQueueWait", "-1ms"},
+		{func(c *pool.Config) { c.MaxWorkers = 0 }, "MaxWorkers", "0"},
+		{func(c *pool.Config) { c.CoreWorkers = -1 }, "CoreWorkers", "-1"},
+		{func(c *pool.Config) { c.CoreWorkers = 3 }, "CoreWorkers", "3"},
+		{func(c *pool.Config) { c.QueueCapacity = -5 }, "QueueCapacity", "-5"},
+		{func(c *pool.Config) { c.KeepAlive = -time.Second }, "KeepAlive", "-1s"},
+		{func(c *pool.Config) { c.MaxQueueWait = -time.Millisecond }, "MaxQueueWait", "-1ms"},
 	} {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
 			cfg := valid
 			tc.edit(&cfg)
-			p, err := bulkhead.NewPool("legacy-soap", cfg)
+			p, err := pool.New("legacy-soap", cfg)
 			if p != nil || err == nil {
 				t.Fatalf("NewPool(%+v) = %v, %v; want an error", cfg, p, err)
 			}
@@ -66,21 +67,21 @@ func TestNewPoolRejectsInvalidConfigNamingFieldAndValue(t *testing.T) {
 }
 
 func TestNewPoolRejectsEmptyNameAndNilClock(t *testing.T) {
-	if _, err := bulkhead.NewPool("", bulkhead.DefaultPoolConfig()); err == nil {
+	if _, err := pool.New("", pool.DefaultConfig()); err == nil {
 		t.Error("NewPool with an empty name succeeded")
 	}
-	if _, err := bulkhead.NewPool("p", bulkhead.DefaultPoolConfig(), bulkhead.WithClock(nil)); err == nil || !strings.Contains(err.Error(), "clock") {
+	if _, err := pool.New("p", pool.DefaultConfig(), pool.WithClock(nil)); err == nil || !strings.Contains(err.Error(), "clock") {
 		t.Errorf("NewPool with a nil clock: err = %v, want one naming the clock", err)
 	}
 }
 
 func TestSubmitPanicsOnNilArguments(t *testing.T) {
-	p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+	p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 	fn := func(context.Context) (int, error) { return 0, nil }
 	for name, call := range map[string]func(){
-		"nil pool": func() { bulkhead.Submit(nil, context.Background(), fn) },
-		"nil ctx":  func() { bulkhead.Submit(p, nil, fn) }, //nolint:staticcheck // the nil context is the point
-		"nil func": func() { bulkhead.Submit[int](p, context.Background(), nil) },
+		"nil pool": func() { pool.Submit(context.Background(), nil, fn) },
+		"nil ctx":  func() { pool.Submit(nil, p, fn) }, //nolint:staticcheck // the nil context is the point
+		"nil func": func() { pool.Submit[int](context.Background(), p, nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -95,12 +96,12 @@ func TestSubmitPanicsOnNilArguments(t *testing.T) {
 
 func TestPoolStartsWorkerPerConcurrentTaskUpToMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 3, CoreWorkers: 1, QueueCapacity: 10, KeepAlive: time.Minute})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 3, CoreWorkers: 1, QueueCapacity: 10, KeepAlive: time.Minute, MaxQueueWait: bulkhead.NoTimeout})
 		g := newPoolGate(t)
 		var running atomic.Int32
-		fs := make([]*bulkhead.Future[int], 5)
+		fs := make([]*pool.Future[int], 5)
 		for i := range fs {
-			fs[i] = bulkhead.Submit(p, context.Background(), func(ctx context.Context) (int, error) {
+			fs[i] = pool.Submit(context.Background(), p, func(ctx context.Context) (int, error) {
 				running.Add(1)
 				defer running.Add(-1)
 				return poolTaskWaitingOn(g, i)(ctx)
@@ -109,7 +110,7 @@ func TestPoolStartsWorkerPerConcurrentTaskUpToMax(t *testing.T) {
 		synctest.Wait()
 		// Not ThreadPoolExecutor's rule (grow only when the queue is full):
 		// workers start while below MaxWorkers, and only then tasks queue.
-		want := bulkhead.PoolMetrics{ActiveWorkers: 3, PoolSize: 3, CoreWorkers: 1, MaxWorkers: 3, QueueDepth: 2, QueueCapacity: 10, RemainingQueueCapacity: 8}
+		want := pool.Metrics{ActiveWorkers: 3, PoolSize: 3, CoreWorkers: 1, MaxWorkers: 3, QueueDepth: 2, QueueCapacity: 10, RemainingQueueCapacity: 8}
 		if m := p.Metrics(); m != want {
 			t.Fatalf("Metrics() = %+v, want %+v", m, want)
 		}
@@ -127,13 +128,13 @@ func TestPoolStartsWorkerPerConcurrentTaskUpToMax(t *testing.T) {
 
 func TestQueuedTasksRunInFIFOOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 10})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 10, MaxQueueWait: bulkhead.NoTimeout})
 		g := newPoolGate(t)
-		first := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, -1))
+		first := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, -1))
 		var order []int // written by the single worker only
-		var fs []*bulkhead.Future[int]
+		var fs []*pool.Future[int]
 		for i := range 5 {
-			fs = append(fs, bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) {
+			fs = append(fs, pool.Submit(context.Background(), p, func(context.Context) (int, error) {
 				order = append(order, i)
 				return i, nil
 			}))
@@ -153,13 +154,13 @@ func TestQueuedTasksRunInFIFOOrder(t *testing.T) {
 
 func TestFullQueueRejectsAtOnceWithFullError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "walmart", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+		p := newTestPool(t, "walmart", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
-		running := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
-		queued := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
+		running := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
+		queued := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
 		var ran atomic.Bool
-		rejected := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { ran.Store(true); return 3, nil })
+		rejected := pool.Submit(context.Background(), p, func(context.Context) (int, error) { ran.Store(true); return 3, nil })
 		select {
 		case <-rejected.Done():
 		default:
@@ -173,7 +174,7 @@ func TestFullQueueRejectsAtOnceWithFullError(t *testing.T) {
 			t.Fatal("a rejected task reports it ran, has a value, or can be cancelled")
 		}
 		g.open()
-		for _, f := range []*bulkhead.Future[int]{running, queued} {
+		for _, f := range []*pool.Future[int]{running, queued} {
 			if _, err := f.Get(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -190,10 +191,10 @@ func TestFullQueueRejectsAtOnceWithFullError(t *testing.T) {
 
 func TestZeroQueueCapacityRunsOrRejects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		g := newPoolGate(t)
-		a := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
-		b := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
+		a := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
+		b := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
 		if !errors.Is(b.Err(), bulkhead.ErrBulkheadFull) {
 			t.Fatalf("second task with no queue: Err() = %v, want rejection", b.Err())
 		}
@@ -207,15 +208,15 @@ func TestZeroQueueCapacityRunsOrRejects(t *testing.T) {
 func TestEventsOfARunningTaskArePermittedThenFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		p := newTestPool(t, "edi", bulkhead.PoolConfig{MaxWorkers: 2, QueueCapacity: 1})
+		p := newTestPool(t, "edi", pool.Config{MaxWorkers: 2, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
-		var fs []*bulkhead.Future[int]
+		var fs []*pool.Future[int]
 		for i := range 3 {
-			fs = append(fs, bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, i)))
+			fs = append(fs, pool.Submit(context.Background(), p, poolTaskWaitingOn(g, i)))
 		}
 		synctest.Wait() // the workers have published CallPermitted
-		fs = append(fs, bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 3)))
+		fs = append(fs, pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 3)))
 		if want := []string{"permitted", "permitted", "rejected(queue full)"}; !slices.Equal(events.Strings(), want) {
 			t.Fatalf("events %v, want %v", events.Strings(), want)
 		}
@@ -237,9 +238,9 @@ func TestEventsOfARunningTaskArePermittedThenFinished(t *testing.T) {
 
 func TestPanickingListenerDoesNotBreakThePool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		t.Cleanup(p.OnEvent(func(bulkhead.Event) { panic("listener") }))
-		if v, err := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); v != 1 || err != nil {
+		if v, err := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); v != 1 || err != nil {
 			t.Fatalf("Get = %v, %v", v, err)
 		}
 	})

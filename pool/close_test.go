@@ -1,4 +1,4 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestCloseDrainsQueuedAndRunningTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 2, CoreWorkers: 2, QueueCapacity: 5, KeepAlive: time.Minute})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 2, CoreWorkers: 2, QueueCapacity: 5, KeepAlive: time.Minute, MaxQueueWait: bulkhead.NoTimeout})
 		g := newPoolGate(t)
-		var fs []*bulkhead.Future[int]
+		var fs []*pool.Future[int]
 		for i := range 6 {
-			fs = append(fs, bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, i)))
+			fs = append(fs, pool.Submit(context.Background(), p, poolTaskWaitingOn(g, i)))
 		}
 		closed := make(chan error, 1)
 		go func() { closed <- p.Close(context.Background()) }()
@@ -28,8 +29,8 @@ func TestCloseDrainsQueuedAndRunningTasks(t *testing.T) {
 			t.Fatalf("Close returned %v while tasks were still running", err)
 		default:
 		}
-		late := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 99))
-		if late.Err() != bulkhead.ErrPoolClosed {
+		late := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 99))
+		if late.Err() != pool.ErrClosed {
 			t.Fatalf("Submit during Close: Err() = %v, want ErrPoolClosed", late.Err())
 		}
 		g.open()
@@ -49,14 +50,14 @@ func TestCloseDrainsQueuedAndRunningTasks(t *testing.T) {
 
 func TestCloseCancelsWhenItsContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 2})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 2, MaxQueueWait: bulkhead.NoTimeout})
 		events := testkit.RecordEvents(t, p)
-		running := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (int, error) {
+		running := pool.Submit(context.Background(), p, func(ctx context.Context) (int, error) {
 			<-ctx.Done()
 			return 1, context.Cause(ctx)
 		})
 		synctest.Wait()
-		queued := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { panic("must not run") })
+		queued := pool.Submit(context.Background(), p, func(context.Context) (int, error) { panic("must not run") })
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
@@ -66,10 +67,10 @@ func TestCloseCancelsWhenItsContextEnds(t *testing.T) {
 		if waited := time.Since(start); waited != time.Second {
 			t.Fatalf("Close gave up after %v, want 1s", waited)
 		}
-		if err := queued.Err(); !errors.Is(err, bulkhead.ErrCancelled) || !errors.Is(err, bulkhead.ErrPoolClosed) || queued.Ran() {
+		if err := queued.Err(); !errors.Is(err, bulkhead.ErrCancelled) || !errors.Is(err, pool.ErrClosed) || queued.Ran() {
 			t.Fatalf("queued task: Err() = %v (ran %v), want a withdrawal matching ErrCancelled and ErrPoolClosed", err, queued.Ran())
 		}
-		if v, err := running.Get(context.Background()); v != 1 || err != bulkhead.ErrPoolClosed {
+		if v, err := running.Get(context.Background()); v != 1 || err != pool.ErrClosed {
 			t.Fatalf("running task: %v, %v; want its context cancelled with cause ErrPoolClosed", v, err)
 		}
 		if err := p.Close(context.Background()); err != nil {
@@ -83,9 +84,9 @@ func TestCloseCancelsWhenItsContextEnds(t *testing.T) {
 
 func TestCloseWithDoneContextCancelsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		started := make(chan struct{})
-		f := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (int, error) {
+		f := pool.Submit(context.Background(), p, func(ctx context.Context) (int, error) {
 			close(started)
 			<-ctx.Done()
 			return 0, ctx.Err()
@@ -104,8 +105,8 @@ func TestCloseWithDoneContextCancelsAtOnce(t *testing.T) {
 
 func TestCloseOfIdlePoolReturnsAtOnceAndIsIdempotent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 2, CoreWorkers: 2, KeepAlive: time.Hour})
-		if _, err := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); err != nil {
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 2, CoreWorkers: 2, KeepAlive: time.Hour})
+		if _, err := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait() // the worker is idle

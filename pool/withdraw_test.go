@@ -1,4 +1,4 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
@@ -12,18 +12,19 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestCtxEndingWhileQueuedWithdrawsTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
-		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
+		busy := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
 		ctx, cancel := context.WithCancel(context.Background())
 		var ran atomic.Bool
-		queued := bulkhead.Submit(p, ctx, func(context.Context) (int, error) { ran.Store(true); return 2, nil })
+		queued := pool.Submit(ctx, p, func(context.Context) (int, error) { ran.Store(true); return 2, nil })
 		synctest.Wait()
 		if d := p.Metrics().QueueDepth; d != 1 {
 			t.Fatalf("QueueDepth = %d, want 1", d)
@@ -34,7 +35,7 @@ func TestCtxEndingWhileQueuedWithdrawsTask(t *testing.T) {
 		if !errors.Is(err, bulkhead.ErrCancelled) || !errors.Is(err, context.Canceled) || errors.Is(err, bulkhead.ErrBulkheadFull) {
 			t.Fatalf("Err() = %v, want one matching ErrCancelled and context.Canceled", err)
 		}
-		if msg := err.Error(); msg != "bulkhead 'p': task withdrawn before it ran: context canceled" {
+		if msg := err.Error(); msg != `pool "p": task withdrawn before it ran: context canceled` {
 			t.Fatalf("message %q", msg)
 		}
 		if queued.Ran() {
@@ -58,13 +59,13 @@ func TestCtxEndingWhileQueuedWithdrawsTask(t *testing.T) {
 
 func TestCtxDeadlineBoundsTheWaitInTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
 		g := newPoolGate(t)
-		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
+		busy := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		queued := bulkhead.Submit(p, ctx, poolTaskWaitingOn(g, 2))
+		queued := pool.Submit(ctx, p, poolTaskWaitingOn(g, 2))
 		<-queued.Done()
 		if waited := time.Since(start); waited != 50*time.Millisecond {
 			t.Fatalf("withdrawn after %v, want exactly the deadline (50ms)", waited)
@@ -79,14 +80,14 @@ func TestCtxDeadlineBoundsTheWaitInTheQueue(t *testing.T) {
 
 func TestMaxQueueWaitRejectsWithWaitTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 3, MaxQueueWait: time.Second})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 3, MaxQueueWait: time.Second})
 		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
-		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 0))
+		busy := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 0))
 		start := time.Now()
-		early := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
+		early := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
 		time.Sleep(300 * time.Millisecond)
-		late := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
+		late := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
 		<-early.Done()
 		if waited := time.Since(start); waited != time.Second {
 			t.Fatalf("first queued task expired after %v, want 1s", waited)
@@ -116,10 +117,10 @@ func TestMaxQueueWaitRejectsWithWaitTimeout(t *testing.T) {
 
 func TestMaxQueueWaitDoesNotLimitRunningTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: time.Second})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: time.Second})
 		g := newPoolGate(t)
-		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 0))
-		next := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
+		busy := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 0))
+		next := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
 		time.Sleep(500 * time.Millisecond)
 		g.open() // next leaves the queue before its deadline, then runs
 		if v, err := next.Get(context.Background()); v != 1 || err != nil {
@@ -133,10 +134,10 @@ func TestMaxQueueWaitDoesNotLimitRunningTasks(t *testing.T) {
 
 func TestCtxEndingWhileRunningCancelsTaskContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), poolCtxKey{}, "v"))
 		started := make(chan struct{})
-		f := bulkhead.Submit(p, ctx, func(ctx context.Context) (string, error) {
+		f := pool.Submit(ctx, p, func(ctx context.Context) (string, error) {
 			close(started)
 			<-ctx.Done()
 			return ctx.Value(poolCtxKey{}).(string), context.Cause(ctx)
@@ -155,11 +156,11 @@ type poolCtxKey struct{}
 
 func TestSubmitWithDoneCtxDoesNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		events := testkit.RecordEvents(t, p)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		f := bulkhead.Submit(p, ctx, func(context.Context) (int, error) { panic("must not run") })
+		f := pool.Submit(ctx, p, func(context.Context) (int, error) { panic("must not run") })
 		if err := f.Err(); !errors.Is(err, bulkhead.ErrCancelled) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("Err() = %v, want a withdrawal", err)
 		}
@@ -172,12 +173,12 @@ func TestSubmitWithDoneCtxDoesNotRun(t *testing.T) {
 
 func TestFutureCancelWithdrawsQueuedTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 2})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 2, MaxQueueWait: bulkhead.NoTimeout})
 		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
-		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 0))
+		busy := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 0))
 		synctest.Wait()
-		queued := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { panic("must not run") })
+		queued := pool.Submit(context.Background(), p, func(context.Context) (int, error) { panic("must not run") })
 		var got []error
 		queued.OnDone(func(_ int, err error) { got = append(got, err) })
 		if !queued.Cancel() {
@@ -203,9 +204,9 @@ func TestFutureCancelWithdrawsQueuedTask(t *testing.T) {
 
 func TestFutureCancelWhileRunningCancelsTaskContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		started := make(chan struct{})
-		f := bulkhead.Submit(p, context.Background(), func(ctx context.Context) (int, error) {
+		f := pool.Submit(context.Background(), p, func(ctx context.Context) (int, error) {
 			close(started)
 			<-ctx.Done()
 			return 7, context.Cause(ctx)
@@ -238,10 +239,10 @@ func (c *poolCtxEndingAfterSubmit) Err() error {
 
 func TestCtxEndingBeforeTheWorkerStartsWithdrawsTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		events := testkit.RecordEvents(t, p)
 		ctx := &poolCtxEndingAfterSubmit{Context: context.Background()}
-		f := bulkhead.Submit(p, ctx, func(context.Context) (int, error) { panic("must not run") })
+		f := pool.Submit(ctx, p, func(context.Context) (int, error) { panic("must not run") })
 		<-f.Done()
 		if err := f.Err(); !errors.Is(err, bulkhead.ErrCancelled) || !errors.Is(err, context.Canceled) || f.Ran() {
 			t.Fatalf("Err() = %v (ran %v), want a withdrawal wrapping context.Canceled", err, f.Ran())
@@ -256,9 +257,9 @@ func TestCtxEndingBeforeTheWorkerStartsWithdrawsTask(t *testing.T) {
 func TestQueuedTasksCostNoGoroutineAndShareOneTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clock := testkit.NewVirtualClock(time.Unix(0, 0))
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 1, QueueCapacity: 100, MaxQueueWait: time.Minute}, bulkhead.WithClock(clock))
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 100, MaxQueueWait: time.Minute}, pool.WithClock(clock))
 		g := newPoolGate(t)
-		busy := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 0))
+		busy := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 0))
 		synctest.Wait()
 		goroutines := poolGoroutines()
 		if goroutines != 1 {
@@ -266,10 +267,10 @@ func TestQueuedTasksCostNoGoroutineAndShareOneTimer(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var fs []*bulkhead.Future[int]
+		var fs []*pool.Future[int]
 		for i := range 100 {
 			clock.Advance(time.Millisecond) // every task has its own deadline
-			fs = append(fs, bulkhead.Submit(p, ctx, poolTaskWaitingOn(g, i)))
+			fs = append(fs, pool.Submit(ctx, p, poolTaskWaitingOn(g, i)))
 		}
 		synctest.Wait()
 		if n := poolGoroutines() - goroutines; n != 0 {
@@ -311,7 +312,7 @@ func poolGoroutines() int {
 	}
 	count := 0
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "bulkhead.(*Pool)") {
+		if strings.Contains(g, "bulkhead/pool.(*Pool)") {
 			count++
 		}
 	}

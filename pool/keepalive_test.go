@@ -1,4 +1,4 @@
-package bulkhead_test
+package pool_test
 
 import (
 	"context"
@@ -7,17 +7,18 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 func TestPoolStartsWorkersLazilyAndReusesIdleOnes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 4, CoreWorkers: 4, QueueCapacity: 1, KeepAlive: time.Minute})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 4, CoreWorkers: 4, QueueCapacity: 1, KeepAlive: time.Minute, MaxQueueWait: bulkhead.NoTimeout})
 		if m := p.Metrics(); m.PoolSize != 0 {
 			t.Fatalf("a new pool has %d workers, want 0", m.PoolSize)
 		}
 		for i := range 3 {
-			f := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return i, nil })
+			f := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return i, nil })
 			if v, err := f.Get(context.Background()); v != i || err != nil {
 				t.Fatalf("task %d: Get = %v, %v", i, v, err)
 			}
@@ -34,11 +35,11 @@ func TestPoolStartsWorkersLazilyAndReusesIdleOnes(t *testing.T) {
 
 func TestIdleWorkersAboveCoreRetireAfterKeepAlive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 3, CoreWorkers: 1, KeepAlive: time.Second})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 3, CoreWorkers: 1, KeepAlive: time.Second})
 		g := newPoolGate(t)
-		var fs []*bulkhead.Future[int]
+		var fs []*pool.Future[int]
 		for i := range 3 {
-			fs = append(fs, bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, i)))
+			fs = append(fs, pool.Submit(context.Background(), p, poolTaskWaitingOn(g, i)))
 		}
 		g.open()
 		for _, f := range fs {
@@ -68,17 +69,17 @@ func TestIdleWorkersAboveCoreRetireAfterKeepAlive(t *testing.T) {
 
 func TestWorkerReusedBeforeKeepAliveRestartsItsIdleTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 2, KeepAlive: time.Second})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 2, KeepAlive: time.Second})
 		g := newPoolGate(t)
-		a := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
-		b := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
+		a := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
+		b := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
 		g.open()
 		<-a.Done()
 		<-b.Done()
 		synctest.Wait()
 		time.Sleep(900 * time.Millisecond)
 		// One of the two idle workers takes this task; its idle time restarts.
-		c := bulkhead.Submit(p, context.Background(), func(context.Context) (int, error) { return 3, nil })
+		c := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 3, nil })
 		<-c.Done()
 		synctest.Wait()
 		time.Sleep(100 * time.Millisecond)
@@ -101,10 +102,10 @@ func TestWorkerReusedBeforeKeepAliveRestartsItsIdleTime(t *testing.T) {
 
 func TestZeroKeepAliveRetiresIdleWorkersAboveCoreAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 2, CoreWorkers: 1})
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 2, CoreWorkers: 1})
 		g := newPoolGate(t)
-		a := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
-		b := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
+		a := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
+		b := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
 		g.open()
 		<-a.Done()
 		<-b.Done()
@@ -118,10 +119,10 @@ func TestZeroKeepAliveRetiresIdleWorkersAboveCoreAtOnce(t *testing.T) {
 func TestKeepAliveIsMeasuredOnTheInjectedClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		p := newTestPool(t, "p", bulkhead.PoolConfig{MaxWorkers: 2, KeepAlive: time.Minute}, bulkhead.WithClock(clock))
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 2, KeepAlive: time.Minute}, pool.WithClock(clock))
 		g := newPoolGate(t)
-		a := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 1))
-		b := bulkhead.Submit(p, context.Background(), poolTaskWaitingOn(g, 2))
+		a := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
+		b := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
 		g.open()
 		<-a.Done()
 		<-b.Done()

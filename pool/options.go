@@ -1,0 +1,63 @@
+package pool
+
+import (
+	"errors"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/clock"
+)
+
+// Option configures a Pool at construction (New). An Option is also a
+// RegistryOption: given to NewRegistry, it applies to every Pool the
+// Registry creates.
+type Option interface {
+	RegistryOption
+	applyPool(*options)
+}
+
+type options struct {
+	clock           bulkhead.Clock
+	onCallbackPanic func(value any, stack []byte)
+}
+
+// newOptions applies opts over the defaults.
+func newOptions(opts []Option) (options, error) {
+	o := options{clock: clock.Real[bulkhead.Timer]{}}
+	for _, opt := range opts {
+		opt.applyPool(&o)
+	}
+	if o.clock == nil {
+		return o, errors.New("WithClock: clock must not be nil")
+	}
+	return o, nil
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) applyPool(o *options) { f(o) }
+
+func (f optionFunc) applyRegistry(r *Registry) { r.opts = append(r.opts, f) }
+
+// WithClock makes the Pool read time from c: KeepAlive and MaxQueueWait
+// are measured on it and events are stamped with it. The default is the
+// real clock, which testing/synctest virtualises inside a bubble. A nil c
+// makes New (and NewRegistry) fail.
+func WithClock(c bulkhead.Clock) Option {
+	return optionFunc(func(o *options) { o.clock = c })
+}
+
+// WithCallbackPanicHandler sets what happens to a panic of a Future.OnDone
+// callback that the Pool runs (see Future.OnDone): h receives the value
+// passed to panic and the stack of the callback's goroutine at the panic,
+// on that goroutine (a worker, the Clock's timer goroutine, the goroutine
+// that ended the task's context, or the caller of Cancel or Close), after
+// the Future's other callbacks have run. The worker then takes its next
+// task as usual. h must not panic.
+//
+// Without a handler the panic is raised again on a new goroutine, so the
+// program ends with the callback's value and stack, as it would for a panic
+// on any goroutine; the Pool has finished its own work by then. A nil h
+// restores that default.
+func WithCallbackPanicHandler(h func(value any, stack []byte)) Option {
+	return optionFunc(func(o *options) { o.onCallbackPanic = h })
+}

@@ -1,0 +1,124 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/catalog"
+)
+
+// Registry keeps one Pool per name (one per blocking dependency) and a set
+// of named configurations to create them from, as bulkhead.Registry does
+// for Semaphores. It is safe for concurrent use.
+type Registry struct {
+	opts []Option
+	cat  *catalog.Catalog[Config, *Pool]
+}
+
+// RegistryOption configures a Registry: WithConfig, or any Option, which
+// then applies to every Pool the Registry creates.
+type RegistryOption interface{ applyRegistry(*Registry) }
+
+type registryOptionFunc func(*Registry)
+
+func (f registryOptionFunc) applyRegistry(r *Registry) { f(r) }
+
+// WithConfig adds a named configuration for GetWithConfig.
+func WithConfig(name string, cfg Config) RegistryOption {
+	return registryOptionFunc(func(r *Registry) { r.cat.SetConfig(name, cfg) })
+}
+
+// NewRegistry returns a Registry whose pools use defaults unless created
+// with a named configuration; defaults are kept under
+// bulkhead.DefaultConfigName. Invalid input fails here, where it is given:
+// NewRegistry returns a *bulkhead.ConfigError naming the configuration if
+// defaults or a configuration of WithConfig is not valid, and an error if
+// an Option is (such as WithClock(nil)).
+func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
+	r := &Registry{cat: catalog.New[Config, *Pool]("pool config", bulkhead.DefaultConfigName, defaults)}
+	for _, o := range opts {
+		o.applyRegistry(r)
+	}
+	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
+		return nil, err
+	}
+	if _, err := newOptions(r.opts); err != nil {
+		return nil, fmt.Errorf("pool: NewRegistry: %w", err)
+	}
+	return r, nil
+}
+
+// Get returns the pool named name, creating it with the default
+// configuration if it does not exist yet.
+func (r *Registry) Get(name string) (*Pool, error) {
+	return r.GetWithConfig(name, bulkhead.DefaultConfigName)
+}
+
+// GetWithConfig returns the pool named name, creating it with the
+// configuration named configName if it does not exist yet. An existing pool
+// is returned as it is, whatever configName says. It fails if configName is
+// unknown or name is empty.
+func (r *Registry) GetWithConfig(name, configName string) (*Pool, error) {
+	return r.cat.GetOrCreate(name, configName, func(name string, cfg Config) (*Pool, error) {
+		p, err := New(name, cfg, r.opts...)
+		if err == nil {
+			r.cat.PutLocked(name, p)
+		}
+		return p, err
+	})
+}
+
+// AddConfig adds or replaces a named configuration after validating it.
+// Pools already created from it keep their configuration.
+func (r *Registry) AddConfig(name string, cfg Config) error {
+	if err := cfg.validateFor(name); err != nil {
+		return err
+	}
+	r.cat.SetConfig(name, cfg)
+	return nil
+}
+
+// Find returns the pool named name if it exists.
+func (r *Registry) Find(name string) (*Pool, bool) {
+	return r.cat.Find(name)
+}
+
+// All returns every pool, sorted by name.
+func (r *Registry) All() []*Pool {
+	return r.cat.All()
+}
+
+// Remove forgets the pool named name and reports whether it existed. It does
+// not close the pool: holders of the removed *Pool may go on using it, and
+// whoever removes it should Close it.
+func (r *Registry) Remove(name string) bool {
+	r.cat.Lock()
+	defer r.cat.Unlock()
+	_, ok := r.cat.RemoveLocked(name)
+	return ok
+}
+
+// Close closes every pool the registry holds, concurrently, with the
+// semantics of Pool.Close, and returns their errors joined (nil if all
+// drained in time). The pools stay in the registry, closed. Close panics if
+// ctx is nil.
+func (r *Registry) Close(ctx context.Context) error {
+	if ctx == nil {
+		panic("pool: Registry.Close: nil context")
+	}
+	all := r.All()
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, p := range all {
+		wg.Go(func() {
+			if err := p.Close(ctx); err != nil {
+				errs[i] = fmt.Errorf("pool %q: %w", p.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

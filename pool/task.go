@@ -1,0 +1,154 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/outcome"
+)
+
+// States of a task, in the low byte of its cell's state word; the cell
+// sets outcome.Published once the outcome is published.
+const (
+	taskQueued    uint32 = iota // waiting in the queue (or not yet admitted)
+	taskRunning                 // taken by a worker
+	taskCompleted               // ran; the outcome is the function's
+	taskWithdrawn               // withdrawn before a worker started it (ErrCancelled)
+	taskRejected                // never queued (NoWait, QueueFull, ErrClosed) or expired (WaitTimeout)
+)
+
+// job is the typed part of a task: the *Future[T] that embeds it.
+type job interface {
+	// exec runs the function and stores its result.
+	exec(ctx context.Context)
+	// publish publishes the decided outcome (Done closed, Err and Value
+	// answer) and keeps the callbacks registered so far for deliver.
+	publish(outcome uint32)
+	// deliver runs the callbacks publish kept, each exactly once, and
+	// returns the first panic among them.
+	deliver() *outcome.Panic
+}
+
+// task is the untyped record of one submitted task, embedded in its
+// Future. Who may write what:
+//   - cell's state moves by the CAS described on Pool; err is written only
+//     by the goroutine that decided the outcome, before it publishes.
+//   - prev and next (the queue, then the running set), queued, deadline
+//     and stop belong to the Pool's mu; the winner of the task's CAS owns
+//     stop (and prev and next, for its local list) once the task has left
+//     the queue.
+//   - cancel and interrupted (and the Future's callbacks) are guarded by
+//     the cell's lock.
+type task struct {
+	cell   outcome.Cell
+	queued bool // in the pool's queue (under the Pool's mu)
+	pool   *Pool
+	job    job
+	ctx    context.Context // the context given to Submit; nil once the task ran
+	err    error
+
+	prev, next *task
+	deadline   time.Duration // MaxQueueWait deadline, offset from the pool's epoch
+	stop       func() bool   // stops the context watch of a queued task
+
+	cancel      context.CancelCauseFunc // cancels the running task's context
+	interrupted error                   // cause of an interrupt that came before cancel was set
+}
+
+// fire publishes the decided outcome, then runs the callbacks on the
+// calling goroutine, outside any lock; a panic among them goes to the
+// pool's handler. err (and the value) are written before.
+func (t *task) fire(outcome uint32) {
+	t.job.publish(outcome)
+	t.pool.callbackPanicked(t.job.deliver())
+}
+
+// onCtxDone runs on its own goroutine (context.AfterFunc) when the
+// submission context of a queued task ends: it withdraws the task if no
+// worker took it first.
+func (t *task) onCtxDone() {
+	if !t.cell.CompareAndSwap(taskQueued, taskWithdrawn) {
+		return
+	}
+	t.err = &withdrawnError{pool: t.pool.name, cause: context.Cause(t.ctx)}
+	t.pool.withdraw(t)
+	t.fire(taskWithdrawn)
+}
+
+// interrupt cancels the context of a running task with cause. If the
+// worker has not created that context yet, it will cancel it as soon as it
+// does. After the task has finished it does nothing.
+func (t *task) interrupt(cause error) {
+	t.cell.Lock()
+	if t.interrupted == nil {
+		t.interrupted = cause
+	}
+	cancel := t.cancel
+	t.cell.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+}
+
+// withdrawnError is the error of a task withdrawn from the queue by the end
+// of its context or by Close: it matches bulkhead.ErrCancelled and wraps
+// the cause.
+type withdrawnError struct {
+	pool  string
+	cause error
+}
+
+func (e *withdrawnError) Error() string {
+	return fmt.Sprintf("pool %q: task withdrawn before it ran: %v", e.pool, e.cause)
+}
+
+func (e *withdrawnError) Is(target error) bool { return target == bulkhead.ErrCancelled }
+
+func (e *withdrawnError) Unwrap() error { return e.cause }
+
+// PanicError is the error of a task whose function panicked. The Pool
+// recovers the panic so that the worker survives; Value is what was passed
+// to panic and Stack the worker's stack at the panic.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error returns "pool: task panicked: VALUE".
+func (e *PanicError) Error() string { return fmt.Sprintf("pool: task panicked: %v", e.Value) }
+
+// Unwrap returns Value if it is an error, so errors.Is and errors.As see it.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// callbackPanic is what the default handler raises for a panicking
+// Future.OnDone callback: the message carries the callback's own stack, as
+// the new goroutine's stack says nothing about it.
+type callbackPanic struct {
+	pool  string
+	value any
+	stack []byte
+}
+
+func (e *callbackPanic) Error() string {
+	return fmt.Sprintf("pool %q: a Future.OnDone callback panicked: %v\n\ncallback goroutine at the panic:\n%s", e.pool, e.value, e.stack)
+}
+
+// callbackPanicked hands a panic of a callback (nil: none) to the handler,
+// on the goroutine that ran the callback, or raises it on a new goroutine.
+// The caller has finished every delivery it had to make.
+func (p *Pool) callbackPanicked(pv *outcome.Panic) {
+	if pv == nil {
+		return
+	}
+	if h := p.onCallbackPanic; h != nil {
+		h(pv.Value, pv.Stack)
+		return
+	}
+	err := &callbackPanic{pool: p.name, value: pv.Value, stack: pv.Stack}
+	go panic(err)
+}
