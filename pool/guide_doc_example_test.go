@@ -38,7 +38,7 @@ func ExamplePool_blockingCall() {
 func uncoordinatedSoapBulkheads() (*bulkhead.Semaphore, *pool.Pool) {
 	s, _ := bulkhead.New("soap", bulkhead.Config{MaxConcurrentCalls: 50, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded})
 	p, _ := pool.New("soap", pool.Config{MaxWorkers: 8, QueueCapacity: 10, MaxQueueWait: bulkhead.NoTimeout})
-	// handler: s.AcquirePermission, then pool.Submit(..., p).Get(ctx)
+	// handler: s.AcquirePermission, then pool.Submit(ctx, p, call).Get(ctx)
 	return s, p
 }
 
