@@ -88,7 +88,7 @@ func (f *Future[T]) publish(s uint32) {
 	f.cell.Unlock()
 }
 
-func (f *Future[T]) deliver() *outcome.Panic {
+func (f *Future[T]) deliver() []*outcome.Panic {
 	cbs := f.cbs
 	if cbs == nil {
 		return nil

@@ -42,6 +42,10 @@ func TestNewPoolRejectsInvalidConfigNamingFieldAndValue(t *testing.T) {
 		{func(c *pool.Config) { c.QueueCapacity = -5 }, "QueueCapacity", "-5"},
 		{func(c *pool.Config) { c.KeepAlive = -time.Second }, "KeepAlive", "-1s"},
 		{func(c *pool.Config) { c.MaxQueueWait = -time.Millisecond }, "MaxQueueWait", "-1ms"},
+		// A queue needs a wait and a wait needs a queue: a zero left in one
+		// must not silently turn the other off.
+		{func(c *pool.Config) { c.MaxQueueWait = 0 }, "MaxQueueWait", "0s"},
+		{func(c *pool.Config) { c.QueueCapacity = 0 }, "QueueCapacity", "0"},
 	} {
 		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
 			cfg := valid
@@ -189,14 +193,19 @@ func TestFullQueueRejectsAtOnceWithFullError(t *testing.T) {
 	})
 }
 
-func TestZeroQueueCapacityRunsOrRejects(t *testing.T) {
+func TestZeroQueueAndZeroWaitRunOrRejectWithNoWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
+		events := testkit.RecordEvents(t, p)
 		g := newPoolGate(t)
 		a := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
 		b := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
-		if !errors.Is(b.Err(), bulkhead.ErrBulkheadFull) {
-			t.Fatalf("second task with no queue: Err() = %v, want rejection", b.Err())
+		var fe *bulkhead.FullError
+		if !errors.As(b.Err(), &fe) || fe.Reason != bulkhead.NoWait {
+			t.Fatalf("second task with no queue and no wait: Err() = %v, want a *FullError with NoWait", b.Err())
+		}
+		if got := events.Strings(); !slices.Contains(got, "rejected(no wait)") {
+			t.Fatalf("events %v, want rejected(no wait)", got)
 		}
 		g.open()
 		if _, err := a.Get(context.Background()); err != nil {
@@ -244,4 +253,58 @@ func TestPanickingListenerDoesNotBreakThePool(t *testing.T) {
 			t.Fatalf("Get = %v, %v", v, err)
 		}
 	})
+}
+
+func TestNoTimeoutKeepAliveNeverRetiresAndArmsNoTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := testkit.NewVirtualClock(time.Unix(0, 0))
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 2, KeepAlive: bulkhead.NoTimeout}, pool.WithClock(clock))
+		g := newPoolGate(t)
+		a := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
+		b := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
+		g.open()
+		<-a.Done()
+		<-b.Done()
+		synctest.Wait()
+		if n := clock.PendingTimers(); n != 0 {
+			t.Fatalf("%d timers armed for a KeepAlive without bound, want 0", n)
+		}
+		clock.Advance(100 * 365 * 24 * time.Hour) // idleSince+KeepAlive must not wrap around
+		if n := p.Metrics().PoolSize; n != 2 {
+			t.Fatalf("%d workers a century later, want both kept", n)
+		}
+	})
+}
+
+func TestNoTimeoutMaxQueueWaitArmsNoTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := testkit.NewVirtualClock(time.Unix(0, 0))
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout}, pool.WithClock(clock))
+		g := newPoolGate(t)
+		busy := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
+		queued := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 2))
+		if n := clock.PendingTimers(); n != 0 {
+			t.Fatalf("%d timers for a queue wait without bound, want 0", n)
+		}
+		clock.Advance(100 * 365 * 24 * time.Hour)
+		if err := queued.Err(); err != bulkhead.ErrPending {
+			t.Fatalf("a task with no queue-wait bound left the queue: %v", err)
+		}
+		g.open()
+		<-busy.Done()
+		if v, err := queued.Get(context.Background()); v != 2 || err != nil {
+			t.Fatalf("queued task: %v, %v", v, err)
+		}
+	})
+}
+
+func TestDefaultConfigSetsEveryUnboundedLimitByName(t *testing.T) {
+	cfg := pool.DefaultConfig()
+	if cfg.MaxQueueWait != bulkhead.NoTimeout {
+		t.Fatalf("DefaultConfig().MaxQueueWait = %v, want bulkhead.NoTimeout set explicitly", cfg.MaxQueueWait)
+	}
+	var zero pool.Config
+	if err := zero.Validate(); err == nil || !strings.Contains(err.Error(), "MaxWorkers") {
+		t.Fatalf("the zero Config validated (%v); a pool needs a worker", err)
+	}
 }

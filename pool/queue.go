@@ -159,12 +159,10 @@ func (p *Pool) decideAll(l *taskList, state uint32, errOf func(*task) error) {
 		t.err = errOf(t)
 		t.job.publish(state)
 	}
-	var first *outcome.Panic
+	var panics []*outcome.Panic
 	for t := l.head; t != nil; t = l.head {
 		l.remove(t)
-		if pv := t.job.deliver(); pv != nil && first == nil {
-			first = pv
-		}
+		panics = append(panics, t.job.deliver()...)
 	}
-	p.callbackPanicked(first)
+	p.callbackPanicked(panics)
 }

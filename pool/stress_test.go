@@ -19,7 +19,11 @@ import (
 // goroutines on the real clock, and checks the invariants: never more than
 // MaxWorkers tasks run, the queue never exceeds its capacity, every Future
 // is done exactly once with an outcome that agrees with the events, and
-// nothing is left after Close.
+// nothing is left after Close. The wild-callbacks cases add to every Future
+// a callback, before the counting one, that panics, re-enters the pool
+// (Submit from the callback, Cancel of a sibling, OnDone on its own Future)
+// or blocks for a while, on whichever goroutine delivers: each Future's
+// callbacks must still run exactly once and every panic reach the handler.
 func TestPoolStress(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -29,22 +33,36 @@ func TestPoolStress(t *testing.T) {
 		{"keepalive-timer", pool.Config{MaxWorkers: 4, CoreWorkers: 0, QueueCapacity: 8, KeepAlive: 20 * time.Microsecond, MaxQueueWait: 50 * time.Microsecond}},
 		{"no-queue", pool.Config{MaxWorkers: 3, CoreWorkers: 3, KeepAlive: time.Hour}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { poolStress(t, tc.cfg, false) })
+		t.Run(tc.name, func(t *testing.T) { poolStress(t, tc.cfg, false, false) })
+		t.Run(tc.name+"/wild-callbacks", func(t *testing.T) { poolStress(t, tc.cfg, false, true) })
 	}
-	t.Run("close-while-hammering", func(t *testing.T) {
-		poolStress(t, pool.Config{MaxWorkers: 4, CoreWorkers: 2, QueueCapacity: 8, KeepAlive: time.Hour, MaxQueueWait: bulkhead.NoTimeout}, true)
-	})
+	closing := pool.Config{MaxWorkers: 4, CoreWorkers: 2, QueueCapacity: 8, KeepAlive: time.Hour, MaxQueueWait: bulkhead.NoTimeout}
+	t.Run("close-while-hammering", func(t *testing.T) { poolStress(t, closing, true, false) })
+	t.Run("close-while-hammering/wild-callbacks", func(t *testing.T) { poolStress(t, closing, true, true) })
 }
 
-func poolStress(t *testing.T, cfg pool.Config, closeEarly bool) {
+func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	const (
 		submitters = 8
 		perWorker  = 1200
 		batch      = 4 // futures in flight per submitter
 	)
-	p, err := pool.New("stress", cfg)
+	var panicsRaised, panicsHandled atomic.Int64
+	p, err := pool.New("stress", cfg, pool.WithCallbackPanicHandler(func(v any, _ []byte) {
+		if v == "stress callback" {
+			panicsHandled.Add(1)
+		}
+	}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var reentrantMu sync.Mutex
+	var reentrant []*pool.Future[int] // submitted from callbacks
+	submitFromCallback := func() {
+		f := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 0, nil })
+		reentrantMu.Lock()
+		reentrant = append(reentrant, f)
+		reentrantMu.Unlock()
 	}
 	var permitted, finished, cancelledEvents, rejectedEvents atomic.Int64
 	remove := p.OnEvent(func(e bulkhead.Event) {
@@ -123,6 +141,40 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly bool) {
 						running.Add(-1)
 						return int(n), nil
 					})
+					if wild {
+						sibling := i - 1 // already submitted, in the same batch
+						switch rng.IntN(5) {
+						case 0:
+							panicsRaised.Add(1)
+							func() {
+								// A Future already done runs the callback at
+								// once: its panic propagates to OnDone's caller.
+								defer func() {
+									if recover() == "stress callback" {
+										panicsHandled.Add(1)
+									}
+								}()
+								f.OnDone(func(int, error) { panic("stress callback") })
+							}()
+						case 1:
+							f.OnDone(func(int, error) { submitFromCallback() })
+						case 2:
+							if sibling >= 0 {
+								s := fs[sibling]
+								f.OnDone(func(int, error) { s.Cancel() })
+							}
+						case 3:
+							f.OnDone(func(int, error) {
+								for range 50 {
+									runtime.Gosched() // a callback that takes its time
+								}
+							})
+						case 4:
+							f.OnDone(func(int, error) {
+								f.OnDone(func(int, error) {}) // runs at once, on this goroutine
+							})
+						}
+					}
 					var once atomic.Int32
 					f.OnDone(func(int, error) {
 						if once.Add(1) != 1 {
@@ -162,13 +214,35 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly bool) {
 		})
 	}
 	wg.Wait()
+	// The tasks submitted from callbacks are outcomes too.
+	reentrantMu.Lock()
+	extra := reentrant
+	reentrantMu.Unlock()
+	for _, f := range extra {
+		<-f.Done()
+		switch err := f.Err(); {
+		case f.Ran():
+			ran.Add(1)
+		case errors.Is(err, bulkhead.ErrCancelled):
+			withdrawn.Add(1)
+		case errors.Is(err, bulkhead.ErrBulkheadFull):
+			rejected.Add(1)
+		case err == pool.ErrClosed:
+			closedRejections.Add(1)
+		default:
+			t.Errorf("unexpected outcome %v", err)
+		}
+	}
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	close(stopMonitor)
 	<-monitorDone
 
-	total := int64(submitters * perWorker)
+	total := int64(submitters*perWorker) + int64(len(extra))
+	if panicsHandled.Load() != panicsRaised.Load() {
+		t.Errorf("%d callback panics reached the handler, %d were raised", panicsHandled.Load(), panicsRaised.Load())
+	}
 	if closeEarly && closedRejections.Load() == 0 {
 		t.Errorf("no task was refused after Close")
 	}
@@ -178,7 +252,7 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly bool) {
 	if v := violations.Load(); v != 0 {
 		t.Errorf("%d invariant violations (max running %d, MaxWorkers %d)", v, maxRunning.Load(), cfg.MaxWorkers)
 	}
-	if c := callbacks.Load(); c != total {
+	if c := callbacks.Load(); c != int64(submitters*perWorker) {
 		t.Errorf("%d callbacks for %d tasks", c, total)
 	}
 	if permitted.Load() != ran.Load() || finished.Load() != ran.Load() {
@@ -192,7 +266,8 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly bool) {
 	if m := p.Metrics(); m.PoolSize != 0 || m.ActiveWorkers != 0 || m.QueueDepth != 0 {
 		t.Errorf("after Close: %+v", m)
 	}
-	t.Logf("ran %d, withdrawn %d, rejected %d, refused after Close %d, max running %d", ran.Load(), withdrawn.Load(), rejected.Load(), closedRejections.Load(), maxRunning.Load())
+	t.Logf("ran %d, withdrawn %d, rejected %d, refused after Close %d, max running %d, submitted from callbacks %d, callback panics %d",
+		ran.Load(), withdrawn.Load(), rejected.Load(), closedRejections.Load(), maxRunning.Load(), len(extra), panicsHandled.Load())
 }
 
 // poolBusyWork is a small amount of work that depends on n, so tasks overlap.

@@ -27,8 +27,8 @@ type job interface {
 	// answer) and keeps the callbacks registered so far for deliver.
 	publish(outcome uint32)
 	// deliver runs the callbacks publish kept, each exactly once, and
-	// returns the first panic among them.
-	deliver() *outcome.Panic
+	// returns their panics (nil if none).
+	deliver() []*outcome.Panic
 }
 
 // task is the untyped record of one submitted task, embedded in its
@@ -58,8 +58,8 @@ type task struct {
 }
 
 // fire publishes the decided outcome, then runs the callbacks on the
-// calling goroutine, outside any lock; a panic among them goes to the
-// pool's handler. err (and the value) are written before.
+// calling goroutine, outside any lock; their panics go to the pool's
+// handler. err (and the value) are written before.
 func (t *task) fire(outcome uint32) {
 	t.job.publish(outcome)
 	t.pool.callbackPanicked(t.job.deliver())
@@ -138,17 +138,22 @@ func (e *callbackPanic) Error() string {
 	return fmt.Sprintf("pool %q: a Future.OnDone callback panicked: %v\n\ncallback goroutine at the panic:\n%s", e.pool, e.value, e.stack)
 }
 
-// callbackPanicked hands a panic of a callback (nil: none) to the handler,
-// on the goroutine that ran the callback, or raises it on a new goroutine.
-// The caller has finished every delivery it had to make.
-func (p *Pool) callbackPanicked(pv *outcome.Panic) {
-	if pv == nil {
+// callbackPanicked hands the panics of callbacks to the handler, one call
+// each, on the goroutine that ran the callbacks; without a handler it
+// raises the first on a new goroutine. The caller has finished every
+// delivery it had to make.
+func (p *Pool) callbackPanicked(panics []*outcome.Panic) {
+	if len(panics) == 0 {
 		return
 	}
-	if h := p.onCallbackPanic; h != nil {
+	h := p.onCallbackPanic
+	if h == nil {
+		first := panics[0]
+		err := &callbackPanic{pool: p.name, value: first.Value, stack: first.Stack}
+		go panic(err)
+		return
+	}
+	for _, pv := range panics {
 		h(pv.Value, pv.Stack)
-		return
 	}
-	err := &callbackPanic{pool: p.name, value: pv.Value, stack: pv.Stack}
-	go panic(err)
 }

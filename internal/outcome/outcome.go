@@ -100,16 +100,16 @@ type Panic struct {
 
 // Run calls call(cb) for every cb in order, on the calling goroutine. A
 // callback that panics does not stop the ones after it: each runs exactly
-// once. Run returns the first panic, or nil; what to do with it is the
-// caller's decision.
-func Run[CB any](cbs []CB, call func(CB)) *Panic {
-	var first *Panic
+// once. Run returns the panics in the order they happened (nil if none);
+// what to do with them is the caller's decision.
+func Run[CB any](cbs []CB, call func(CB)) []*Panic {
+	var panics []*Panic
 	for _, cb := range cbs {
-		if p := runOne(cb, call); p != nil && first == nil {
-			first = p
+		if p := runOne(cb, call); p != nil {
+			panics = append(panics, p)
 		}
 	}
-	return first
+	return panics
 }
 
 func runOne[CB any](cb CB, call func(CB)) (p *Panic) {
