@@ -116,3 +116,25 @@ func (c Config) validateFor(name string) error {
 	}
 	return err
 }
+
+// String renders the configuration as %+v would, with bulkhead.Unbounded
+// and bulkhead.NoTimeout by name: {MaxWorkers:8 CoreWorkers:7
+// QueueCapacity:100 KeepAlive:20ms MaxQueueWait:NoTimeout}.
+func (c Config) String() string {
+	return fmt.Sprintf("{MaxWorkers:%s CoreWorkers:%s QueueCapacity:%s KeepAlive:%s MaxQueueWait:%s}",
+		count(c.MaxWorkers), count(c.CoreWorkers), count(c.QueueCapacity), wait(c.KeepAlive), wait(c.MaxQueueWait))
+}
+
+func count(n int) string {
+	if n == bulkhead.Unbounded {
+		return "Unbounded"
+	}
+	return fmt.Sprint(n)
+}
+
+func wait(d time.Duration) string {
+	if d == bulkhead.NoTimeout {
+		return "NoTimeout"
+	}
+	return d.String()
+}

@@ -79,25 +79,6 @@ func TestNewPoolRejectsEmptyNameAndNilClock(t *testing.T) {
 	}
 }
 
-func TestSubmitPanicsOnNilArguments(t *testing.T) {
-	p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
-	fn := func(context.Context) (int, error) { return 0, nil }
-	for name, call := range map[string]func(){
-		"nil pool": func() { pool.Submit(context.Background(), nil, fn) },
-		"nil ctx":  func() { pool.Submit(nil, p, fn) }, //nolint:staticcheck // the nil context is the point
-		"nil func": func() { pool.Submit[int](context.Background(), p, nil) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "Submit") {
-					t.Errorf("recovered %v, want a panic naming Submit", r)
-				}
-			}()
-			call()
-		})
-	}
-}
-
 func TestPoolStartsWorkerPerConcurrentTaskUpToMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", pool.Config{MaxWorkers: 3, CoreWorkers: 1, QueueCapacity: 10, KeepAlive: time.Minute, MaxQueueWait: bulkhead.NoTimeout})
@@ -306,5 +287,15 @@ func TestDefaultConfigSetsEveryUnboundedLimitByName(t *testing.T) {
 	var zero pool.Config
 	if err := zero.Validate(); err == nil || !strings.Contains(err.Error(), "MaxWorkers") {
 		t.Fatalf("the zero Config validated (%v); a pool needs a worker", err)
+	}
+}
+
+func TestConfigStringNamesTheUnboundedLimits(t *testing.T) {
+	cfg := pool.Config{MaxWorkers: bulkhead.Unbounded, CoreWorkers: 2, QueueCapacity: 100, KeepAlive: bulkhead.NoTimeout, MaxQueueWait: 50 * time.Millisecond}
+	if got, want := cfg.String(), "{MaxWorkers:Unbounded CoreWorkers:2 QueueCapacity:100 KeepAlive:NoTimeout MaxQueueWait:50ms}"; got != want {
+		t.Fatalf("String() = %s, want %s", got, want)
+	}
+	if got := fmt.Sprintf("%v", pool.Config{MaxWorkers: 1}); got != "{MaxWorkers:1 CoreWorkers:0 QueueCapacity:0 KeepAlive:0s MaxQueueWait:0s}" {
+		t.Fatalf("%%v = %s", got)
 	}
 }
