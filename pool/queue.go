@@ -48,7 +48,6 @@ func (l *taskList) remove(t *task) {
 // enqueueLocked queues t (still taskQueued) with its MaxQueueWait deadline
 // and watches ctx, which withdraws t when it ends.
 func (p *Pool) enqueueLocked(t *task, ctx context.Context) {
-	t.queued = true
 	p.queue.push(t)
 	if p.cfg.MaxQueueWait != bulkhead.NoTimeout {
 		now := p.now()
@@ -82,7 +81,6 @@ func (p *Pool) dequeueLocked() *task {
 // stops the MaxQueueWait timer: no timer stays armed while nothing waits.
 func (p *Pool) unqueueLocked(t *task) {
 	p.queue.remove(t)
-	t.queued = false
 	if p.queue.n == 0 && p.waitTimer != nil {
 		p.waitTimer.Stop()
 		p.waitTimer = nil
@@ -96,7 +94,7 @@ func (p *Pool) unqueueLocked(t *task) {
 // publishes t's outcome.
 func (p *Pool) withdraw(t *task) {
 	p.mu.Lock()
-	if t.queued {
+	if p.queuedLocked(t) {
 		p.unqueueLocked(t)
 	}
 	stop := t.stop
@@ -107,6 +105,13 @@ func (p *Pool) withdraw(t *task) {
 	}
 	p.publish(bulkhead.CallCancelled, 0)
 }
+
+// queuedLocked reports whether t, whose CAS withdrew it, is still linked in
+// the queue. Such a task is in no other list: a worker, the timer or Close
+// that found it first unlinked it and, having lost its CAS, kept it in none
+// (prev and next nil). So it is linked exactly when it is the head or has a
+// predecessor; this saves a flag in every task.
+func (p *Pool) queuedLocked(t *task) bool { return p.queue.head == t || t.prev != nil }
 
 // armWaitTimerLocked arms the MaxQueueWait timer. Queue deadlines are in
 // queue order (MaxQueueWait is fixed), so one timer for the head suffices;

@@ -35,19 +35,18 @@ type job interface {
 // Future. Who may write what:
 //   - cell's state moves by the CAS described on Pool; err is written only
 //     by the goroutine that decided the outcome, before it publishes.
-//   - prev and next (the queue, then the running set), queued, deadline
-//     and stop belong to the Pool's mu; the winner of the task's CAS owns
+//   - prev and next (the queue, then the running set), deadline and stop
+//     belong to the Pool's mu; the winner of the task's CAS owns
 //     stop (and prev and next, for its local list) once the task has left
 //     the queue.
 //   - cancel and interrupted (and the Future's callbacks) are guarded by
 //     the cell's lock.
 type task struct {
-	cell   outcome.Cell
-	queued bool // in the pool's queue (under the Pool's mu)
-	pool   *Pool
-	job    job
-	ctx    context.Context // the context given to Submit; nil once the task ran
-	err    error
+	cell outcome.Cell
+	pool *Pool
+	job  job
+	ctx  context.Context // the context given to Submit; nil once the task ran
+	err  error
 
 	prev, next *task
 	deadline   time.Duration // MaxQueueWait deadline, offset from the pool's epoch
