@@ -34,7 +34,8 @@ type realClock = clock.Real[Timer]
 // half the cost of time.Now on machines where reading the time is slow.
 func sinceEpoch(c Clock, epoch time.Time) time.Duration { return clock.Since[Timer](c, epoch) }
 
-// Option configures a Semaphore (New) or a Pool (NewPool) at construction.
+// Option configures a Semaphore (New) at construction; package pool has its
+// own.
 type Option interface{ apply(*options) }
 
 type options struct {
@@ -42,7 +43,7 @@ type options struct {
 }
 
 // newOptions applies opts over the defaults for the bulkhead named name,
-// which New and NewPool have already checked to be non-empty.
+// which New has already checked to be non-empty.
 func newOptions(name string, opts []Option) (options, error) {
 	o := options{clock: realClock{}}
 	for _, opt := range opts {
@@ -58,9 +59,9 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithClock makes the Semaphore or Pool read time from c. The default is the
+// WithClock makes the Semaphore read time from c. The default is the
 // real clock, which testing/synctest virtualises inside a bubble. A nil c
-// makes New and NewPool fail.
+// makes New fail.
 func WithClock(c Clock) Option {
 	return optionFunc(func(o *options) { o.clock = c })
 }

@@ -12,9 +12,10 @@
 // [Semaphore.ReleasePermission] when it did not.
 //
 // A semaphore does not protect a goroutine that blocks. For blocking code
-// (a client without context support), [NewPool] and [Submit] run calls on a
-// bounded set of workers with a bounded queue, the "thread-pool" bulkhead;
-// docs/guide.md says when to use which.
+// (a client without context support), package
+// [github.com/rxbulkhead/bulkhead/pool] runs calls on a bounded set of
+// workers with a bounded queue, the "thread-pool" bulkhead; docs/guide.md
+// says when to use which.
 //
 // A [Registry] keeps one bulkhead per name (per partner) with named
 // configurations. A [Clock] can be injected with [WithClock]; the testkit
