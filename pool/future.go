@@ -50,9 +50,11 @@ type Future[T any] struct {
 // A queued task costs a small record and, if ctx can be cancelled, a
 // context.AfterFunc registration: no goroutine and no timer of its own.
 //
-// Submit panics if ctx, p or fn is nil, with a message naming the argument
-// ("pool: Submit: nil context"), as bulkhead.Semaphore.AcquirePermission
-// does for a nil context: these are programming errors, not outcomes.
+// Submit panics if ctx, p or fn is nil, with a message naming the function
+// and the argument ("pool: Submit: nil context"): these are programming
+// errors, not outcomes, and every entry point of the package that takes a
+// context (Future.Get, Pool.Close, Registry.Close) treats a nil one the same
+// way.
 func Submit[T any](ctx context.Context, p *Pool, fn func(ctx context.Context) (T, error)) *Future[T] {
 	if ctx == nil {
 		panic("pool: Submit: nil context")

@@ -49,15 +49,16 @@ func WithClock(c bulkhead.Clock) Option {
 // WithCallbackPanicHandler sets what happens to a panic of a Future.OnDone
 // callback that the Pool runs (see Future.OnDone): h is called once per
 // panicking callback with the value passed to panic and the stack of the
-// callback's goroutine at the panic, on that goroutine (a worker, the Clock's timer goroutine, the goroutine
-// that ended the task's context, or the caller of Cancel or Close), after
-// the Future's other callbacks have run. The worker then takes its next
+// callback's goroutine at the panic. It runs on that goroutine (a worker,
+// the Clock's timer goroutine, the goroutine context.AfterFunc starts when
+// a task's context ends, or the caller of Cancel or Close), after the other
+// callbacks of the same decision have run; a worker then takes its next
 // task as usual. h must not panic.
 //
 // Without a handler the (first) panic is raised again on a new goroutine,
-// so the program ends with the callback's value and stack, as it would for a panic
-// on any goroutine; the Pool has finished its own work by then. A nil h
-// restores that default.
+// so the program ends with the callback's value and stack, as it would for
+// a panic on any goroutine; the Pool has finished its own work by then.
+// A nil h restores that default.
 func WithCallbackPanicHandler(h func(value any, stack []byte)) Option {
 	return optionFunc(func(o *options) { o.onCallbackPanic = h })
 }
