@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -72,10 +73,11 @@ func ExampleWithClock() {
 	busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 1, nil })
 	queued := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 2, nil })
 	clock.Advance(time.Second) // the queued task's MaxQueueWait passes
-	fmt.Println(queued.Err())
+	var full *bulkhead.FullError
+	fmt.Println(errors.As(queued.Err(), &full), full.Reason)
 	close(release)
 	fmt.Println(busy.Get(context.Background()))
 	// Output:
-	// bulkhead 'soap' is full and does not permit further calls (wait timeout)
+	// true wait timeout
 	// 1 <nil>
 }
