@@ -2,7 +2,6 @@ package bulkhead_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -208,64 +207,6 @@ func TestBadInputInvalidNamedConfigFailsNewRegistry(t *testing.T) {
 	requireConfigError(t, err, "big", "MaxWaitDuration", "-1ns", "must be >= 0")
 }
 
-// loadJSON decodes and resolves a registry config file.
-func loadJSON(doc string) error {
-	var rc bulkhead.RegistryConfig
-	if err := json.Unmarshal([]byte(doc), &rc); err != nil {
-		return err
-	}
-	_, err := rc.Resolve()
-	return err
-}
-
-// requireSpecError checks a config file error: it matches ErrInvalidConfig
-// and its message contains every part.
-func requireSpecError(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	var se *bulkhead.SpecError
-	if !errors.As(err, &se) || !errors.Is(err, bulkhead.ErrInvalidConfig) {
-		t.Fatalf("got %v (%T), want a *SpecError matching ErrInvalidConfig", err, err)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("message %q does not contain %q", err, p)
-		}
-	}
-}
-
-func TestBadInputConfigFileUnknownKey(t *testing.T) {
-	err := loadJSON(`{"instances": {"walmart": {"maxConcurentCalls": 5}}}`)
-	requireSpecError(t, err, `instance "walmart"`, "maxConcurentCalls", "unknown key (known: baseConfig, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder)")
-}
-
-func TestBadInputConfigFileDurationWithoutUnit(t *testing.T) {
-	err := loadJSON(`{"configs": {"default": {"maxWaitDuration": 50}}}`)
-	requireSpecError(t, err, `config "default"`, "maxWaitDuration 50", "not a duration")
-}
-
-func TestBadInputConfigFileNegativeValue(t *testing.T) {
-	err := loadJSON(`{"instances": {"walmart": {"maxConcurrentCalls": -2}}}`)
-	requireSpecError(t, err, `instance "walmart"`, "maxConcurrentCalls -2", "must be >= 1")
-}
-
-func TestBadInputConfigFileUnknownBaseConfig(t *testing.T) {
-	err := loadJSON(`{"instances": {"walmart": {"baseConfig": "big"}}}`)
-	requireSpecError(t, err, `instance "walmart"`, `baseConfig "big"`, "no such config (known: none)")
-}
-
-func TestBadInputConfigFileInheritanceCycle(t *testing.T) {
-	err := loadJSON(`{"configs": {"a": {"baseConfig": "b"}, "b": {"baseConfig": "a"}}}`)
-	requireSpecError(t, err, "inheritance cycle a -> b -> a")
-}
-
-func TestBadInputConfigFileNotJSON(t *testing.T) {
-	err := loadJSON(`configs: {default: {maxConcurrentCalls: 2}}`)
-	var syn *json.SyntaxError
-	if !errors.As(err, &syn) {
-		t.Fatalf("got %v (%T), want a *json.SyntaxError", err, err)
-	}
-}
-
 func TestBadInputMarshalUnknownQueueOrder(t *testing.T) {
 	_, err := bulkhead.QueueOrder(9).MarshalText()
 	if err == nil || err.Error() != "bulkhead: cannot marshal QueueOrder(9): want FIFO or LIFO" {
@@ -297,7 +238,7 @@ func TestBadInputTableMatchesTheTests(t *testing.T) {
 		rows[m[1]] = true
 	}
 	defined := map[string]bool{}
-	for _, file := range []string{"badinput_test.go", "testkit/tck/badinput_test.go"} {
+	for _, file := range []string{"badinput_test.go", "fileconfig/badinput_test.go", "testkit/tck/badinput_test.go"} {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,10 @@ import "context"
 // Bulkhead is what the reactive operators depend on. *Semaphore implements
 // it; FromBlocking adapts implementations that can only block.
 //
+// It is named like its package, as context.Context is: it is the
+// package's central abstraction, and bulkhead.Bulkhead is what an
+// operator's signature says it needs.
+//
 // Every permit granted by AcquirePermissionAsync must be given back exactly
 // once: with FinishCall if the call ran, with ReleasePermission if it did not.
 type Bulkhead interface {

@@ -3,6 +3,7 @@ package bulkhead
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,28 @@ func (o QueueOrder) String() string {
 	return fmt.Sprintf("QueueOrder(%d)", uint8(o))
 }
 
+// MarshalText returns "FIFO" or "LIFO". It fails for any other value.
+func (o QueueOrder) MarshalText() ([]byte, error) {
+	if o != FIFO && o != LIFO {
+		return nil, fmt.Errorf("bulkhead: cannot marshal %v: want FIFO or LIFO", o)
+	}
+	return []byte(o.String()), nil
+}
+
+// UnmarshalText accepts "FIFO" or "LIFO" in any letter case. On failure it
+// returns an error quoting the text and leaves o unchanged.
+func (o *QueueOrder) UnmarshalText(text []byte) error {
+	switch {
+	case strings.EqualFold(string(text), "FIFO"):
+		*o = FIFO
+	case strings.EqualFold(string(text), "LIFO"):
+		*o = LIFO
+	default:
+		return fmt.Errorf("bulkhead: queue order %q: want FIFO or LIFO", text)
+	}
+	return nil
+}
+
 // Config is the configuration of a Semaphore. The zero Config is not valid
 // (MaxConcurrentCalls must be at least 1); start from DefaultConfig.
 //
@@ -36,7 +59,9 @@ func (o QueueOrder) String() string {
 // named constants Unbounded and NoTimeout.
 type Config struct {
 	// MaxConcurrentCalls is the number of permits: calls allowed to run at
-	// once. It must be at least 1.
+	// once. It must be at least 1 (resilience4j accepts 0, a bulkhead that
+	// rejects every call; here that is an error, so that a missing setting
+	// cannot turn a partner off).
 	MaxConcurrentCalls int
 	// MaxWaitDuration is how long a call may wait for a permit. Zero means
 	// never wait: a call that finds no permit is rejected at once (NoWait),
@@ -81,33 +106,62 @@ func (e *ConfigError) Error() string {
 // Is reports whether target is ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
-// Validate returns a *ConfigError for the first invalid field, or nil.
+// Validate returns nil if c is valid. Otherwise it reports every invalid
+// field, in field order: one *ConfigError, or several joined with
+// errors.Join (errors.As finds the first).
 func (c Config) Validate() error {
+	var errs []error
+	if c.MaxConcurrentCalls < 1 {
+		errs = append(errs, &ConfigError{Field: "MaxConcurrentCalls", Value: c.MaxConcurrentCalls, Rule: "must be >= 1"})
+	}
+	if c.MaxWaitDuration < 0 {
+		errs = append(errs, &ConfigError{Field: "MaxWaitDuration", Value: c.MaxWaitDuration, Rule: "must be >= 0"})
+	}
 	switch {
-	case c.MaxConcurrentCalls < 1:
-		return &ConfigError{Field: "MaxConcurrentCalls", Value: c.MaxConcurrentCalls, Rule: "must be >= 1"}
-	case c.MaxWaitDuration < 0:
-		return &ConfigError{Field: "MaxWaitDuration", Value: c.MaxWaitDuration, Rule: "must be >= 0"}
 	case c.MaxQueuedCalls < 0:
-		return &ConfigError{Field: "MaxQueuedCalls", Value: c.MaxQueuedCalls, Rule: "must be >= 0"}
+		errs = append(errs, &ConfigError{Field: "MaxQueuedCalls", Value: c.MaxQueuedCalls, Rule: "must be >= 0"})
 	case c.MaxWaitDuration > 0 && c.MaxQueuedCalls == 0:
 		// A wait needs a queue: zero means no queue, so it would silently
 		// turn the wait off.
-		return &ConfigError{Field: "MaxQueuedCalls", Value: c.MaxQueuedCalls, Rule: "must be >= 1 when MaxWaitDuration is positive (bulkhead.Unbounded for no bound)"}
-	case c.QueueOrder != FIFO && c.QueueOrder != LIFO:
-		return &ConfigError{Field: "QueueOrder", Value: c.QueueOrder, Rule: "must be FIFO or LIFO"}
+		errs = append(errs, &ConfigError{Field: "MaxQueuedCalls", Value: c.MaxQueuedCalls, Rule: "must be >= 1 when MaxWaitDuration is positive (bulkhead.Unbounded for no bound)"})
 	}
-	return nil
+	if c.QueueOrder != FIFO && c.QueueOrder != LIFO {
+		errs = append(errs, &ConfigError{Field: "QueueOrder", Value: c.QueueOrder, Rule: "must be FIFO or LIFO"})
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
 }
 
-// validateFor is Validate with the bulkhead's name in the error.
+// validateFor is Validate with the bulkhead's name in every error.
 func (c Config) validateFor(name string) error {
 	err := c.Validate()
-	var ce *ConfigError
-	if errors.As(err, &ce) {
-		ce.Name = name
+	for _, e := range configErrors(err) {
+		e.Name = name
 	}
 	return err
+}
+
+// configErrors returns the *ConfigError values of an error of Validate.
+func configErrors(err error) []*ConfigError {
+	if err == nil {
+		return nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]*ConfigError, 0, len(errs))
+	for _, e := range errs {
+		if ce, ok := e.(*ConfigError); ok {
+			out = append(out, ce)
+		}
+	}
+	return out
 }
 
 // String renders the configuration as %+v would, with Unbounded and

@@ -23,4 +23,15 @@
 //
 // The reactive operators in the sub-packages (flowable, observable, single,
 // maybe, completable, operator) depend only on the [Bulkhead] interface.
+// Each is a function named Bulkhead (observable.Bulkhead, flowable.Bulkhead,
+// ...) because each is that package's one operator, applied as
+// resilience4j's BulkheadOperator is; the package name says which reactive
+// type it wraps.
+//
+// Limits follow one rule ([Config]): zero means none (no wait, no queue),
+// and "no bound" is the named constant [Unbounded] (or [NoTimeout]).
+//
+// Around the core: package fileconfig loads a Registry from a configuration
+// file, package callcount counts the calls of a Registry's bulkheads (for
+// metrics exporters), package slogevents logs rejections with log/slog.
 package bulkhead

@@ -1,7 +1,6 @@
 package bulkhead_test
 
 import (
-	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"unicode"
-
-	"github.com/rxbulkhead/bulkhead"
 )
 
 // Every Go code block of the docs (docs/*.md and README.md) is the body of
@@ -29,13 +26,13 @@ import (
 // must equal the Output comment of FUNC, so the output a page shows is the
 // output the example is checked to print. The functions of nested modules
 // are compiled by those modules' own tests; this test only keeps the text
-// in sync. JSON blocks must be valid registry configs, unless preceded by
-// <!-- config: error --> (must be refused) or <!-- config: skip -->.
+// in sync. JSON blocks must be valid configuration files, unless preceded
+// by <!-- config: error --> (must be refused) or <!-- config: skip -->:
+// fileconfig/docs_test.go checks them.
 
 var (
 	goBlockRE     = regexp.MustCompile("(?m)(?:^<!-- code: (\\S+) (\\w+) -->\\n)?^```go\\n((?s:.*?))^```")
 	outputBlockRE = regexp.MustCompile("(?m)^<!-- output: (\\S+) (\\w+) -->\\n```text\\n((?s:.*?))^```")
-	jsonBlockRE   = regexp.MustCompile("(?m)(?:^<!-- config: (\\w+) -->\\n)?^```json\\n((?s:.*?))^```")
 )
 
 // docFiles returns the Markdown files whose code blocks are checked: every
@@ -133,32 +130,6 @@ func TestDocsGoBlocksAreExamples(t *testing.T) {
 			}
 			if output == "" || output != block {
 				t.Errorf("%s: the output shown for %s %s differs from its Output comment:\n--- doc\n%s\n--- %s\n%s", file, path, name, block, name, output)
-			}
-		}
-	}
-}
-
-func TestDocsJSONBlocksAreValidConfigs(t *testing.T) {
-	for _, file := range docFiles(t) {
-		text, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range jsonBlockRE.FindAllStringSubmatch(string(text), -1) {
-			mode, block := m[1], m[2]
-			if mode == "skip" {
-				continue
-			}
-			var rc bulkhead.RegistryConfig
-			err := json.Unmarshal([]byte(block), &rc)
-			if err == nil {
-				_, err = rc.Resolve()
-			}
-			switch {
-			case mode == "error" && err == nil:
-				t.Errorf("%s: this block should be refused but is valid:\n%s", file, block)
-			case mode != "error" && err != nil:
-				t.Errorf("%s: %v\n%s", file, err, block)
 			}
 		}
 	}

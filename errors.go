@@ -25,7 +25,9 @@ const (
 	// NoWait: all permits were taken and the bulkhead does not wait
 	// (MaxWaitDuration is zero, or TryAcquirePermission was used).
 	NoWait Reason = iota + 1
-	// QueueFull: the wait queue held MaxQueuedCalls waiters (FIFO order).
+	// QueueFull: the queue was full — for a Semaphore, it held
+	// MaxQueuedCalls waiters (FIFO order, or no queue at all); for the
+	// pool, its task queue held its capacity.
 	QueueFull
 	// WaitTimeout: the call waited MaxWaitDuration without a permit.
 	WaitTimeout
@@ -58,9 +60,11 @@ type FullError struct {
 	Reason Reason // why the call was rejected
 }
 
-// Error returns "bulkhead 'NAME' is full and does not permit further calls (REASON)".
+// Error returns `bulkhead "NAME": full, does not permit further calls (REASON)`.
+// Every error of this module names a bulkhead the same way: the name
+// quoted with %q after the word bulkhead, then a colon.
 func (e *FullError) Error() string {
-	return fmt.Sprintf("bulkhead '%s' is full and does not permit further calls (%s)", e.Name, e.Reason)
+	return fmt.Sprintf("bulkhead %q: full, does not permit further calls (%s)", e.Name, e.Reason)
 }
 
 // Is reports whether target is ErrBulkheadFull.

@@ -36,7 +36,10 @@ func (t EventType) String() string {
 	return fmt.Sprintf("EventType(%d)", uint8(t))
 }
 
-// Event is published to the listeners registered with Semaphore.OnEvent.
+// Event is what a bulkhead publishes to its listeners: a Semaphore to those
+// registered with Semaphore.OnEvent, a Registry to those of
+// Registry.OnEvent (for all its bulkheads), the pool to those of its own
+// OnEvent. Each says which goroutine runs the listener.
 type Event struct {
 	Type   EventType
 	Name   string    // the bulkhead's name
@@ -47,9 +50,9 @@ type Event struct {
 // String renders the event for logs.
 func (e Event) String() string {
 	if e.Type == CallRejected {
-		return fmt.Sprintf("%s bulkhead '%s': %s (%s)", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.Reason)
+		return fmt.Sprintf("%s bulkhead %q: %s (%s)", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.Reason)
 	}
-	return fmt.Sprintf("%s bulkhead '%s': %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type)
+	return fmt.Sprintf("%s bulkhead %q: %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type)
 }
 
 // publisher holds the listeners of one Semaphore (internal/publish, shared

@@ -1,7 +1,6 @@
 package bulkhead_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -491,109 +490,4 @@ func compareWithModel(t *testing.T, sem *bulkhead.Semaphore, m *refModel, acqs [
 		fail("events differ:\n got   %v\n model %v", got, m.events)
 	}
 	return pending
-}
-
-// FuzzConfig checks Config.Validate against the rules of Config field by
-// field, New and ChangeConfig against Validate, and the configuration file
-// loader (RegistryConfig from JSON, Resolve, NewRegistryFromConfig) against
-// both: whatever loads creates valid bulkheads with the resolved configs,
-// and every error matches ErrInvalidConfig and names what is wrong.
-func FuzzConfig(f *testing.F) {
-	// More seeds live in testdata/fuzz/FuzzConfig.
-	f.Add(int64(25), int64(0), int64(0), uint8(0), `{"configs":{"default":{"maxConcurrentCalls":20}}}`)
-	f.Add(int64(0), int64(-1), int64(-1), uint8(3), `{"instances":{"a":{"maxWaitDuration":"-5ms"}}}`)
-	f.Fuzz(func(t *testing.T, calls, wait, queued int64, order uint8, doc string) {
-		cfg := bulkhead.Config{MaxConcurrentCalls: int(calls), MaxWaitDuration: time.Duration(wait), MaxQueuedCalls: int(queued), QueueOrder: bulkhead.QueueOrder(order)}
-		checkConfigRules(t, cfg)
-		checkConfigFile(t, doc)
-	})
-}
-
-func checkConfigRules(t *testing.T, cfg bulkhead.Config) {
-	var field string
-	switch {
-	case cfg.MaxConcurrentCalls < 1:
-		field = "MaxConcurrentCalls"
-	case cfg.MaxWaitDuration < 0:
-		field = "MaxWaitDuration"
-	case cfg.MaxQueuedCalls < 0:
-		field = "MaxQueuedCalls"
-	case cfg.MaxWaitDuration > 0 && cfg.MaxQueuedCalls == 0:
-		field = "MaxQueuedCalls"
-	case cfg.QueueOrder != bulkhead.FIFO && cfg.QueueOrder != bulkhead.LIFO:
-		field = "QueueOrder"
-	}
-	err := cfg.Validate()
-	if field == "" {
-		if err != nil {
-			t.Fatalf("Validate(%+v) = %v, want nil", cfg, err)
-		}
-	} else {
-		var ce *bulkhead.ConfigError
-		if !errors.As(err, &ce) || ce.Field != field || !errors.Is(err, bulkhead.ErrInvalidConfig) || !strings.Contains(err.Error(), field) {
-			t.Fatalf("Validate(%+v) = %v, want a *ConfigError naming %s", cfg, err, field)
-		}
-	}
-	s, nerr := bulkhead.New("partner", cfg)
-	if (nerr == nil) != (err == nil) {
-		t.Fatalf("New(%+v) = %v, Validate = %v", cfg, nerr, err)
-	}
-	if nerr != nil {
-		if !strings.Contains(nerr.Error(), `"partner"`) {
-			t.Fatalf("New error %q does not name the bulkhead", nerr)
-		}
-		return
-	}
-	base := bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}
-	s2, _ := bulkhead.New("other", base)
-	if cerr := s2.ChangeConfig(cfg); cerr != nil || s2.Config() != cfg {
-		t.Fatalf("ChangeConfig(%+v) = %v, config now %+v", cfg, cerr, s2.Config())
-	}
-	if s.Config() != cfg || s.Metrics().AvailableConcurrentCalls != cfg.MaxConcurrentCalls {
-		t.Fatalf("New(%+v) made a bulkhead with config %+v, metrics %+v", cfg, s.Config(), s.Metrics())
-	}
-}
-
-func checkConfigFile(t *testing.T, doc string) {
-	var rc bulkhead.RegistryConfig
-	if err := json.Unmarshal([]byte(doc), &rc); err != nil {
-		var se *bulkhead.SpecError
-		var syn *json.SyntaxError
-		var ute *json.UnmarshalTypeError
-		if !errors.As(err, &se) && !errors.As(err, &syn) && !errors.As(err, &ute) && !strings.Contains(err.Error(), "bulkhead") {
-			t.Fatalf("json.Unmarshal(%q): error %v is neither a JSON error nor a bulkhead one", doc, err)
-		}
-		if errors.As(err, &se) && (!errors.Is(err, bulkhead.ErrInvalidConfig) || se.Problem == "") {
-			t.Fatalf("json.Unmarshal(%q): %v: a SpecError must match ErrInvalidConfig and say what is wrong", doc, err)
-		}
-		return
-	}
-	res, rerr := rc.Resolve()
-	reg, nerr := bulkhead.NewRegistryFromConfig(rc)
-	if (rerr == nil) != (nerr == nil) {
-		t.Fatalf("Resolve = %v but NewRegistryFromConfig = %v for %q", rerr, nerr, doc)
-	}
-	if rerr != nil {
-		if !errors.Is(rerr, bulkhead.ErrInvalidConfig) {
-			t.Fatalf("Resolve(%q) = %v, which does not match ErrInvalidConfig", doc, rerr)
-		}
-		return
-	}
-	for name, cfg := range res.Configs {
-		if err := cfg.Validate(); err != nil {
-			t.Fatalf("config %q resolved to an invalid %+v: %v", name, cfg, err)
-		}
-	}
-	for name, cfg := range res.Instances {
-		s, ok := reg.Find(name)
-		if !ok {
-			t.Fatalf("instance %q of %q was not created", name, doc)
-		}
-		if s.Config() != cfg {
-			t.Fatalf("instance %q has config %+v, resolved %+v", name, s.Config(), cfg)
-		}
-	}
-	if got, want := len(reg.All()), len(res.Instances); got != want {
-		t.Fatalf("registry holds %d bulkheads, the file has %d instances", got, want)
-	}
 }

@@ -72,7 +72,7 @@ func ExampleFullError() {
 	// Output:
 	// walmart no wait
 	// true
-	// bulkhead 'walmart' is full and does not permit further calls (no wait)
+	// bulkhead "walmart": full, does not permit further calls (no wait)
 }
 
 // FinishCall gives back the permit of a call that ran (CallFinished);

@@ -1,6 +1,7 @@
 package bulkhead_test
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 
@@ -42,4 +43,11 @@ func (o *outcomes) list() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.seen...)
+}
+
+// stackDepth returns the number of frames on the calling goroutine's stack,
+// for the tests that check that delivery does not recurse.
+func stackDepth() int {
+	pc := make([]uintptr, 4096)
+	return runtime.Callers(0, pc)
 }

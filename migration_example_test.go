@@ -58,6 +58,6 @@ func Example_fromResilience4j() {
 	// Output:
 	// order accepted <nil>
 	// event: rejected no wait
-	// bulkhead 'walmart' is full and does not permit further calls (no wait)
+	// bulkhead "walmart": full, does not permit further calls (no wait)
 	// 2 2
 }

@@ -20,7 +20,7 @@ func ExampleWithClock() {
 	clock.Advance(time.Second)
 	fmt.Println(waiter.Err())
 	bh.ReleasePermission()
-	// Output: bulkhead 'walmart' is full and does not permit further calls (wait timeout)
+	// Output: bulkhead "walmart": full, does not permit further calls (wait timeout)
 }
 
 // Every bulkhead of a registry gets the same options, here a shared clock.

@@ -135,7 +135,7 @@ func TestFullWithoutWaitRejectsAtOnce(t *testing.T) {
 	require.True(t, s.TryAcquirePermission())
 	a := s.AcquirePermissionAsync()
 	require.ErrorIs(t, a.Err(), bulkhead.ErrBulkheadFull)
-	require.EqualError(t, a.Err(), "bulkhead 'walmart' is full and does not permit further calls (no wait)")
+	require.EqualError(t, a.Err(), "bulkhead \"walmart\": full, does not permit further calls (no wait)")
 	select {
 	case <-a.Done():
 	default:
@@ -203,12 +203,12 @@ func TestLIFOGrantsNewestAndEvictsOldestWhenFull(t *testing.T) {
 	for _, l := range []string{"a", "b", "c"} {
 		o.watch(l, s.AcquirePermissionAsync())
 	}
-	assert.Equal(t, []string{"a:bulkhead 'lifo' is full and does not permit further calls (evicted)"}, o.list())
+	assert.Equal(t, []string{"a:bulkhead \"lifo\": full, does not permit further calls (evicted)"}, o.list())
 	assert.Equal(t, 2, s.Metrics().QueuedCalls)
 	s.FinishCall()
 	s.FinishCall()
 	s.FinishCall()
-	assert.Equal(t, []string{"a:bulkhead 'lifo' is full and does not permit further calls (evicted)", "c", "b"}, o.list())
+	assert.Equal(t, []string{"a:bulkhead \"lifo\": full, does not permit further calls (evicted)", "c", "b"}, o.list())
 	assert.Contains(t, log.Strings(), "rejected(evicted)")
 }
 
@@ -641,7 +641,7 @@ func TestGrantedAndRejectedConstructors(t *testing.T) {
 func TestFullErrorMatchesErrBulkheadFull(t *testing.T) {
 	err := error(&bulkhead.FullError{Name: "walmart", Reason: bulkhead.QueueFull})
 	assert.ErrorIs(t, err, bulkhead.ErrBulkheadFull)
-	assert.EqualError(t, err, "bulkhead 'walmart' is full and does not permit further calls (queue full)")
+	assert.EqualError(t, err, "bulkhead \"walmart\": full, does not permit further calls (queue full)")
 	assert.NotErrorIs(t, bulkhead.ErrCancelled, bulkhead.ErrBulkheadFull)
 	for r, want := range map[bulkhead.Reason]string{bulkhead.NoWait: "no wait", bulkhead.WaitTimeout: "wait timeout", bulkhead.Evicted: "evicted", 0: "none", 9: "Reason(9)"} {
 		assert.Equal(t, want, r.String())

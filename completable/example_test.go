@@ -103,7 +103,7 @@ func ExampleBulkhead_rejected() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// bulkhead 'walmart' is full and does not permit further calls (no wait)
+	// bulkhead "walmart": full, does not permit further calls (no wait)
 }
 
 func ExampleBulkhead_queued() {

@@ -83,8 +83,11 @@ func ToObservable(c Completable, opts ...rxgo.Option) rxgo.Observable {
 // Await subscribes c and blocks until it terminates: it returns nil when c
 // completes and c's error when it fails. If ctx ends first, Await disposes
 // the subscription and returns ctx.Err(); if ctx has already ended, it
-// returns ctx.Err() without subscribing. Await panics if c is nil.
+// returns ctx.Err() without subscribing. Await panics if ctx or c is nil.
 func Await(ctx context.Context, c Completable) error {
+	if ctx == nil {
+		panic("completable: Await called with a nil context")
+	}
 	if c == nil {
 		panic("completable: Await called with a nil Completable")
 	}

@@ -297,6 +297,9 @@ func TestAwaitContextEndDisposesTheCall(t *testing.T) {
 	})
 }
 
+// noContext is a nil context.Context, for the test of a nil ctx argument.
+var noContext context.Context
+
 func TestNilArgumentsPanicNamingTheRule(t *testing.T) {
 	b, _ := bulkhead.New("partner", bulkhead.DefaultConfig())
 	for name, tc := range map[string]struct {
@@ -308,6 +311,7 @@ func TestNilArgumentsPanicNamingTheRule(t *testing.T) {
 		"FromObservable(nil)":      {func() { completable.FromObservable(nil) }, "nil rxgo.Observable"},
 		"ToObservable(nil)":        {func() { completable.ToObservable(nil) }, "nil Completable"},
 		"Await(nil)":               {func() { _ = completable.Await(context.Background(), nil) }, "nil Completable"},
+		"Await(nil ctx)":           {func() { _ = completable.Await(noContext, completable.Complete()) }, "Await called with a nil context"},
 		"Bulkhead(nil, c)":         {func() { completable.Bulkhead(nil, completable.Complete()) }, "nil bulkhead.Bulkhead"},
 		"Bulkhead(b, nil)":         {func() { completable.Bulkhead(b, nil) }, "nil Completable"},
 		"Complete.Subscribe":       {func() { completable.Complete().Subscribe(nil) }, "rule 1.9"},

@@ -51,7 +51,7 @@ func ExampleBulkhead_rejected() {
 		},
 	})
 	// Output:
-	// bulkhead 'walmart' is full and does not permit further calls (no wait)
+	// bulkhead "walmart": full, does not permit further calls (no wait)
 	// full: true
 }
 

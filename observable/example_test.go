@@ -36,7 +36,7 @@ func ExampleBulkhead() {
 	// Output:
 	// PO-1
 	// PO-2
-	// true bulkhead 'walmart' is full and does not permit further calls (no wait)
+	// true bulkhead "walmart": full, does not permit further calls (no wait)
 }
 
 func ExampleTransformer() {

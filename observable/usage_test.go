@@ -94,7 +94,7 @@ func TestAConsumerThatWalksAwayHoldsItsPermitAndCheckPermitsReportsIt(t *testing
 			f()
 		}
 		require.Len(t, user.errs, 1)
-		assert.Contains(t, user.errs[0], "'partner'")
+		assert.Contains(t, user.errs[0], `bulkhead "partner"`)
 		assert.Contains(t, user.errs[0], "1 permit(s) held")
 
 		cancel() // what the user should have done

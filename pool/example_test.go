@@ -64,7 +64,7 @@ func ExampleSubmit() {
 		fmt.Println(f.Get(context.Background()))
 	}
 	// Output:
-	// bulkhead 'sftp' is full and does not permit further calls (queue full)
+	// bulkhead "sftp": full, does not permit further calls (queue full)
 	// true
 	// a.edi sent <nil>
 	// b.edi sent <nil>

@@ -38,7 +38,7 @@ func ExampleCheckPermits() {
 
 	t.endTest() // the testing package runs cleanups when the test ends
 	// Output:
-	// testkit: bulkhead 'partner' leaked at the end of the test: 1 permit(s) held, 0 call(s) queued (want 0 and 0)
+	// testkit: bulkhead "partner": leaked at the end of the test: 1 permit(s) held, 0 call(s) queued (want 0 and 0)
 }
 
 // CheckRegistry checks every bulkhead of a Registry, including those created
@@ -60,5 +60,5 @@ func ExampleCheckRegistry() {
 
 	t.endTest()
 	// Output:
-	// testkit: bulkhead 'walmart' leaked at the end of the test: 1 permit(s) held, 0 call(s) queued (want 0 and 0)
+	// testkit: bulkhead "walmart": leaked at the end of the test: 1 permit(s) held, 0 call(s) queued (want 0 and 0)
 }

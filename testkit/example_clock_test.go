@@ -31,7 +31,7 @@ func ExampleVirtualClock() {
 	walmart.FinishCall()
 	// Output:
 	// after 49ms: bulkhead: permit acquisition pending
-	// after 50ms: bulkhead 'walmart' is full and does not permit further calls (wait timeout)
+	// after 50ms: bulkhead "walmart": full, does not permit further calls (wait timeout)
 	// is ErrBulkheadFull: true
 }
 

@@ -26,7 +26,7 @@ func ExampleVerify() {
 	testkit.CheckPermits(t, walmart)
 	walmart.TryAcquirePermission() // a call in flight
 
-	ok := testkit.Verify(flowable.Bulkhead(walmart, flowable.Just("order-1", "order-2")), testkit.WithClock(clock)).
+	ok := testkit.Verify(flowable.Bulkhead(walmart, flowable.Just("order-1", "order-2")), testkit.VerifierClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(40*time.Millisecond). // waiting for the permit
 		Then(walmart.FinishCall).           // the call in flight finishes

@@ -53,7 +53,7 @@ func TestDocStepVerifier(t *testing.T) {
 	walmart.TryAcquirePermission() // a call in flight
 
 	testkit.Verify(flowable.Bulkhead(walmart, flowable.Just(1, 2)),
-		testkit.InitialRequest(0), testkit.WithClock(clock)).
+		testkit.InitialRequest(0), testkit.VerifierClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(40*time.Millisecond). // advances clock: still waiting for the permit
 		Then(walmart.FinishCall).           // the call in flight finishes

@@ -41,6 +41,9 @@ func Observe(src rxgo.Iterable, opts ...rxgo.Option) *TestObserver {
 // ObserveContext is Observe with the TestObserver's context derived from
 // parent: the observation also ends when parent ends.
 func ObserveContext(parent context.Context, src rxgo.Iterable, opts ...rxgo.Option) *TestObserver {
+	if parent == nil {
+		panic("testkit: ObserveContext called with a nil context")
+	}
 	if src == nil {
 		panic("testkit: Observe called with a nil rxgo.Iterable")
 	}

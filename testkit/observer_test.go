@@ -99,6 +99,14 @@ func TestObserverEndsWithItsParentContext(t *testing.T) {
 	})
 }
 
+func TestObserveContextPanicsOnANilContext(t *testing.T) {
+	var noContext context.Context
+	msg := panicOf(func() { testkit.ObserveContext(noContext, rxgo.Never()) })
+	if msg != "testkit: ObserveContext called with a nil context" {
+		t.Fatalf("ObserveContext(nil, src): panic %q, want one naming the nil context", msg)
+	}
+}
+
 func TestObserverAwaitTimesOutOnASilentSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := testkit.Observe(rxgo.Never())

@@ -44,11 +44,14 @@ func InitialRequest(n int64) Option {
 	return optionFunc(func(s *settings) { s.initialRequest = n })
 }
 
-// WithClock makes a step verifier's ExpectNoEvent(d) advance c by d instead
-// of sleeping d on the time package's clock.
-func WithClock(c *VirtualClock) Option {
+// VerifierClock makes a step verifier's ExpectNoEvent(d) advance c by d
+// instead of sleeping d on the time package's clock. It sets nothing else:
+// the bulkhead under test reads c only if it was built with
+// bulkhead.WithClock(c). (It is not called WithClock so as not to be taken
+// for that option, which gives a bulkhead its clock.) It panics if c is nil.
+func VerifierClock(c *VirtualClock) Option {
 	if c == nil {
-		panic("testkit: WithClock called with a nil clock")
+		panic("testkit: VerifierClock called with a nil clock")
 	}
 	return optionFunc(func(s *settings) { s.clock = c })
 }

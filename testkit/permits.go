@@ -80,7 +80,7 @@ func checkPermits(t testing.TB, b Metered) {
 	t.Helper()
 	m := b.Metrics()
 	if m.InFlightCalls != 0 || m.QueuedCalls != 0 {
-		t.Errorf("testkit: bulkhead '%s' leaked at the end of the test: %d permit(s) held, %d call(s) queued (want 0 and 0)",
+		t.Errorf("testkit: bulkhead %q: leaked at the end of the test: %d permit(s) held, %d call(s) queued (want 0 and 0)",
 			b.Name(), m.InFlightCalls, m.QueuedCalls)
 	}
 }

@@ -34,7 +34,7 @@ func TestCheckPermitsFailsOnHeldPermit(t *testing.T) {
 		testkit.CheckPermits(tb, bh)
 		bh.TryAcquirePermission()
 	})
-	wantFailure(t, f, "'walmart'", "1 permit(s) held", "0 call(s) queued")
+	wantFailure(t, f, `bulkhead "walmart"`, "1 permit(s) held", "0 call(s) queued")
 	bh.ReleasePermission()
 }
 
@@ -47,7 +47,7 @@ func TestCheckPermitsFailsOnQueuedCall(t *testing.T) {
 		bh.TryAcquirePermission()
 		a = bh.AcquirePermissionAsync()
 	})
-	wantFailure(t, f, "'target'", "1 permit(s) held", "1 call(s) queued")
+	wantFailure(t, f, `bulkhead "target"`, "1 permit(s) held", "1 call(s) queued")
 	a.Cancel()
 	bh.ReleasePermission()
 }
@@ -78,8 +78,8 @@ func TestCheckPermitsNamesEveryLeakingBulkhead(t *testing.T) {
 		c.TryAcquirePermission()
 		c.TryAcquirePermission()
 	})
-	wantFailure(t, f, "'a'", "'c'", "2 permit(s) held")
-	if msg := f.messages(); strings.Contains(msg, "'b'") {
+	wantFailure(t, f, `bulkhead "a"`, `bulkhead "c"`, "2 permit(s) held")
+	if msg := f.messages(); strings.Contains(msg, `bulkhead "b"`) {
 		t.Errorf("bulkhead b holds nothing but is reported:\n%s", msg)
 	}
 	a.ReleasePermission()
@@ -98,7 +98,7 @@ func TestCheckRegistryChecksBulkheadsCreatedDuringTheTest(t *testing.T) {
 		late, _ = r.Get("created-late")
 		late.TryAcquirePermission()
 	})
-	wantFailure(t, f, "'created-late'", "1 permit(s) held")
+	wantFailure(t, f, `bulkhead "created-late"`, "1 permit(s) held")
 	late.ReleasePermission()
 
 	wantPass(t, runFake(func(tb *fakeTB) { testkit.CheckRegistry(tb, r) }))

@@ -53,7 +53,7 @@ type step[T any] struct {
 }
 
 // Verify starts a script over pub. InitialRequest (default unbounded),
-// WithClock (the clock ExpectNoEvent advances) and WithTimeout apply.
+// VerifierClock (the clock ExpectNoEvent advances) and WithTimeout apply.
 func Verify[T any](pub flowable.Publisher[T], opts ...Option) *Verifier[T] {
 	if pub == nil {
 		panic("testkit: Verify called with a nil Publisher")
@@ -191,8 +191,8 @@ func (v *Verifier[T]) ExpectNextMatches(match func(T) bool) *Verifier[T] {
 	})
 }
 
-// ExpectNoEvent expects no signal for d: it advances the WithClock clock by
-// d, or, without one, sleeps d on the time package's clock, which is fake
+// ExpectNoEvent expects no signal for d: it advances the VerifierClock
+// clock by d, or, without one, sleeps d on the time package's clock, which is fake
 // inside a testing/synctest bubble (outside one, this is a real sleep).
 func (v *Verifier[T]) ExpectNoEvent(d time.Duration) *Verifier[T] {
 	return v.add(fmt.Sprintf("ExpectNoEvent(%v)", d), func(r *verifyRun[T]) error {

@@ -46,7 +46,7 @@ func TestVerifyPassesAMatchingScript(t *testing.T) {
 
 func TestVerifyDrivesDemandStepByStep(t *testing.T) {
 	clock := testkit.NewVirtualClock(start)
-	testkit.Verify[int](sliceSource[int]{values: []int{1, 2, 3, 4, 5}}, testkit.InitialRequest(0), testkit.WithClock(clock)).
+	testkit.Verify[int](sliceSource[int]{values: []int{1, 2, 3, 4, 5}}, testkit.InitialRequest(0), testkit.VerifierClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(time.Hour).
 		ThenRequest(2).
@@ -67,7 +67,7 @@ func TestVerifyRunsBulkheadTimeoutsOnAVirtualClock(t *testing.T) {
 	testkit.CheckPermits(t, bh)
 	bh.TryAcquirePermission()
 
-	testkit.Verify[string](permitSource[string]{bh, []string{"order"}}, testkit.WithClock(clock)).
+	testkit.Verify[string](permitSource[string]{bh, []string{"order"}}, testkit.VerifierClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(49*time.Millisecond).
 		ThenAdvance(clock, time.Millisecond).
@@ -82,7 +82,7 @@ func TestVerifyRunsBulkheadGrantsOnAVirtualClock(t *testing.T) {
 	testkit.CheckPermits(t, bh)
 	bh.TryAcquirePermission()
 
-	testkit.Verify[string](permitSource[string]{bh, []string{"order"}}, testkit.WithClock(clock)).
+	testkit.Verify[string](permitSource[string]{bh, []string{"order"}}, testkit.VerifierClock(clock)).
 		ExpectNoEvent(40 * time.Millisecond).
 		Then(bh.FinishCall). // the permit comes back: the waiting subscription is granted
 		ExpectNext("order").
@@ -175,7 +175,7 @@ func TestVerifyFailsOnMismatch(t *testing.T) {
 			return testkit.Verify[int](sliceSource[int]{values: []int{1, 2}}).ExpectNextCount(3).ExpectComplete().Run(tb)
 		}, []string{"step 1 ExpectNextCount(3): after 2 of 3 values: got OnComplete, want OnNext"}},
 		{"values left over", func(tb testing.TB) bool {
-			return testkit.Verify[int](sliceSource[int]{values: []int{1, 2}}, testkit.WithClock(testkit.NewVirtualClock(start))).ExpectNext(1).ThenCancel().ExpectNoEvent(0).Run(tb)
+			return testkit.Verify[int](sliceSource[int]{values: []int{1, 2}}, testkit.VerifierClock(testkit.NewVirtualClock(start))).ExpectNext(1).ThenCancel().ExpectNoEvent(0).Run(tb)
 		}, []string{"step 3 ExpectNoEvent(0s): got OnNext(2)"}},
 		{"signals out of order", func(tb testing.TB) bool {
 			p := &manualPublisher[int]{}
@@ -205,7 +205,7 @@ func TestVerifyFailsOnMismatch(t *testing.T) {
 		{"signal during ExpectNoEvent", func(tb testing.TB) bool {
 			clock := testkit.NewVirtualClock(start)
 			p := &manualPublisher[int]{}
-			return testkit.Verify[int](p, testkit.WithClock(clock)).
+			return testkit.Verify[int](p, testkit.VerifierClock(clock)).
 				Then(func() { clock.AfterFunc(10*time.Millisecond, func() { p.subscriber().OnNext(1) }) }).
 				ExpectNoEvent(20 * time.Millisecond).
 				ThenCancel().Run(tb)
@@ -247,7 +247,7 @@ func TestVerifyPanicsOnNilArguments(t *testing.T) {
 		"Then":               func() { testkit.Verify[int](sliceSource[int]{}).Then(nil) },
 		"ExpectNextMatches":  func() { testkit.Verify[int](sliceSource[int]{}).ExpectNextMatches(nil) },
 		"ExpectErrorMatches": func() { testkit.Verify[int](sliceSource[int]{}).ExpectErrorMatches(nil) },
-		"WithClock":          func() { testkit.WithClock(nil) },
+		"VerifierClock":      func() { testkit.VerifierClock(nil) },
 		"WithTimeout":        func() { testkit.WithTimeout(0) },
 		"InitialRequest":     func() { testkit.InitialRequest(-1) },
 	} {
@@ -279,7 +279,7 @@ func TestVerifyBulkheadedFlowableWaitsThenHonoursLaterDemand(t *testing.T) {
 	testkit.CheckPermits(t, walmart)
 	walmart.TryAcquirePermission()
 
-	testkit.Verify(flowable.Bulkhead(walmart, flowable.Just(1, 2)), testkit.InitialRequest(0), testkit.WithClock(clock)).
+	testkit.Verify(flowable.Bulkhead(walmart, flowable.Just(1, 2)), testkit.InitialRequest(0), testkit.VerifierClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(40*time.Millisecond).
 		Then(walmart.FinishCall).
@@ -298,13 +298,13 @@ func TestVerifyBulkheadedFlowableExpiryAndCancelLeaveNoPermit(t *testing.T) {
 	walmart.TryAcquirePermission()
 	defer walmart.FinishCall()
 
-	testkit.Verify(flowable.Bulkhead(walmart, flowable.Range(0, 10)), testkit.WithClock(clock)).
+	testkit.Verify(flowable.Bulkhead(walmart, flowable.Range(0, 10)), testkit.VerifierClock(clock)).
 		ExpectSubscription().
 		ExpectNoEvent(49*time.Millisecond).
 		ThenAdvance(clock, time.Millisecond).
 		ExpectErrorIs(bulkhead.ErrBulkheadFull).
 		Run(t)
-	testkit.Verify(flowable.Bulkhead(walmart, flowable.Range(0, 10)), testkit.WithClock(clock)).
+	testkit.Verify(flowable.Bulkhead(walmart, flowable.Range(0, 10)), testkit.VerifierClock(clock)).
 		ExpectNoEvent(10 * time.Millisecond).
 		ThenCancel().
 		Then(func() {

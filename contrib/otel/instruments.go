@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/callcount"
 )
 
 // ScopeName is the instrumentation scope of the meter Start uses.
@@ -38,7 +39,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //	bulkhead.available_concurrent_calls    Int64ObservableGauge    free permits
 //	bulkhead.max_allowed_concurrent_calls  Int64ObservableGauge    configured permits
 //	bulkhead.queued_calls                  Int64ObservableGauge    calls waiting for a permit
-//	bulkhead.max_queued_calls              Int64ObservableGauge    queue bound (0: unbounded)
+//	bulkhead.max_queued_calls              Int64ObservableGauge    queue bound (0: no queue; bulkhead.Unbounded)
 //	bulkhead.calls                         Int64ObservableCounter  events, by attribute kind =
 //	                                                               permitted, rejected, finished, cancelled
 //
@@ -49,7 +50,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // Every bulkhead the registry holds at collection time is reported,
 // including those created after Start. Gauges are read from
 // Semaphore.Metrics at each collection. Counts come from a
-// bulkhead.CallCounter: a bulkhead that exists when Start is called is
+// callcount.Counter: a bulkhead that exists when Start is called is
 // counted from then on, and one created later from its creation, so no
 // event is lost before its first collection. A bulkhead removed from the
 // registry is no longer observed nor counted; one created again under its
@@ -57,7 +58,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // cumulative counter must not).
 type Instruments struct {
 	registry *bulkhead.Registry
-	counter  *bulkhead.CallCounter
+	counter  *callcount.Counter
 	reg      metric.Registration
 	closed   atomic.Bool
 
@@ -122,7 +123,7 @@ func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 	if err = errors.Join(err, e); err != nil {
 		return nil, err
 	}
-	in.counter = bulkhead.NewCallCounter(reg)
+	in.counter = callcount.New(reg)
 	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls)
 	if err != nil {
 		in.counter.Close()

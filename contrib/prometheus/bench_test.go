@@ -33,7 +33,7 @@ func BenchmarkCollect500(b *testing.B) {
 	}
 }
 
-// BenchmarkTryAcquireFinishCall measures what the collector's CallCounter adds
+// BenchmarkTryAcquireFinishCall measures what the collector's callcount.Counter adds
 // to the hot path of a bulkhead (two events per iteration).
 func BenchmarkTryAcquireFinishCall(b *testing.B) {
 	for _, withCollector := range []bool{false, true} {

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/callcount"
 )
 
 // Collector is a prometheus.Collector over the bulkheads of a
@@ -14,14 +15,14 @@ import (
 //	bulkhead_available_concurrent_calls    gauge   free permits
 //	bulkhead_max_allowed_concurrent_calls  gauge   configured permits
 //	bulkhead_queued_calls                  gauge   calls waiting for a permit
-//	bulkhead_max_queued_calls              gauge   queue bound (0: unbounded)
+//	bulkhead_max_queued_calls              gauge   queue bound (0: no queue; bulkhead.Unbounded)
 //	bulkhead_calls_total{kind}             counter events, kind = permitted,
 //	                                               rejected, finished or cancelled
 //
 // Every bulkhead the registry holds at scrape time is reported, including
 // those created after the Collector. Gauges are read from
 // Semaphore.Metrics at scrape time. Counters come from a
-// bulkhead.CallCounter: a bulkhead that exists when NewCollector is called
+// callcount.Counter: a bulkhead that exists when NewCollector is called
 // is counted from then on, and one created later from its creation, so no
 // event is lost before its first scrape. A bulkhead removed from the
 // registry disappears from the next scrape and is no longer counted; one
@@ -35,7 +36,7 @@ import (
 // measures it.
 type Collector struct {
 	reg     *bulkhead.Registry
-	counter *bulkhead.CallCounter
+	counter *callcount.Counter
 	closed  atomic.Bool
 
 	available, maxAllowed, queued, maxQueued, calls *prometheus.Desc
@@ -52,7 +53,7 @@ func NewCollector(reg *bulkhead.Registry) *Collector {
 	name := []string{"name"}
 	return &Collector{
 		reg:     reg,
-		counter: bulkhead.NewCallCounter(reg),
+		counter: callcount.New(reg),
 		available: prometheus.NewDesc("bulkhead_available_concurrent_calls",
 			"Number of free permits of the bulkhead.", name, nil),
 		maxAllowed: prometheus.NewDesc("bulkhead_max_allowed_concurrent_calls",
@@ -98,7 +99,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Close stops counting events (see bulkhead.CallCounter.Close). Call it
+// Close stops counting events (see callcount.Counter.Close). Call it
 // after unregistering the Collector; later scrapes report the gauges only.
 // Close is idempotent.
 func (c *Collector) Close() {

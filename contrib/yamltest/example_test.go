@@ -5,7 +5,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/fileconfig"
 )
 
 // Loading the registry configuration from YAML: the core package has no
@@ -19,16 +19,16 @@ instances:
   walmart:   { baseConfig: big }
   carrefour: { maxWaitDuration: 0s }
 `)
-	var rc bulkhead.RegistryConfig
-	if err := yaml.Unmarshal(data, &rc); err != nil {
+	var f fileconfig.File
+	if err := yaml.Unmarshal(data, &f); err != nil {
 		panic(err)
 	}
-	registry, err := bulkhead.NewRegistryFromConfig(rc)
+	registry, err := fileconfig.NewRegistry(f)
 	if err != nil {
 		panic(err)
 	}
 	for _, bh := range registry.All() {
-		fmt.Printf("%s: %+v\n", bh.Name(), bh.Config())
+		fmt.Printf("%s: %v\n", bh.Name(), bh.Config())
 	}
 	// Output:
 	// carrefour: {MaxConcurrentCalls:20 MaxWaitDuration:0s MaxQueuedCalls:100 QueueOrder:FIFO}
@@ -39,8 +39,8 @@ instances:
 // name the instance, the key and the value.
 func Example_applicationFile() {
 	type appConfig struct {
-		Listen    string                  `yaml:"listen"`
-		Bulkheads bulkhead.RegistryConfig `yaml:"bulkheads"`
+		Listen    string          `yaml:"listen"`
+		Bulkheads fileconfig.File `yaml:"bulkheads"`
 	}
 	data := []byte(`
 listen: ":8080"
@@ -52,5 +52,5 @@ bulkheads:
 	err := yaml.Unmarshal(data, &app)
 	fmt.Println(err)
 	// Output:
-	// bulkhead: instance "walmart": maxWaitDuration 50: not a duration: want a number with a unit, such as "50ms" or "0s"
+	// bulkhead "walmart": maxWaitDuration 50: not a duration: want a number with a unit, such as "50ms" or "0s"
 }

@@ -16,6 +16,7 @@ import (
 	gopkgyaml "gopkg.in/yaml.v3"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/fileconfig"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,17 +43,17 @@ instances:
 func TestIssueExampleDecodesAndResolves(t *testing.T) {
 	for lib, y := range libraries {
 		t.Run(lib, func(t *testing.T) {
-			var rc bulkhead.RegistryConfig
-			if err := y.unmarshal([]byte(issueConfig), &rc); err != nil {
+			var f fileconfig.File
+			if err := y.unmarshal([]byte(issueConfig), &f); err != nil {
 				t.Fatal(err)
 			}
-			res, err := rc.Resolve()
+			res, err := f.Resolve()
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]bulkhead.Config{
-				"walmart":   {MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: 100},
-				"carrefour": {MaxConcurrentCalls: 20, MaxQueuedCalls: 100},
+			want := map[string]fileconfig.Entry{
+				"walmart":   {Config: bulkhead.Config{MaxConcurrentCalls: 60, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: 100}},
+				"carrefour": {Config: bulkhead.Config{MaxConcurrentCalls: 20, MaxQueuedCalls: 100}},
 			}
 			if !reflect.DeepEqual(res.Instances, want) {
 				t.Fatalf("instances %+v, want %+v", res.Instances, want)
@@ -63,16 +64,16 @@ func TestIssueExampleDecodesAndResolves(t *testing.T) {
 
 func TestYAMLErrorsNameTheInstanceTheKeyAndTheValue(t *testing.T) {
 	docs := map[string]string{
-		"instances:\n  walmart: { maxWaitDuration: 5 parsecs }\n": `bulkhead: instance "walmart": maxWaitDuration "5 parsecs": not a duration`,
-		"instances:\n  walmart: { maxWaitDuration: 50 }\n":        `bulkhead: instance "walmart": maxWaitDuration 50: not a duration`,
-		"instances:\n  walmart: { maxConcurentCalls: 3 }\n":       `bulkhead: instance "walmart": maxConcurentCalls: unknown key`,
-		"configs:\n  big: { maxConcurrentCalls: many }\n":         `bulkhead: config "big": maxConcurrentCalls "many": want an integer, got a string`,
-		"configs:\n  big: { queueOrder: [FIFO] }\n":               `bulkhead: config "big": queueOrder [FIFO]: not a queue order`,
+		"instances:\n  walmart: { maxWaitDuration: 5 parsecs }\n": `bulkhead "walmart": maxWaitDuration "5 parsecs": not a duration`,
+		"instances:\n  walmart: { maxWaitDuration: 50 }\n":        `bulkhead "walmart": maxWaitDuration 50: not a duration`,
+		"instances:\n  walmart: { maxConcurentCalls: 3 }\n":       `bulkhead "walmart": maxConcurentCalls: unknown key`,
+		"configs:\n  big: { maxConcurrentCalls: many }\n":         `bulkhead config "big": maxConcurrentCalls "many": want an integer or "unbounded", got a string`,
+		"configs:\n  big: { queueOrder: [FIFO] }\n":               `bulkhead config "big": queueOrder [FIFO]: not a queue order`,
 	}
 	for lib, y := range libraries {
 		for doc, want := range docs {
-			var rc bulkhead.RegistryConfig
-			err := y.unmarshal([]byte(doc), &rc)
+			var f fileconfig.File
+			err := y.unmarshal([]byte(doc), &f)
 			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, bulkhead.ErrInvalidConfig) {
 				t.Errorf("%s: decoding %q: %v; want an invalid-config error starting %q", lib, doc, err, want)
 			}
@@ -82,8 +83,8 @@ func TestYAMLErrorsNameTheInstanceTheKeyAndTheValue(t *testing.T) {
 
 func TestConfigEmbeddedInAnApplicationConfig(t *testing.T) {
 	type appConfig struct {
-		Listen    string                  `yaml:"listen"`
-		Bulkheads bulkhead.RegistryConfig `yaml:"bulkheads"`
+		Listen    string          `yaml:"listen"`
+		Bulkheads fileconfig.File `yaml:"bulkheads"`
 	}
 	doc := "listen: :8080\nbulkheads:\n  instances:\n    \"123\": { max-concurrent-calls: 4, queue-order: lifo }\n    456: {}\n"
 	for lib, y := range libraries {
@@ -95,7 +96,7 @@ func TestConfigEmbeddedInAnApplicationConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", lib, err)
 		}
-		if got := res.Instances["123"]; got.MaxConcurrentCalls != 4 || got.QueueOrder != bulkhead.LIFO {
+		if got := res.Instances["123"].Config; got.MaxConcurrentCalls != 4 || got.QueueOrder != bulkhead.LIFO {
 			t.Errorf("%s: instance 123 = %+v", lib, got)
 		}
 		if _, ok := res.Instances["456"]; !ok {
@@ -109,7 +110,7 @@ func TestConfigEmbeddedInAnApplicationConfig(t *testing.T) {
 // TextUnmarshaler of Duration and QueueOrder.
 func TestStructTagsAndTextUnmarshalers(t *testing.T) {
 	for lib, y := range libraries {
-		var spec bulkhead.ConfigSpec
+		var spec fileconfig.Spec
 		doc := "baseConfig: big\nmaxConcurrentCalls: 3\nmaxWaitDuration: 1m30s\nmaxQueuedCalls: 0\nqueueOrder: LIFO\n"
 		if err := y.unmarshal([]byte(doc), &spec); err != nil {
 			t.Fatalf("%s: %v", lib, err)
@@ -129,35 +130,35 @@ func TestStructTagsAndTextUnmarshalers(t *testing.T) {
 
 func TestMarshalRoundTrip(t *testing.T) {
 	for lib, y := range libraries {
-		var rc bulkhead.RegistryConfig
-		if err := y.unmarshal([]byte(issueConfig), &rc); err != nil {
+		var f fileconfig.File
+		if err := y.unmarshal([]byte(issueConfig), &f); err != nil {
 			t.Fatal(err)
 		}
-		out, err := y.marshal(rc)
+		out, err := y.marshal(f)
 		if err != nil {
 			t.Fatalf("%s: marshal: %v", lib, err)
 		}
 		if !strings.Contains(string(out), "maxWaitDuration: 50ms") {
 			t.Errorf("%s: marshalled durations are not text:\n%s", lib, out)
 		}
-		var back bulkhead.RegistryConfig
+		var back fileconfig.File
 		if err := y.unmarshal(out, &back); err != nil {
 			t.Fatalf("%s: re-decoding:\n%s\n%v", lib, out, err)
 		}
-		if !reflect.DeepEqual(back, rc) {
-			t.Errorf("%s: round trip changed the config:\n got %+v\nwant %+v", lib, back, rc)
+		if !reflect.DeepEqual(back, f) {
+			t.Errorf("%s: round trip changed the config:\n got %+v\nwant %+v", lib, back, f)
 		}
 	}
 }
 
 func TestEmptyDocumentIsAnEmptyConfig(t *testing.T) {
 	for lib, y := range libraries {
-		var rc bulkhead.RegistryConfig
-		if err := y.unmarshal([]byte("# nothing yet\n"), &rc); err != nil {
+		var f fileconfig.File
+		if err := y.unmarshal([]byte("# nothing yet\n"), &f); err != nil {
 			t.Fatalf("%s: %v", lib, err)
 		}
-		res, err := rc.Resolve()
-		if err != nil || len(res.Instances) != 0 || res.Configs["default"] != bulkhead.DefaultConfig() {
+		res, err := f.Resolve()
+		if err != nil || len(res.Instances) != 0 || res.Configs["default"].Config != bulkhead.DefaultConfig() {
 			t.Errorf("%s: empty document resolved to %+v, %v", lib, res, err)
 		}
 	}
@@ -185,10 +186,10 @@ func TestDocsYAMLBlocks(t *testing.T) {
 				continue
 			}
 			checked++
-			var rc bulkhead.RegistryConfig
-			err := yamlv3.Unmarshal([]byte(block), &rc)
+			var f fileconfig.File
+			err := yamlv3.Unmarshal([]byte(block), &f)
 			if err == nil {
-				_, err = rc.Resolve()
+				_, err = f.Resolve()
 			}
 			switch {
 			case mode == "error" && err == nil:
@@ -200,5 +201,24 @@ func TestDocsYAMLBlocks(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("found no yaml block in docs/*.md")
+	}
+}
+
+func TestYAMLFileReportsEveryProblemAndReadsUnbounded(t *testing.T) {
+	doc := "instances:\n  a: { maxQueuedCalls: -1 }\n  b: { maxWaitDuration: 5 parsecs }\n  c: { maxQueuedCalls: unbounded, maxWaitDuration: 1s }\n"
+	want := "bulkhead \"a\": maxQueuedCalls -1: must be >= 0\n" +
+		"bulkhead \"b\": maxWaitDuration \"5 parsecs\": not a duration: want a number with a unit, such as \"50ms\" or \"0s\""
+	for lib, y := range libraries {
+		var f fileconfig.File
+		if err := y.unmarshal([]byte(doc), &f); err == nil || err.Error() != want {
+			t.Errorf("%s: decoding gave %v, want\n%s", lib, err, want)
+		}
+		var ok fileconfig.File
+		if err := y.unmarshal([]byte("instances:\n  c: { maxQueuedCalls: unbounded, maxWaitDuration: 1s }\n"), &ok); err != nil {
+			t.Fatalf("%s: %v", lib, err)
+		}
+		if got := *ok.Instances["c"].MaxQueuedCalls; got != bulkhead.Unbounded {
+			t.Errorf("%s: maxQueuedCalls: unbounded decoded as %d", lib, got)
+		}
 	}
 }

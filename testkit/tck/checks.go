@@ -82,11 +82,11 @@ func check1_4[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		want := o.expected(o.Elements)
 		switch {
 		case len(s.errs) != 1 || s.completes != 0:
-			r.Errorf("%s: with unbounded demand the publisher signalled %d OnError and %d OnComplete, want exactly one OnError; signals: %s", Rule1_4, len(s.errs), s.completes, s.log)
+			r.Errorf("%s: with unbounded demand the publisher signalled %d OnError and %d OnComplete, want exactly one OnError; signals: %s", ruleErrorSignalled, len(s.errs), s.completes, s.log)
 		case !matchesErr(o, s.errs[0]):
-			r.Errorf("%s: OnError(%v) does not match Options.ErrorIs (%v); signals: %s", Rule1_4, s.errs[0], o.ErrorIs, s.log)
+			r.Errorf("%s: OnError(%v) does not match Options.ErrorIs (%v); signals: %s", ruleErrorSignalled, s.errs[0], o.ErrorIs, s.log)
 		case s.nexts != want:
-			r.Errorf("%s: %d element(s) before OnError, want %d; signals: %s", Rule1_4, s.nexts, want, s.log)
+			r.Errorf("%s: %d element(s) before OnError, want %d; signals: %s", ruleErrorSignalled, s.nexts, want, s.log)
 		}
 	}
 	finish(p)
@@ -109,7 +109,7 @@ func check1_5[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		s := rec.snapshot()
 		if s.completes != 1 || len(s.errs) != 0 || s.nexts != o.Elements {
 			r.Errorf("%s: with unbounded demand the publisher signalled %d element(s), %d OnComplete, %d OnError; want %d, 1, 0; signals: %s",
-				Rule1_5, s.nexts, s.completes, len(s.errs), o.Elements, s.log)
+				ruleCompletionSignalled, s.nexts, s.completes, len(s.errs), o.Elements, s.log)
 		}
 	}
 	finish(p)
@@ -136,7 +136,7 @@ func check1_7[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		if ok {
 			settle()
 			if s := rec.snapshot(); !s.terminated() {
-				r.Errorf("%s: with unbounded demand the publisher did not terminate (Options.Terminal is %v); signals: %s", Rule1_7, o.Terminal, s.log)
+				r.Errorf("%s: with unbounded demand the publisher did not terminate (Options.Terminal is %v); signals: %s", ruleNothingAfterTerminal, o.Terminal, s.log)
 			}
 			poke(p)
 		}
@@ -168,14 +168,14 @@ func check1_9[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		settle()
 		s := rec.snapshot()
 		if s.subscribed != 1 {
-			r.Errorf("%s: OnSubscribe was called %d time(s), want 1; signals: %s", Rule1_9, s.subscribed, s.log)
+			r.Errorf("%s: OnSubscribe was called %d time(s), want 1; signals: %s", ruleOnSubscribeFirst, s.subscribed, s.log)
 		}
 		if o.Terminal == FailsAtOnce {
 			switch {
 			case len(s.errs) != 1 || s.nexts != 0 || s.completes != 0:
-				r.Errorf("%s: a rejection must be OnSubscribe then OnError, nothing else; signals: %s", Rule1_9, s.log)
+				r.Errorf("%s: a rejection must be OnSubscribe then OnError, nothing else; signals: %s", ruleOnSubscribeFirst, s.log)
 			case !matchesErr(o, s.errs[0]):
-				r.Errorf("%s: the rejection OnError(%v) does not match Options.ErrorIs (%v)", Rule1_9, s.errs[0], o.ErrorIs)
+				r.Errorf("%s: the rejection OnError(%v) does not match Options.ErrorIs (%v)", ruleOnSubscribeFirst, s.errs[0], o.ErrorIs)
 			}
 		}
 	}
@@ -204,9 +204,9 @@ func check2_13[T any](t *testing.T, r reporter, f Factory[T], o Options) string 
 	}()
 	switch {
 	case !panicked:
-		r.Errorf("%s: Subscribe(nil) returned normally; want a panic naming the rule", Rule2_13)
+		r.Errorf("%s: Subscribe(nil) returned normally; want a panic naming the rule", ruleNoNilArguments)
 	case !strings.Contains(msg, "1.9") && !strings.Contains(msg, "2.13"):
-		r.Errorf("%s: Subscribe(nil) panicked with %q, which names neither rule 1.9 nor rule 2.13", Rule2_13, msg)
+		r.Errorf("%s: Subscribe(nil) panicked with %q, which names neither rule 1.9 nor rule 2.13", ruleNoNilArguments, msg)
 	}
 	settle()
 	rec, p, ok := start(t, r, f, func(p *probe[T]) {
@@ -265,7 +265,7 @@ func check3_6[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		s1 := rec.snapshot()
 		for _, err := range s1.errs[len(before.errs):] {
 			if isRule39Error(err) {
-				r.Errorf("%s: Request(0) after Cancel signalled OnError(%v); signals: %s", Rule3_6, err, s1.log)
+				r.Errorf("%s: Request(0) after Cancel signalled OnError(%v); signals: %s", ruleRequestAfterCancelIsNoop, err, s1.log)
 			}
 		}
 		p.Request(1)
@@ -274,7 +274,7 @@ func check3_6[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		p.Request(-1)
 		settle()
 		if s2 := rec.snapshot(); s2.signals() != s1.signals() {
-			r.Errorf("%s: Request after Cancel caused %d more signal(s); signals: %s", Rule3_6, s2.signals()-s1.signals(), s2.log)
+			r.Errorf("%s: Request after Cancel caused %d more signal(s); signals: %s", ruleRequestAfterCancelIsNoop, s2.signals()-s1.signals(), s2.log)
 		}
 	}
 	finish(p)
@@ -295,7 +295,7 @@ func check3_7[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		cancel := func(which string) {
 			defer func() {
 				if v := recover(); v != nil {
-					r.Errorf("%s: %s Cancel panicked: %v", Rule3_7, which, v)
+					r.Errorf("%s: %s Cancel panicked: %v", ruleCancelAfterCancelIsNoop, which, v)
 				}
 			}()
 			p.Cancel()
@@ -311,7 +311,7 @@ func check3_7[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		wg.Wait()
 		settle()
 		if s2 := rec.snapshot(); s2.signals() != s1.signals() {
-			r.Errorf("%s: Cancel after Cancel caused %d more signal(s); signals: %s", Rule3_7, s2.signals()-s1.signals(), s2.log)
+			r.Errorf("%s: Cancel after Cancel caused %d more signal(s); signals: %s", ruleCancelAfterCancelIsNoop, s2.signals()-s1.signals(), s2.log)
 		}
 	}
 	finish(p)
@@ -336,7 +336,7 @@ func check3_8[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 			settle()
 			s := rec.snapshot()
 			if want := o.expected(total); s.nexts != want {
-				r.Errorf("%s: after requests totalling %d, %d element(s) delivered, want %d; signals: %s", Rule3_8, total, s.nexts, want, s.log)
+				r.Errorf("%s: after requests totalling %d, %d element(s) delivered, want %d; signals: %s", ruleRequestAddsDemand, total, s.nexts, want, s.log)
 				break
 			}
 		}
@@ -377,9 +377,9 @@ func check3_9[T any](t *testing.T, r reporter, f Factory[T], o Options) string {
 		errs := s.errs[len(before.errs):]
 		switch {
 		case len(errs) != 1:
-			r.Errorf("%s: Request(%d) led to %d OnError, want 1; signals: %s", Rule3_9, n, len(errs), s.log)
+			r.Errorf("%s: Request(%d) led to %d OnError, want 1; signals: %s", ruleNonPositiveRequestFails, n, len(errs), s.log)
 		case !isRule39Error(errs[0]):
-			r.Errorf("%s: Request(%d) led to OnError(%v), which neither matches flowable.ErrNonPositiveRequest nor cites rule 3.9", Rule3_9, n, errs[0])
+			r.Errorf("%s: Request(%d) led to OnError(%v), which neither matches flowable.ErrNonPositiveRequest nor cites rule 3.9", ruleNonPositiveRequestFails, n, errs[0])
 		}
 		finish(p)
 		requireNoViolations(r, rec, fmt.Sprintf("Request(%d)", n))
@@ -402,7 +402,7 @@ func check3_13[T any](t *testing.T, r reporter, f Factory[T], o Options) string 
 		runtime.GC()
 		if wp.Value() != nil {
 			r.Errorf("%s: after Request(%d), Cancel and two garbage collections the subscriber is still reachable: the publisher, or a goroutine, timer or queue it uses, keeps a reference; signals: %s",
-				Rule3_13, demand, rec.snapshot().log)
+				ruleCancelDropsSubscriber, demand, rec.snapshot().log)
 		}
 		requireNoViolations(r, rec, fmt.Sprintf("Request(%d) then Cancel", demand))
 		runtime.KeepAlive(pub)
@@ -477,7 +477,7 @@ func check3_17[T any](t *testing.T, r reporter, f Factory[T], o Options) string 
 			s := rec.snapshot()
 			for _, err := range s.errs {
 				if o.Terminal == Completes || o.Terminal == Endless || isRule39Error(err) {
-					r.Errorf("%s: %s: OnError(%v); signals: %s", Rule3_17, sc.name, err, s.log)
+					r.Errorf("%s: %s: OnError(%v); signals: %s", ruleUnboundedDemand, sc.name, err, s.log)
 				}
 			}
 			total := int64(3000)
@@ -485,7 +485,7 @@ func check3_17[T any](t *testing.T, r reporter, f Factory[T], o Options) string 
 				total = math.MaxInt64
 			}
 			if want := o.expected(total); o.Elements != Infinite && s.nexts != want {
-				r.Errorf("%s: %s: %d element(s) delivered, want %d; signals: %s", Rule3_17, sc.name, s.nexts, want, s.log)
+				r.Errorf("%s: %s: %d element(s) delivered, want %d; signals: %s", ruleUnboundedDemand, sc.name, s.nexts, want, s.log)
 			}
 		}
 		finish(p)

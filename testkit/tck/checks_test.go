@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -216,20 +217,20 @@ func TestEachCheckFailsOnAPublisherThatBreaksItsRule(t *testing.T) {
 		flaw flaw
 		rule Rule
 	}{
-		{emitsWithoutDemand, Rule1_1},
-		{emitsConcurrently, Rule1_3},
-		{completesEarly, Rule1_5},
-		{signalsAfterDone, Rule1_7},
-		{skipsOnSubscribe, Rule1_9},
-		{acceptsNilSubscriber, Rule2_13},
-		{panicsWithoutRule, Rule2_13},
-		{recurses, Rule3_3},
-		{emitsAfterCancel, Rule3_6},
-		{panicsOnSecondCancel, Rule3_7},
-		{deliversOnlyOne, Rule3_8},
-		{ignoresBadRequest, Rule3_9},
-		{keepsSubscribers, Rule3_13},
-		{overflowsDemand, Rule3_17},
+		{emitsWithoutDemand, ruleDemand},
+		{emitsConcurrently, ruleSerialSignals},
+		{completesEarly, ruleCompletionSignalled},
+		{signalsAfterDone, ruleNothingAfterTerminal},
+		{skipsOnSubscribe, ruleOnSubscribeFirst},
+		{acceptsNilSubscriber, ruleNoNilArguments},
+		{panicsWithoutRule, ruleNoNilArguments},
+		{recurses, ruleBoundedRecursion},
+		{emitsAfterCancel, ruleRequestAfterCancelIsNoop},
+		{panicsOnSecondCancel, ruleCancelAfterCancelIsNoop},
+		{deliversOnlyOne, ruleRequestAddsDemand},
+		{ignoresBadRequest, ruleNonPositiveRequestFails},
+		{keepsSubscribers, ruleCancelDropsSubscriber},
+		{overflowsDemand, ruleUnboundedDemand},
 	} {
 		var c check[int]
 		for _, x := range checks[int]() {
@@ -273,4 +274,19 @@ func TestChecksThatDoNotApplySaySo(t *testing.T) {
 			t.Errorf("a check that does not apply reported:\n%s", got)
 		}
 	})
+}
+
+func TestRulesListsEveryCheckedRuleOnceInCheckOrder(t *testing.T) {
+	var checked []string
+	for _, c := range checks[int]() {
+		checked = append(checked, c.rule.ID)
+	}
+	var listed []string
+	for _, r := range Rules() {
+		listed = append(listed, r.ID)
+	}
+	// 2.12 is checked by the recording subscriber, not by a check of its own.
+	if want := append(checked, "2.12"); !slices.Equal(listed, want) {
+		t.Fatalf("Rules() = %v, want the checks' rules %v", listed, want)
+	}
 }

@@ -108,7 +108,7 @@ func newProbe[T any](rec *record) *probe[T] { return &probe[T]{rec: rec} }
 func (p *probe[T]) enter(name string) {
 	if p.active.Add(1) != 1 {
 		p.rec.mu.Lock()
-		p.rec.violateLocked(Rule1_3, "%s while another signal was in progress", name)
+		p.rec.violateLocked(ruleSerialSignals, "%s while another signal was in progress", name)
 		p.rec.mu.Unlock()
 	}
 	if p.widen {
@@ -124,9 +124,9 @@ func (p *probe[T]) checkOrderLocked(name string) {
 	r := p.rec
 	switch {
 	case r.subscribed == 0:
-		r.violateLocked(Rule1_9, "%s before OnSubscribe", name)
+		r.violateLocked(ruleOnSubscribeFirst, "%s before OnSubscribe", name)
 	case r.terminatedLocked():
-		r.violateLocked(Rule1_7, "%s after a terminal signal", name)
+		r.violateLocked(ruleNothingAfterTerminal, "%s after a terminal signal", name)
 	}
 	if r.cancelled {
 		r.afterCancel++
@@ -139,10 +139,10 @@ func (p *probe[T]) OnSubscribe(s flowable.Subscription) {
 	r.mu.Lock()
 	r.logLocked("OnSubscribe")
 	if s == nil {
-		r.violateLocked(Rule2_13, "OnSubscribe(nil)")
+		r.violateLocked(ruleNoNilArguments, "OnSubscribe(nil)")
 	}
 	if r.subscribed > 0 {
-		r.violateLocked(Rule2_12, "OnSubscribe called a second time")
+		r.violateLocked(ruleOnSubscribeOnce, "OnSubscribe called a second time")
 	}
 	r.subscribed++
 	r.mu.Unlock()
@@ -168,7 +168,7 @@ func (p *probe[T]) OnNext(v T) {
 	p.checkOrderLocked(fmt.Sprintf("OnNext(%v)", v))
 	switch {
 	case r.demand == 0:
-		r.violateLocked(Rule1_1, "OnNext(%v) beyond demand: %d requested, %d delivered before it", v, r.requested, r.nexts)
+		r.violateLocked(ruleDemand, "OnNext(%v) beyond demand: %d requested, %d delivered before it", v, r.requested, r.nexts)
 	case r.demand != math.MaxInt64:
 		r.demand--
 	}
@@ -177,7 +177,7 @@ func (p *probe[T]) OnNext(v T) {
 	if d > r.maxDepth {
 		r.maxDepth = d
 		if d > 1 {
-			r.violateLocked(Rule3_3, "OnNext(%v) called from within OnNext (nesting depth %d, bound 1): Request made in OnNext recursed into OnNext", v, d)
+			r.violateLocked(ruleBoundedRecursion, "OnNext(%v) called from within OnNext (nesting depth %d, bound 1): Request made in OnNext recursed into OnNext", v, d)
 		}
 	}
 	r.mu.Unlock()
@@ -200,7 +200,7 @@ func (p *probe[T]) OnError(err error) {
 	r.logLocked(fmt.Sprintf("OnError(%v)", err))
 	p.checkOrderLocked("OnError")
 	if err == nil {
-		r.violateLocked(Rule2_13, "OnError(nil)")
+		r.violateLocked(ruleNoNilArguments, "OnError(nil)")
 	}
 	r.errs = append(r.errs, err)
 }

@@ -26,20 +26,20 @@ type check[T any] struct {
 
 func checks[T any]() []check[T] {
 	return []check[T]{
-		{Rule1_1, check1_1[T]},
-		{Rule1_3, check1_3[T]},
-		{Rule1_4, check1_4[T]},
-		{Rule1_5, check1_5[T]},
-		{Rule1_7, check1_7[T]},
-		{Rule1_9, check1_9[T]},
-		{Rule2_13, check2_13[T]},
-		{Rule3_3, check3_3[T]},
-		{Rule3_6, check3_6[T]},
-		{Rule3_7, check3_7[T]},
-		{Rule3_8, check3_8[T]},
-		{Rule3_9, check3_9[T]},
-		{Rule3_13, check3_13[T]},
-		{Rule3_17, check3_17[T]},
+		{ruleDemand, check1_1[T]},
+		{ruleSerialSignals, check1_3[T]},
+		{ruleErrorSignalled, check1_4[T]},
+		{ruleCompletionSignalled, check1_5[T]},
+		{ruleNothingAfterTerminal, check1_7[T]},
+		{ruleOnSubscribeFirst, check1_9[T]},
+		{ruleNoNilArguments, check2_13[T]},
+		{ruleBoundedRecursion, check3_3[T]},
+		{ruleRequestAfterCancelIsNoop, check3_6[T]},
+		{ruleCancelAfterCancelIsNoop, check3_7[T]},
+		{ruleRequestAddsDemand, check3_8[T]},
+		{ruleNonPositiveRequestFails, check3_9[T]},
+		{ruleCancelDropsSubscriber, check3_13[T]},
+		{ruleUnboundedDemand, check3_17[T]},
 	}
 }
 
@@ -67,7 +67,7 @@ func (r Result) String() string {
 }
 
 // VerifyPublisher checks the publishers that factory makes against the
-// Reactive Streams rules listed with the Rule variables (1.1, 1.3, 1.4 or
+// Reactive Streams rules that Rules lists (1.1, 1.3, 1.4 or
 // 1.5, 1.7, 1.9, 2.13, 3.3, 3.6, 3.7, 3.8, 3.9, 3.13, 3.17), one subtest
 // per rule, named after it ("rule_1.1"); a failure message quotes the rule
 // and shows the signals received. Each check runs in its own
@@ -129,7 +129,7 @@ func start[T any](t *testing.T, r reporter, f Factory[T], setup func(p *probe[T]
 func subscribe[T any](r reporter, pub flowable.Publisher[T], s flowable.Subscriber[T]) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.Errorf("%s: Subscribe panicked: %v", Rule1_9, v)
+			r.Errorf("%s: Subscribe panicked: %v", ruleOnSubscribeFirst, v)
 			ok = false
 		}
 	}()
@@ -151,7 +151,7 @@ func finish[T any](p *probe[T]) {
 		defer func() {
 			if v := recover(); v != nil {
 				p.rec.mu.Lock()
-				p.rec.violateLocked(Rule3_7, "Cancel at the end of the check panicked: %v", v)
+				p.rec.violateLocked(ruleCancelAfterCancelIsNoop, "Cancel at the end of the check panicked: %v", v)
 				p.rec.mu.Unlock()
 			}
 		}()

@@ -1,4 +1,4 @@
-package bulkhead_test
+package callcount_test
 
 import (
 	"errors"
@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/callcount"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // newCountedRegistry returns a registry on a virtual clock (waits never
 // time out unless the test advances it), checked for leaked permits at the
-// end of the test, and a CallCounter over it closed at the end.
-func newCountedRegistry(t *testing.T, defaults bulkhead.Config) (*bulkhead.Registry, *bulkhead.CallCounter) {
+// end of the test, and a Counter over it closed at the end.
+func newCountedRegistry(t *testing.T, defaults bulkhead.Config) (*bulkhead.Registry, *callcount.Counter) {
 	t.Helper()
 	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	r, err := bulkhead.NewRegistry(defaults, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
@@ -24,7 +25,7 @@ func newCountedRegistry(t *testing.T, defaults bulkhead.Config) (*bulkhead.Regis
 		panic(err)
 	}
 	testkit.CheckRegistry(t, r)
-	c := bulkhead.NewCallCounter(r)
+	c := callcount.New(r)
 	t.Cleanup(c.Close)
 	return r, c
 }
@@ -38,14 +39,14 @@ func mustRegistryBulkhead(t *testing.T, r *bulkhead.Registry, name string) *bulk
 	return s
 }
 
-func wantCounts(t *testing.T, c *bulkhead.CallCounter, name string, want bulkhead.CallCounts) {
+func wantCounts(t *testing.T, c *callcount.Counter, name string, want callcount.Counts) {
 	t.Helper()
 	if got := c.Counts(name); got != want {
 		t.Fatalf("Counts(%q) = %+v, want %+v", name, got, want)
 	}
 }
 
-func TestCallCounterCountsEveryEventType(t *testing.T) {
+func TestCounterCountsEveryEventType(t *testing.T) {
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1})
 	s := mustRegistryBulkhead(t, r, "walmart")
 
@@ -53,16 +54,16 @@ func TestCallCounterCountsEveryEventType(t *testing.T) {
 	s.TryAcquirePermission()             // permitted
 	queued := s.AcquirePermissionAsync() // queued: no event yet
 	s.AcquirePermissionAsync()           // rejected: queue full
-	wantCounts(t, c, "walmart", bulkhead.CallCounts{Permitted: 2, Rejected: 1})
+	wantCounts(t, c, "walmart", callcount.Counts{Permitted: 2, Rejected: 1})
 
 	queued.Cancel()       // cancelled
 	s.FinishCall()        // finished
 	s.ReleasePermission() // given back unused: no event
-	wantCounts(t, c, "walmart", bulkhead.CallCounts{Permitted: 2, Rejected: 1, Finished: 1, Cancelled: 1})
-	wantCounts(t, c, "unknown", bulkhead.CallCounts{})
+	wantCounts(t, c, "walmart", callcount.Counts{Permitted: 2, Rejected: 1, Finished: 1, Cancelled: 1})
+	wantCounts(t, c, "unknown", callcount.Counts{})
 }
 
-func TestCallCounterCountsBulkheadsCreatedLaterFromTheirFirstEvent(t *testing.T) {
+func TestCounterCountsBulkheadsCreatedLaterFromTheirFirstEvent(t *testing.T) {
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 
 	// Each way of creating a bulkhead: the very first call is counted.
@@ -86,12 +87,12 @@ func TestCallCounterCountsBulkheadsCreatedLaterFromTheirFirstEvent(t *testing.T)
 	configured.TryAcquirePermission()
 	configured.FinishCall()
 
-	wantCounts(t, c, "late", bulkhead.CallCounts{Permitted: 1, Finished: 1})
-	wantCounts(t, c, "named", bulkhead.CallCounts{Permitted: 1, Finished: 1})
-	wantCounts(t, c, "configured", bulkhead.CallCounts{Permitted: 1, Rejected: 1, Finished: 1})
+	wantCounts(t, c, "late", callcount.Counts{Permitted: 1, Finished: 1})
+	wantCounts(t, c, "named", callcount.Counts{Permitted: 1, Finished: 1})
+	wantCounts(t, c, "configured", callcount.Counts{Permitted: 1, Rejected: 1, Finished: 1})
 }
 
-func TestCallCounterCountsExistingBulkheadsFromItsStart(t *testing.T) {
+func TestCounterCountsExistingBulkheadsFromItsStart(t *testing.T) {
 	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
 	if err != nil {
 		panic(err)
@@ -99,24 +100,24 @@ func TestCallCounterCountsExistingBulkheadsFromItsStart(t *testing.T) {
 	testkit.CheckRegistry(t, r)
 	s := mustRegistryBulkhead(t, r, "p")
 	s.TryAcquirePermission() // before the counter: not counted
-	c := bulkhead.NewCallCounter(r)
+	c := callcount.New(r)
 	defer c.Close()
 	s.FinishCall()
-	wantCounts(t, c, "p", bulkhead.CallCounts{Finished: 1})
+	wantCounts(t, c, "p", callcount.Counts{Finished: 1})
 }
 
-func TestCallCounterIgnoresBulkheadsOutsideItsRegistry(t *testing.T) {
+func TestCounterIgnoresBulkheadsOutsideItsRegistry(t *testing.T) {
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 	mustRegistryBulkhead(t, r, "p")
 	stranger := newSemaphore(t, "p", bulkhead.Config{MaxConcurrentCalls: 1})
 	stranger.TryAcquirePermission()
 	stranger.FinishCall()
-	wantCounts(t, c, "p", bulkhead.CallCounts{})
+	wantCounts(t, c, "p", callcount.Counts{})
 }
 
-func TestCallCounterCloseStopsCountingAndKeepsCounts(t *testing.T) {
+func TestCounterCloseStopsCountingAndKeepsCounts(t *testing.T) {
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
-	other := bulkhead.NewCallCounter(r)
+	other := callcount.New(r)
 	defer other.Close()
 	s := mustRegistryBulkhead(t, r, "p")
 	s.TryAcquirePermission()
@@ -128,14 +129,14 @@ func TestCallCounterCloseStopsCountingAndKeepsCounts(t *testing.T) {
 	later.TryAcquirePermission()
 	later.FinishCall()
 
-	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 1})
-	wantCounts(t, c, "later", bulkhead.CallCounts{})
+	wantCounts(t, c, "p", callcount.Counts{Permitted: 1})
+	wantCounts(t, c, "later", callcount.Counts{})
 	// Closing one counter leaves the others counting.
-	wantCounts(t, other, "p", bulkhead.CallCounts{Permitted: 1, Finished: 1})
-	wantCounts(t, other, "later", bulkhead.CallCounts{Permitted: 1, Finished: 1})
+	wantCounts(t, other, "p", callcount.Counts{Permitted: 1, Finished: 1})
+	wantCounts(t, other, "later", callcount.Counts{Permitted: 1, Finished: 1})
 }
 
-func TestCallCounterStopsCountingRemovedBulkheadAndContinuesItsName(t *testing.T) {
+func TestCounterStopsCountingRemovedBulkheadAndContinuesItsName(t *testing.T) {
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 	old := mustRegistryBulkhead(t, r, "p")
 	old.TryAcquirePermission()
@@ -144,41 +145,41 @@ func TestCallCounterStopsCountingRemovedBulkheadAndContinuesItsName(t *testing.T
 	r.Remove("p")
 	old.TryAcquirePermission() // no longer in the registry: not counted
 	old.FinishCall()
-	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 1, Finished: 1})
+	wantCounts(t, c, "p", callcount.Counts{Permitted: 1, Finished: 1})
 
 	renewed := mustRegistryBulkhead(t, r, "p")
 	renewed.TryAcquirePermission()
 	renewed.TryAcquirePermission()
 	renewed.FinishCall()
-	wantCounts(t, c, "p", bulkhead.CallCounts{Permitted: 2, Rejected: 1, Finished: 2})
+	wantCounts(t, c, "p", callcount.Counts{Permitted: 2, Rejected: 1, Finished: 2})
 }
 
-func TestNewCallCounterPanicsOnNilRegistry(t *testing.T) {
+func TestNewPanicsOnNilRegistry(t *testing.T) {
 	defer func() {
 		if recover() == nil {
-			t.Fatal("NewCallCounter(nil) did not panic")
+			t.Fatal("New(nil) did not panic")
 		}
 	}()
-	bulkhead.NewCallCounter(nil)
+	callcount.New(nil)
 }
 
 // tally is what the hammer's workers saw happen to one bulkhead.
 type tally struct{ permitted, rejected, finished, cancelled atomic.Uint64 }
 
-func (t *tally) counts() bulkhead.CallCounts {
-	return bulkhead.CallCounts{
+func (t *tally) counts() callcount.Counts {
+	return callcount.Counts{
 		Permitted: t.permitted.Load(), Rejected: t.rejected.Load(),
 		Finished: t.finished.Load(), Cancelled: t.cancelled.Load(),
 	}
 }
 
-// TestCallCounterHammerCountsEveryEventOnce races workers that create
+// TestCounterHammerCountsEveryEventOnce races workers that create
 // bulkheads (all after the counter), acquire, queue, cancel and complete,
 // against readers of Counts. Every event must be counted exactly once under
 // its bulkhead's name, from the bulkhead's first event; while the traffic
 // runs, counts never go down and never show more finished than permitted
 // calls.
-func TestCallCounterHammerCountsEveryEventOnce(t *testing.T) {
+func TestCounterHammerCountsEveryEventOnce(t *testing.T) {
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1})
 	// Many names, all hit first by every worker at once after start: the
 	// first events of a name race to create its entry.
@@ -237,7 +238,7 @@ func TestCallCounterHammerCountsEveryEventOnce(t *testing.T) {
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
 	readers.Go(func() {
-		last := map[string]bulkhead.CallCounts{}
+		last := map[string]callcount.Counts{}
 		for {
 			for _, n := range names {
 				got := c.Counts(n)
@@ -274,10 +275,10 @@ func TestCallCounterHammerCountsEveryEventOnce(t *testing.T) {
 	}
 }
 
-// TestCallCounterRacingFirstEventsAreAllCounted releases goroutines at once
+// TestCounterRacingFirstEventsAreAllCounted releases goroutines at once
 // on the first event of fresh bulkheads, so that they race to create the
 // name's entry: no event may be lost to the race.
-func TestCallCounterRacingFirstEventsAreAllCounted(t *testing.T) {
+func TestCounterRacingFirstEventsAreAllCounted(t *testing.T) {
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 64})
 	const rounds, racers = 300, 4
 	for round := range rounds {
@@ -293,7 +294,7 @@ func TestCallCounterRacingFirstEventsAreAllCounted(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		wantCounts(t, c, name, bulkhead.CallCounts{Permitted: racers})
+		wantCounts(t, c, name, callcount.Counts{Permitted: racers})
 		for range racers {
 			s.ReleasePermission()
 		}
@@ -309,16 +310,16 @@ func (frozenClock) AfterFunc(time.Duration, func()) bulkhead.Timer {
 	panic("frozenClock: no timers")
 }
 
-// BenchmarkCallCounter measures what counting adds to TryAcquirePermission +
+// BenchmarkCounter measures what counting adds to TryAcquirePermission +
 // FinishCall (two events per iteration) on one of 500 bulkheads: no
-// listener at all, a CallCounter, and, as the floor a per-bulkhead hook
+// listener at all, a Counter, and, as the floor a per-bulkhead hook
 // could reach, a closure subscribed to the bulkhead directly that adds to
 // its own atomic counter. With clock=real each event also reads the time;
 // clock=frozen leaves the listener's own cost.
-func BenchmarkCallCounter(b *testing.B) {
+func BenchmarkCounter(b *testing.B) {
 	clocks := map[string]bulkhead.Clock{"real": nil, "frozen": frozenClock{}}
 	for _, clock := range []string{"real", "frozen"} {
-		for _, mode := range []string{"none", "CallCounter", "closure"} {
+		for _, mode := range []string{"none", "Counter", "closure"} {
 			b.Run("clock="+clock+"/listener="+mode, func(b *testing.B) {
 				var opts []bulkhead.RegistryOption
 				if c := clocks[clock]; c != nil {
@@ -335,8 +336,8 @@ func BenchmarkCallCounter(b *testing.B) {
 				}
 				s, _ := r.Find("partner-250")
 				switch mode {
-				case "CallCounter":
-					c := bulkhead.NewCallCounter(r)
+				case "Counter":
+					c := callcount.New(r)
 					defer c.Close()
 				case "closure":
 					var n atomic.Uint64

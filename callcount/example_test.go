@@ -1,20 +1,21 @@
-package bulkhead_test
+package callcount_test
 
 import (
 	"fmt"
 	"log"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/callcount"
 )
 
-// A CallCounter counts the calls of every bulkhead of a registry, including
+// A Counter counts the calls of every bulkhead of a registry, including
 // those created after it, from their first call.
-func ExampleNewCallCounter() {
+func ExampleNew() {
 	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
 	if err != nil {
 		log.Fatal(err)
 	}
-	counter := bulkhead.NewCallCounter(registry)
+	counter := callcount.New(registry)
 	defer counter.Close()
 
 	walmart, _ := registry.Get("walmart") // created after the counter

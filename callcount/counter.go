@@ -1,26 +1,28 @@
-package bulkhead
+package callcount
 
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/rxbulkhead/bulkhead"
 )
 
-// CallCounts are the numbers of events a bulkhead published, by type.
-type CallCounts struct {
+// Counts are the numbers of events a bulkhead published, by type.
+type Counts struct {
 	Permitted uint64 // CallPermitted events: permits granted
 	Rejected  uint64 // CallRejected events, whatever the Reason
 	Finished  uint64 // CallFinished events: permits returned by FinishCall
 	Cancelled uint64 // CallCancelled events: waiting calls withdrawn
 }
 
-// CallCounter counts the events of every bulkhead of a Registry, by
+// Counter counts the events of every bulkhead of a bulkhead.Registry, by
 // bulkhead name and event type. It is the event source of the metrics
 // exporters (contrib/prometheus, contrib/otel).
 //
-// It listens with Registry.OnEvent, so it counts the events of a bulkhead
-// created after NewCallCounter from the bulkhead's creation: nobody can use
+// It listens with bulkhead.Registry.OnEvent, so it counts the events of a
+// bulkhead created after New from the bulkhead's creation: nobody can use
 // the bulkhead before the counter is subscribed. The bulkheads that exist
-// when NewCallCounter is called are counted from then on.
+// when New is called are counted from then on.
 //
 // Counts are kept per name, for the life of the counter. A bulkhead removed
 // from the registry is no longer counted (Registry.Remove unsubscribes the
@@ -30,20 +32,21 @@ type CallCounts struct {
 // counters, plus the map's node) per name that published an event.
 //
 // Goroutines: the counter's listener runs on whichever goroutine publishes
-// an event (see Semaphore.OnEvent) — the caller of TryAcquirePermission,
-// AcquirePermissionAsync, FinishCall or Cancel, the goroutine that delivers
-// a queued call's grant (a releaser, a ChangeConfig or Apply caller), or the
+// an event (see bulkhead.Semaphore.OnEvent) — the caller of
+// TryAcquirePermission, AcquirePermissionAsync, FinishCall or Cancel, the
+// goroutine that delivers a queued call's grant (a releaser, a ChangeConfig
+// or fileconfig.Apply caller), or the
 // Clock's timer goroutine for a wait timeout — concurrently for different
 // and for the same bulkheads. Counts and Close may be called from any
 // goroutine. The listener takes no lock once a name has its entry: one
 // lock-free map lookup and one atomic add per event.
-type CallCounter struct {
+type Counter struct {
 	// counts maps a bulkhead name (string) to its *callCounts. Entries
 	// are added by the first event of a name (LoadOrStore decides which
 	// of two racing first events creates it; both then add to the same
 	// entry) and never removed, so a *callCounts once loaded stays valid.
 	counts sync.Map
-	remove func() // from Registry.OnEvent; idempotent
+	remove func() // from bulkhead.Registry.OnEvent; idempotent
 }
 
 // callCounts holds the counters of one name, indexed by EventType-1. They
@@ -56,19 +59,19 @@ type callCounts struct {
 	_ [64 - 4*8]byte
 }
 
-// NewCallCounter starts counting the events of every bulkhead of r,
+// New starts counting the events of every bulkhead of r,
 // present and future, until Close. It panics if r is nil.
-func NewCallCounter(r *Registry) *CallCounter {
+func New(r *bulkhead.Registry) *Counter {
 	if r == nil {
-		panic("bulkhead: NewCallCounter called with a nil *Registry")
+		panic("callcount: New called with a nil *bulkhead.Registry")
 	}
-	c := &CallCounter{}
+	c := &Counter{}
 	c.remove = r.OnEvent(c.count)
 	return c
 }
 
 // count is the listener: it runs on the goroutine that publishes e.
-func (c *CallCounter) count(e Event) {
+func (c *Counter) count(e bulkhead.Event) {
 	i := uint(e.Type) - 1
 	if i >= uint(len(callCounts{}.n)) {
 		return // an event type this counter does not know
@@ -88,17 +91,17 @@ func (c *CallCounter) count(e Event) {
 // CallFinished (as when one goroutine acquires and completes), Counts never
 // reports more finished than permitted calls. After Close, Counts returns
 // the counts as they were then.
-func (c *CallCounter) Counts(name string) CallCounts {
+func (c *Counter) Counts(name string) Counts {
 	v, ok := c.counts.Load(name)
 	if !ok {
-		return CallCounts{}
+		return Counts{}
 	}
 	n := &v.(*callCounts).n
-	var out CallCounts
-	out.Finished = n[CallFinished-1].Load()
-	out.Cancelled = n[CallCancelled-1].Load()
-	out.Rejected = n[CallRejected-1].Load()
-	out.Permitted = n[CallPermitted-1].Load()
+	var out Counts
+	out.Finished = n[bulkhead.CallFinished-1].Load()
+	out.Cancelled = n[bulkhead.CallCancelled-1].Load()
+	out.Rejected = n[bulkhead.CallRejected-1].Load()
+	out.Permitted = n[bulkhead.CallPermitted-1].Load()
 	return out
 }
 
@@ -107,4 +110,4 @@ func (c *CallCounter) Counts(name string) CallCounts {
 // (on the same goroutine, or on one synchronised with it) is not counted; an
 // event that another goroutine publishes while Close runs may be. Close is
 // idempotent.
-func (c *CallCounter) Close() { c.remove() }
+func (c *Counter) Close() { c.remove() }

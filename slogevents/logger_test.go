@@ -1,4 +1,4 @@
-package bulkhead_test
+package slogevents_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/slogevents"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
@@ -42,11 +43,11 @@ func attrsOf(r slog.Record) map[string]string {
 
 var epoch = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func TestEventLoggerLogsRejectionWithNameReasonAndEventTime(t *testing.T) {
+func TestLoggerLogsRejectionWithNameReasonAndEventTime(t *testing.T) {
 	clock := testkit.NewVirtualClock(epoch)
 	bh := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: 1}, bulkhead.WithClock(clock))
 	h := &recordingHandler{min: slog.LevelDebug}
-	defer bh.OnEvent(bulkhead.EventLogger{Logger: slog.New(h)}.Log)()
+	defer bh.OnEvent(slogevents.Logger{Logger: slog.New(h)}.Log)()
 
 	bh.TryAcquirePermission()
 	waiter := bh.AcquirePermissionAsync() // queued
@@ -76,10 +77,10 @@ func TestEventLoggerLogsRejectionWithNameReasonAndEventTime(t *testing.T) {
 	}
 }
 
-func TestEventLoggerLogsCancellation(t *testing.T) {
+func TestLoggerLogsCancellation(t *testing.T) {
 	bh := newSemaphore(t, "carrefour", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(testkit.NewVirtualClock(epoch)))
 	h := &recordingHandler{min: slog.LevelDebug}
-	defer bh.OnEvent(bulkhead.EventLogger{Logger: slog.New(h)}.Log)()
+	defer bh.OnEvent(slogevents.Logger{Logger: slog.New(h)}.Log)()
 
 	bh.TryAcquirePermission()
 	if !bh.AcquirePermissionAsync().Cancel() {
@@ -96,9 +97,9 @@ func TestEventLoggerLogsCancellation(t *testing.T) {
 	}
 }
 
-func TestEventLoggerHonoursLevelsAndSkipsDisabledOnes(t *testing.T) {
+func TestLoggerHonoursLevelsAndSkipsDisabledOnes(t *testing.T) {
 	h := &recordingHandler{min: slog.LevelInfo}
-	l := bulkhead.EventLogger{Logger: slog.New(h), RejectedLevel: slog.LevelError, CancelledLevel: slog.LevelDebug}
+	l := slogevents.Logger{Logger: slog.New(h), RejectedLevel: slog.LevelError, CancelledLevel: slog.LevelDebug}
 	l.Log(bulkhead.Event{Type: bulkhead.CallRejected, Name: "a", Reason: bulkhead.NoWait})
 	l.Log(bulkhead.Event{Type: bulkhead.CallCancelled, Name: "a"}) // debug: disabled
 	l.Log(bulkhead.Event{Type: bulkhead.CallPermitted, Name: "a"})
@@ -109,12 +110,12 @@ func TestEventLoggerHonoursLevelsAndSkipsDisabledOnes(t *testing.T) {
 	}
 }
 
-func TestZeroEventLoggerUsesDefaultLogger(t *testing.T) {
+func TestZeroLoggerUsesDefaultLogger(t *testing.T) {
 	h := &recordingHandler{min: slog.LevelDebug}
 	prev := slog.Default()
 	slog.SetDefault(slog.New(h))
 	defer slog.SetDefault(prev)
-	bulkhead.EventLogger{}.Log(bulkhead.Event{Type: bulkhead.CallRejected, Name: "z", Reason: bulkhead.QueueFull})
+	slogevents.Logger{}.Log(bulkhead.Event{Type: bulkhead.CallRejected, Name: "z", Reason: bulkhead.QueueFull})
 	if recs := h.all(); len(recs) != 1 || recs[0].Level != slog.LevelWarn {
 		t.Fatalf("records %v, want one warning through slog.Default()", recs)
 	}

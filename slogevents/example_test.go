@@ -1,4 +1,4 @@
-package bulkhead_test
+package slogevents_test
 
 import (
 	"log"
@@ -6,10 +6,11 @@ import (
 	"os"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/slogevents"
 )
 
 // Rejections are logged as warnings with the bulkhead's name and the reason.
-func ExampleEventLogger() {
+func ExampleLogger() {
 	// A text handler without the time, so that the output is stable.
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -21,7 +22,7 @@ func ExampleEventLogger() {
 	}))
 
 	bh, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1})
-	remove := bh.OnEvent(bulkhead.EventLogger{Logger: logger}.Log)
+	remove := bh.OnEvent(slogevents.Logger{Logger: logger}.Log)
 	defer remove()
 
 	bh.TryAcquirePermission() // permitted: not logged
@@ -33,14 +34,14 @@ func ExampleEventLogger() {
 
 // Logging the rejections of every bulkhead of a registry. Bulkheads created
 // later need their own OnEvent call.
-func ExampleEventLogger_registry() {
+func ExampleLogger_registry() {
 	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
 	if err != nil {
 		log.Fatal(err)
 	}
 	// Every bulkhead of the registry, present and future, logs its
 	// rejections and cancellations.
-	stop := registry.OnEvent(bulkhead.EventLogger{Logger: slog.Default()}.Log)
+	stop := registry.OnEvent(slogevents.Logger{Logger: slog.Default()}.Log)
 	defer stop()
 	for _, name := range []string{"walmart", "carrefour"} {
 		if _, err := registry.Get(name); err != nil {

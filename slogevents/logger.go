@@ -1,24 +1,26 @@
-package bulkhead
+package slogevents
 
 import (
 	"context"
 	"log/slog"
+
+	"github.com/rxbulkhead/bulkhead"
 )
 
-// EventLogger logs the events that need attention — rejections and
+// Logger logs the events of bulkheads that need attention — rejections and
 // cancellations — with log/slog. Permitted and finished calls are the normal
 // flow and are not logged; count them with metrics instead.
 //
 // Its Log method is an event listener:
 //
-//	remove := s.OnEvent(bulkhead.EventLogger{Logger: logger}.Log)
+//	remove := s.OnEvent(slogevents.Logger{Logger: logger}.Log)
 //
 // A rejection is logged as "bulkhead call rejected" with the attributes
 // bulkhead (the name) and reason (e.g. "queue full"); a cancellation as
 // "bulkhead call cancelled" with the attribute bulkhead. The record's time is
-// the event's time, read from the bulkhead's Clock. The zero EventLogger is
+// the event's time, read from the bulkhead's Clock. The zero Logger is
 // ready to use.
-type EventLogger struct {
+type Logger struct {
 	// Logger receives the records. Nil means slog.Default() at the time of
 	// each event.
 	Logger *slog.Logger
@@ -33,18 +35,18 @@ type EventLogger struct {
 // enabled for its level; it ignores every other event. It runs on the
 // goroutine that publishes the event, so it costs that goroutine the
 // handler's time.
-func (l EventLogger) Log(e Event) {
+func (l Logger) Log(e bulkhead.Event) {
 	var (
 		level slog.Leveler
 		msg   string
 	)
 	switch e.Type {
-	case CallRejected:
+	case bulkhead.CallRejected:
 		level, msg = l.RejectedLevel, "bulkhead call rejected"
 		if level == nil {
 			level = slog.LevelWarn
 		}
-	case CallCancelled:
+	case bulkhead.CallCancelled:
 		level, msg = l.CancelledLevel, "bulkhead call cancelled"
 		if level == nil {
 			level = slog.LevelInfo
@@ -61,7 +63,7 @@ func (l EventLogger) Log(e Event) {
 		return
 	}
 	r := slog.NewRecord(e.Time, level.Level(), msg, 0)
-	if e.Type == CallRejected {
+	if e.Type == bulkhead.CallRejected {
 		r.AddAttrs(slog.String("bulkhead", e.Name), slog.String("reason", e.Reason.String()))
 	} else {
 		r.AddAttrs(slog.String("bulkhead", e.Name))

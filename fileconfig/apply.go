@@ -1,0 +1,74 @@
+package fileconfig
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// NewRegistry resolves f and returns a bulkhead.Registry whose default
+// configuration is f's "default" (bulkhead.DefaultConfig() if f has none),
+// with every config of f added and every instance of f created. opts are
+// applied first, so a config of f replaces a bulkhead.WithConfig of the
+// same name. It fails, creating nothing, with the error of Resolve.
+func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, error) {
+	res, err := f.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	r, err := bulkhead.NewRegistry(res.Configs[bulkhead.DefaultConfigName].Config, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyResolved(r, res); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Apply reloads a configuration into the live registry r. It resolves f
+// first and, if that fails, returns the error and changes nothing.
+// Otherwise it adds or replaces every config of f (the one named "default"
+// becomes the configuration of bulkheads created later by Registry.Get) and
+// applies every instance of f with Registry.Configure: an existing bulkhead
+// changes with Semaphore.ChangeConfig, a missing one is created with its
+// configuration, so no caller ever sees it with another one.
+//
+// Bulkheads that f does not list as instances keep their configuration,
+// and none is removed. Each bulkhead changes atomically, with
+// ChangeConfig's guarantees (growth grants waiters at once, shrinking
+// blocks nobody), but not all of them at the same instant.
+//
+// Waiters granted because a bulkhead grew have their OnDone callbacks run
+// on the goroutine calling Apply, as with ChangeConfig. Concurrent Apply
+// calls are not serialised: the last one to change a bulkhead wins, so
+// reload from one goroutine.
+func Apply(r *bulkhead.Registry, f File) error {
+	if r == nil {
+		panic("fileconfig: Apply called with a nil *bulkhead.Registry")
+	}
+	res, err := f.Resolve()
+	if err != nil {
+		return err
+	}
+	return applyResolved(r, res)
+}
+
+// applyResolved adds the configs of res, then configures its instances in
+// name order. res has been checked by Resolve, so the errors below are only
+// a safety net; a config is validated again by AddConfig and an instance by
+// Configure, each before anything of it changes.
+func applyResolved(r *bulkhead.Registry, res Resolved) error {
+	for _, name := range slices.Sorted(maps.Keys(res.Configs)) {
+		if err := r.AddConfig(name, res.Configs[name].Config); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(res.Instances)) {
+		if _, err := r.Configure(name, res.Instances[name].Config); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package fileconfig_test
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/fileconfig"
+)
+
+// FuzzConfig checks bulkhead.Config.Validate against the rules of Config
+// field by field, New and ChangeConfig against Validate, and the loading of
+// a configuration file (File from JSON, Resolve, NewRegistry) against both:
+// whatever loads creates valid bulkheads with the resolved configs, and
+// every error matches ErrInvalidConfig and names what is wrong.
+func FuzzConfig(f *testing.F) {
+	// More seeds live in testdata/fuzz/FuzzConfig.
+	f.Add(int64(25), int64(0), int64(0), uint8(0), `{"configs":{"default":{"maxConcurrentCalls":20}}}`)
+	f.Add(int64(0), int64(-1), int64(-1), uint8(3), `{"instances":{"a":{"maxWaitDuration":"-5ms"}}}`)
+	f.Add(int64(3), int64(5), int64(9223372036854775807), uint8(1), `{"instances":{"a":{"maxQueuedCalls":"unbounded"},"b":{"maxQueuedCalls":-1,"maxWaitDuration":"x"}}}`)
+	f.Fuzz(func(t *testing.T, calls, wait, queued int64, order uint8, doc string) {
+		cfg := bulkhead.Config{MaxConcurrentCalls: int(calls), MaxWaitDuration: time.Duration(wait), MaxQueuedCalls: int(queued), QueueOrder: bulkhead.QueueOrder(order)}
+		checkConfigRules(t, cfg)
+		checkConfigFile(t, doc)
+	})
+}
+
+func checkConfigRules(t *testing.T, cfg bulkhead.Config) {
+	var fields []string
+	if cfg.MaxConcurrentCalls < 1 {
+		fields = append(fields, "MaxConcurrentCalls")
+	}
+	if cfg.MaxWaitDuration < 0 {
+		fields = append(fields, "MaxWaitDuration")
+	}
+	if cfg.MaxQueuedCalls < 0 || cfg.MaxWaitDuration > 0 && cfg.MaxQueuedCalls == 0 { // a wait needs a queue
+		fields = append(fields, "MaxQueuedCalls")
+	}
+	if cfg.QueueOrder != bulkhead.FIFO && cfg.QueueOrder != bulkhead.LIFO {
+		fields = append(fields, "QueueOrder")
+	}
+	err := cfg.Validate()
+	if len(fields) == 0 {
+		if err != nil {
+			t.Fatalf("Validate(%v) = %v, want nil", cfg, err)
+		}
+	} else {
+		// Every invalid field is reported, in field order; errors.As finds the first.
+		var ce *bulkhead.ConfigError
+		if !errors.As(err, &ce) || ce.Field != fields[0] || !errors.Is(err, bulkhead.ErrInvalidConfig) {
+			t.Fatalf("Validate(%v) = %v, want a *ConfigError naming %s first", cfg, err, fields[0])
+		}
+		for _, field := range fields {
+			if !strings.Contains(err.Error(), field) {
+				t.Fatalf("Validate(%v) = %v, which does not name %s", cfg, err, field)
+			}
+		}
+	}
+	s, nerr := bulkhead.New("partner", cfg)
+	if (nerr == nil) != (err == nil) {
+		t.Fatalf("New(%v) = %v, Validate = %v", cfg, nerr, err)
+	}
+	if nerr != nil {
+		if !strings.Contains(nerr.Error(), `bulkhead "partner"`) {
+			t.Fatalf("New error %q does not name the bulkhead", nerr)
+		}
+		return
+	}
+	base := bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}
+	s2, _ := bulkhead.New("other", base)
+	if cerr := s2.ChangeConfig(cfg); cerr != nil || s2.Config() != cfg {
+		t.Fatalf("ChangeConfig(%v) = %v, config now %v", cfg, cerr, s2.Config())
+	}
+	if s.Config() != cfg || s.Metrics().AvailableConcurrentCalls != cfg.MaxConcurrentCalls {
+		t.Fatalf("New(%v) made a bulkhead with config %v, metrics %+v", cfg, s.Config(), s.Metrics())
+	}
+}
+
+func checkConfigFile(t *testing.T, doc string) {
+	var f fileconfig.File
+	if err := json.Unmarshal([]byte(doc), &f); err != nil {
+		var fe *fileconfig.Error
+		var syn *json.SyntaxError
+		var ute *json.UnmarshalTypeError
+		if !errors.As(err, &fe) && !errors.As(err, &syn) && !errors.As(err, &ute) && !strings.Contains(err.Error(), "bulkhead") {
+			t.Fatalf("json.Unmarshal(%q): error %v is neither a JSON error nor a bulkhead one", doc, err)
+		}
+		if errors.As(err, &fe) {
+			for _, e := range fileErrors(t, err) {
+				if e.Problem == "" {
+					t.Fatalf("json.Unmarshal(%q): %#v says nothing of what is wrong", doc, e)
+				}
+			}
+		}
+		return
+	}
+	// What decoded resolves: Decode has checked everything.
+	res, rerr := f.Resolve()
+	if rerr != nil {
+		t.Fatalf("Resolve(%q) = %v after a successful decode", doc, rerr)
+	}
+	reg, nerr := fileconfig.NewRegistry(f)
+	if nerr != nil {
+		t.Fatalf("NewRegistry(%q) = %v, but Resolve succeeded", doc, nerr)
+	}
+	for name, e := range res.Configs {
+		if err := e.Config.Validate(); err != nil {
+			t.Fatalf("config %q resolved to an invalid %v: %v", name, e.Config, err)
+		}
+	}
+	for name, e := range res.Instances {
+		s, ok := reg.Find(name)
+		if !ok {
+			t.Fatalf("instance %q of %q was not created", name, doc)
+		}
+		if s.Config() != e.Config {
+			t.Fatalf("instance %q has config %v, resolved %v", name, s.Config(), e.Config)
+		}
+	}
+	if got, want := len(reg.All()), len(res.Instances); got != want {
+		t.Fatalf("registry holds %d bulkheads, the file has %d instances", got, want)
+	}
+}
+
+// FuzzRegistryConfigJSON decodes arbitrary JSON as a File: a decode either
+// fails with errors that each say what is wrong, or yields a File that
+// resolves to valid configurations and survives a round trip through
+// json.Marshal.
+func FuzzRegistryConfigJSON(f *testing.F) {
+	f.Add(issueConfigJSON)
+	f.Add(`{"configs": {"a": {"baseConfig": "b"}, "b": {"baseConfig": "a"}}}`)
+	f.Add(`{"instances": {"x": {"max-wait-duration": "1h", "queueOrder": "lifo", "maxQueuedCalls": "3"}}}`)
+	f.Add(`{"configs": {"default": {"baseConfig": "x"}, "x": {"maxConcurrentCalls": -1}}}`)
+	f.Add(`{"instances": {"b": {"maxWaitDuration": "5 parsecs"}, "a": {"maxQueuedCalls": -1}, "c": {"maxQueuedCalls": "unbounded"}}}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		var file fileconfig.File
+		if err := json.Unmarshal([]byte(doc), &file); err != nil {
+			var fe *fileconfig.Error
+			if errors.As(err, &fe) {
+				for _, e := range fileErrors(t, err) {
+					if e.Problem == "" {
+						t.Fatalf("error without a problem: %#v", e)
+					}
+				}
+			}
+			return
+		}
+		res, err := file.Resolve()
+		if err != nil {
+			t.Fatalf("a decoded file does not resolve: %v", err)
+		}
+		if _, ok := res.Configs[bulkhead.DefaultConfigName]; !ok {
+			t.Fatal("resolved configs lack the default")
+		}
+		for name, e := range res.Instances {
+			if err := e.Config.Validate(); err != nil {
+				t.Fatalf("instance %q resolved to an invalid config: %v", name, err)
+			}
+		}
+		// What was accepted survives a round trip through json.Marshal.
+		out, err := json.Marshal(file)
+		if err != nil {
+			t.Fatalf("json.Marshal: %v", err)
+		}
+		var back fileconfig.File
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("re-decoding %s: %v", out, err)
+		}
+		res2, err := back.Resolve()
+		if err != nil || !reflect.DeepEqual(res, res2) {
+			t.Fatalf("round trip changed the resolution: %+v, %v; want %+v", res2, err, res)
+		}
+	})
+}
