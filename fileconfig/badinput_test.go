@@ -23,9 +23,9 @@ func loadJSON(doc string) error {
 	return err
 }
 
-// requireSpecError checks a config file error: it matches ErrInvalidConfig
+// requireFileError checks a config file error: it matches ErrInvalidConfig
 // and its message contains every part.
-func requireSpecError(t *testing.T, err error, parts ...string) {
+func requireFileError(t *testing.T, err error, parts ...string) {
 	t.Helper()
 	var fe *fileconfig.Error
 	if !errors.As(err, &fe) || !errors.Is(err, bulkhead.ErrInvalidConfig) {
@@ -40,27 +40,27 @@ func requireSpecError(t *testing.T, err error, parts ...string) {
 
 func TestBadInputConfigFileUnknownKey(t *testing.T) {
 	err := loadJSON(`{"instances": {"walmart": {"maxConcurentCalls": 5}}}`)
-	requireSpecError(t, err, `bulkhead "walmart"`, "maxConcurentCalls", "unknown key (known: baseConfig, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder)")
+	requireFileError(t, err, `bulkhead "walmart"`, "maxConcurentCalls", "unknown key (known: baseConfig, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder)")
 }
 
 func TestBadInputConfigFileDurationWithoutUnit(t *testing.T) {
 	err := loadJSON(`{"configs": {"default": {"maxWaitDuration": 50}}}`)
-	requireSpecError(t, err, `bulkhead config "default"`, "maxWaitDuration 50", "not a duration")
+	requireFileError(t, err, `bulkhead config "default"`, "maxWaitDuration 50", "not a duration")
 }
 
 func TestBadInputConfigFileNegativeValue(t *testing.T) {
 	err := loadJSON(`{"instances": {"walmart": {"maxConcurrentCalls": -2}}}`)
-	requireSpecError(t, err, `bulkhead "walmart"`, "maxConcurrentCalls -2", "must be >= 1")
+	requireFileError(t, err, `bulkhead "walmart"`, "maxConcurrentCalls -2", "must be >= 1")
 }
 
 func TestBadInputConfigFileUnknownBaseConfig(t *testing.T) {
 	err := loadJSON(`{"instances": {"walmart": {"baseConfig": "big"}}}`)
-	requireSpecError(t, err, `bulkhead "walmart"`, `baseConfig "big"`, "no such config (known: none)")
+	requireFileError(t, err, `bulkhead "walmart"`, `baseConfig "big"`, "no such config (known: none)")
 }
 
 func TestBadInputConfigFileInheritanceCycle(t *testing.T) {
 	err := loadJSON(`{"configs": {"a": {"baseConfig": "b"}, "b": {"baseConfig": "a"}}}`)
-	requireSpecError(t, err, "inheritance cycle a -> b -> a")
+	requireFileError(t, err, "inheritance cycle a -> b -> a")
 }
 
 func TestBadInputConfigFileNotJSON(t *testing.T) {
@@ -69,4 +69,9 @@ func TestBadInputConfigFileNotJSON(t *testing.T) {
 	if !errors.As(err, &syn) {
 		t.Fatalf("got %v (%T), want a *json.SyntaxError", err, err)
 	}
+}
+
+func TestBadInputConfigFileReportsEveryProblemAtOnce(t *testing.T) {
+	err := loadJSON(`{"instances": {"b": {"maxWaitDuration": "5 parsecs"}, "a": {"maxQueuedCalls": -1}}}`)
+	requireFileError(t, err, `bulkhead "a": maxQueuedCalls -1: must be >= 0`, `bulkhead "b": maxWaitDuration "5 parsecs": not a duration`)
 }

@@ -105,7 +105,7 @@ func TestConfigEmbeddedInAnApplicationConfig(t *testing.T) {
 	}
 }
 
-// TestStructTagsAndTextUnmarshalers decodes a ConfigSpec alone: it has no
+// TestStructTagsAndTextUnmarshalers decodes a fileconfig.Spec alone: it has no
 // YAML hook, so the library goes through the struct tags and the
 // TextUnmarshaler of Duration and QueueOrder.
 func TestStructTagsAndTextUnmarshalers(t *testing.T) {
