@@ -16,4 +16,6 @@
 // signals are serial (rule 1.3), nothing is emitted that was not requested,
 // demand saturates at math.MaxInt64 (rule 3.17) and Request(n <= 0) ends the
 // subscription with an OnError matching [ErrNonPositiveRequest] (rule 3.9).
+//
+// Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
 package flowable

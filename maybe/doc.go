@@ -28,4 +28,6 @@
 // permit costs that goroutine plus the bulkhead's queue record, and this
 // package adds no goroutine of its own. Get adds one goroutine for the
 // duration of the call, to learn the context its options carry.
+//
+// Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
 package maybe

@@ -59,4 +59,6 @@
 // package runs each subscription, including the wait for its permit, on that
 // goroutine and adds none. A subscription waiting for a permit therefore
 // costs that goroutine plus the bulkhead's queue record.
+//
+// Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
 package observable

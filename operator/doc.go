@@ -26,4 +26,6 @@
 // Go cannot instantiate generic code at run time, Apply wraps a
 // flowable.Publisher only if its element type is any; use [Flowable] for
 // the others.
+//
+// Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
 package operator
