@@ -25,6 +25,12 @@
 //   - [Observe] returns a [TestObserver] that records an rxgo Observable,
 //     Single or OptionalSingle and can cancel it mid-stream.
 //
+// Waiting for the code under test: [AwaitQueued] waits until a bulkhead
+// has n calls queued, for instance by the goroutines of an rxgo pipeline,
+// before the test moves a VirtualClock or gives a permit back (inside a
+// bubble it is one synctest.Wait). [VerifierClock] makes a step verifier's
+// ExpectNoEvent advance a VirtualClock.
+//
 // The permit-leak check: [CheckPermits] (or [CheckRegistry] for a whole
 // Registry) fails the test if a bulkhead still holds a permit or a queued
 // call when the test ends. Every test that involves a bulkhead should call
