@@ -195,3 +195,22 @@ func ExampleNewRegistry_partners() {
 	fmt.Println(len(registry.All()), "bulkheads,", permits, "permits")
 	// Output: 500 bulkheads, 5928 permits
 }
+
+// Resolve checks a File built in Go, with the rules and messages of a file:
+// here a base that does not exist and a wait without a queue.
+func ExampleFile_Resolve() {
+	file := fileconfig.File{
+		Configs: map[string]fileconfig.Spec{
+			"nowait": {MaxQueuedCalls: new(0)},
+		},
+		Instances: map[string]fileconfig.Spec{
+			"walmart":   {BaseConfig: "huge"},
+			"carrefour": {BaseConfig: "nowait", MaxWaitDuration: new(fileconfig.Duration(time.Second))},
+		},
+	}
+	_, err := file.Resolve()
+	fmt.Println(err)
+	// Output:
+	// bulkhead "carrefour": maxQueuedCalls 0: must be >= 1 when MaxWaitDuration is positive (bulkhead.Unbounded for no bound)
+	// bulkhead "walmart": baseConfig "huge": no such config (known: nowait)
+}
