@@ -220,8 +220,6 @@ func normKey(k string) string {
 	return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(k))
 }
 
-func equalFold(a, b string) bool { return strings.EqualFold(a, b) }
-
 // asMap accepts the map types decoders produce; scalar keys other than
 // strings (a partner named 123 in YAML) are formatted with %v.
 func asMap(v any) (map[string]any, bool) {

@@ -1,6 +1,7 @@
 package fileconfig
 
 import (
+	"strings"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -88,7 +89,7 @@ const unbounded = "unbounded"
 // decodeCount accepts an integer (a number or a decimal string) or
 // "unbounded" (bulkhead.Unbounded, any letter case).
 func decodeCount(v any) (int, []problem) {
-	if s, ok := v.(string); ok && equalFold(s, unbounded) {
+	if s, ok := v.(string); ok && strings.EqualFold(s, unbounded) {
 		return bulkhead.Unbounded, nil
 	}
 	n, ok := asInt(v)
