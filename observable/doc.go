@@ -36,6 +36,8 @@
 // subscription cancels the source's context, and a source that does not
 // watch its context may run a little longer on its own goroutine.
 //
+// Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
+//
 // # Options, Retry and BackOffRetry
 //
 // rxgo options pass through: WithBufferedChannel sizes the channel Observe
@@ -59,6 +61,4 @@
 // package runs each subscription, including the wait for its permit, on that
 // goroutine and adds none. A subscription waiting for a permit therefore
 // costs that goroutine plus the bulkhead's queue record.
-//
-// Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
 package observable

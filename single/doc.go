@@ -15,6 +15,8 @@
 // the source's context being cancelled; and a request still waiting when the
 // consumer's context ends is withdrawn without taking a permit.
 //
+// Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
+//
 // Unlike the Singles that rxgo's own operators build, the Single returned
 // here (and the Singles and OptionalSingles its Map and Filter return) can
 // be observed any number of times: each observation builds its own channel
@@ -29,6 +31,4 @@
 // permit costs that goroutine plus the bulkhead's queue record, and this
 // package adds no goroutine of its own. Get adds one goroutine for the
 // duration of the call, to learn the context its options carry.
-//
-// Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
 package single
