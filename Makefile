@@ -97,9 +97,9 @@ stress:
 
 ## fuzz: each fuzz target for FUZZ_TIME
 fuzz:
-	@set -e; for f in FuzzSemaphore FuzzConfig FuzzRegistryConfigJSON; do \
-		echo "== $$f"; \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) . ; \
+	@set -e; for f in .:FuzzSemaphore ./fileconfig:FuzzConfig ./fileconfig:FuzzRegistryConfigJSON; do \
+		pkg=$${f%%:*}; f=$${f#*:}; echo "== $$f"; \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) $$pkg ; \
 	done
 
 clean:
