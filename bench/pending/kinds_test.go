@@ -1,0 +1,3 @@
+package pending_test
+
+func kinds() []kind { return coreKinds }
