@@ -6,7 +6,6 @@ import (
 	"github.com/reactivex/rxgo/v2"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
-	"github.com/rxbulkhead/bulkhead/internal/permit"
 )
 
 // Observable returns an Observable each observation of which runs src under
@@ -16,7 +15,8 @@ import (
 // observation, before the options given to Observe. b and src must not be
 // nil: the operators check them.
 func Observable(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxgo.Observable {
-	return deferred(&observation{b: b, src: src}, opts)
+	o := &observation{b: b, src: src, opts: opts}
+	return &observable{Observable: o.deferred(), o: o}
 }
 
 // Single returns a Single each observation of which runs src under its own
@@ -24,17 +24,15 @@ func Observable(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxg
 // when it arrives. It can be observed any number of times. b and src must
 // not be nil.
 func Single(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxgo.Single {
-	return &single{obs: deferred(&observation{b: b, src: src, first: true}, opts)}
+	o := &observation{b: b, src: src, first: true, opts: opts}
+	return &single{o: o, obs: o.deferred()}
 }
 
 // OptionalSingle is Single for a source that may close without an item: Get
 // then returns rxgo.OptionalSingleEmpty.
 func OptionalSingle(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxgo.OptionalSingle {
-	return &optional{obs: deferred(&observation{b: b, src: src, first: true}, opts)}
-}
-
-func deferred(o *observation, opts []rxgo.Option) rxgo.Observable {
-	return rxgo.Defer([]rxgo.Producer{o.run}, opts...)
+	o := &observation{b: b, src: src, first: true, opts: opts}
+	return &optional{o: o, obs: o.deferred()}
 }
 
 // observation is the immutable part shared by all observations of one
@@ -42,92 +40,99 @@ func deferred(o *observation, opts []rxgo.Option) rxgo.Observable {
 type observation struct {
 	b     bulkhead.Bulkhead
 	src   rxgo.Iterable
-	first bool // forward src's first item only, then end (Single, OptionalSingle)
+	first bool          // forward src's first item only, then end (Single, OptionalSingle)
+	opts  []rxgo.Option // the operator's options, before those of each observation
 }
 
-// subscription is one observation. Its permit.Disposable holds the acquire /
-// withdraw / release state machine; run only waits for the outcome and
-// forwards items.
+// observable is the rxgo.Observable the observable operator returns. Its
+// own Observe and Run start an observation that parks nothing while the
+// permit is pending (see subscription). Every other method is the embedded
+// rxgo.Observable's, built by o.deferred: rxgo's operators (Map, Retry,
+// Take, ...) observe the ObservableImpl they are called on, not this
+// wrapper, so a chained observation runs on the goroutine rxgo.Defer starts
+// for it, which waits there for the permit.
+type observable struct {
+	rxgo.Observable
+	o *observation
+}
+
+// Observe starts an observation and returns its channel at once.
+func (x *observable) Observe(opts ...rxgo.Option) <-chan rxgo.Item {
+	return x.o.observe(opts, false).ch
+}
+
+// Run starts an observation that discards the items; the returned channel
+// closes when the observation ends (the source ended, the permit was
+// rejected, or the context of the options ended).
+func (x *observable) Run(opts ...rxgo.Option) rxgo.Disposed {
+	return x.o.observe(opts, true).done
+}
+
+// observe starts one observation with the options of an Observe, Get or
+// Run call, and returns its subscription (out, or done if discard).
 //
-// Goroutines: run executes on the goroutine rxgo.Defer starts for the
-// observation, and it alone calls Dispose, SetUpstream and the Guard's
-// MarkRan and Complete. Granted and Rejected may run on another goroutine
-// (whichever one the bulkhead grants or rejects on); they only hand the
-// outcome to run through the one-slot outcome channel, so no user code (the
-// source's Observe) runs on a goroutine that merely released a permit.
-type subscription struct {
-	permit.Disposable
-	outcome chan outcome // one slot: exactly one of Granted or Rejected sends, once
-}
-
-type outcome struct {
-	guard *permit.Guard // nil when rejected
-	err   error
-}
-
-func (s *subscription) Granted(g *permit.Guard) { s.outcome <- outcome{guard: g} }
-func (s *subscription) Rejected(err error)      { s.outcome <- outcome{err: err} }
-
-var _ permit.Handler = (*subscription)(nil)
-
-// run is the rxgo.Producer of one observation; rxgo closes next when it
-// returns. ctx is the consumer's context.
+// Without options the context is context.Background() and the channel is
+// unbuffered, so the permit is requested on the caller's goroutine and no
+// goroutine exists until the outcome is known.
 //
-// Permit ownership: the Disposable owns the request while it is pending and
-// the Guard owns the permit once granted. Every path out of run after a
-// grant ends with exactly one effective release: Complete when the source
-// closes, errs or (first) delivers its item, Dispose when the consumer goes
-// away (the Guard's Release: FinishCall if an item was received,
-// ReleasePermission if not). The Guard makes any second release a no-op.
+// With options, rxgo must evaluate them: their struct is unexported, and no
+// rxgo function hands the context they build to the caller. rxgo.Defer
+// does it as for any deferred Observable: its Observe builds the channel
+// (we copy its capacity, honouring WithBufferedChannel) and the context
+// (WithContext; the operator's options first, the observation's last) and
+// runs our producer with that context on a goroutine it starts. That
+// goroutine requests the permit and, granted at once, pumps the source
+// itself; pending, it registers the withdrawal with context.AfterFunc and
+// returns, so nothing stays parked. rxgo then closes the Defer's own
+// channel, which nobody reads.
+func (o *observation) observe(opts []rxgo.Option, discard bool) *subscription {
+	s := &subscription{o: o}
+	if len(o.opts) == 0 && len(opts) == 0 {
+		s.ctx = context.Background()
+		s.outputs(0, discard)
+		s.begin(false)
+		return s
+	}
+	s.mu.Lock() // the producer waits until the outputs are set
+	probe := rxgo.Defer([]rxgo.Producer{s.produce}, o.opts...).Observe(opts...)
+	s.outputs(cap(probe), discard)
+	s.mu.Unlock()
+	return s
+}
+
+// produce is the rxgo.Producer of an observation with options; it runs on
+// the goroutine rxgo.Defer starts, with the context the options built.
+func (s *subscription) produce(ctx context.Context, _ chan<- rxgo.Item) {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+	s.begin(true)
+}
+
+// deferred returns the rxgo Observable that chained operators observe: each
+// observation runs on the goroutine rxgo.Defer starts and parks there while
+// the permit is pending (rxgo's operators cannot observe our own Observe).
+func (o *observation) deferred() rxgo.Observable {
+	return rxgo.Defer([]rxgo.Producer{o.run}, o.opts...)
+}
+
+// run is the rxgo.Producer of a chained observation; rxgo closes next when
+// it returns. ctx is the consumer's context.
 func (o *observation) run(ctx context.Context, next chan<- rxgo.Item) {
-	if ctx.Err() != nil {
-		return // the consumer is gone already: ask for nothing
+	s := &subscription{o: o, ctx: ctx, out: next, wake: make(chan struct{}, 1)}
+	if !s.begin(true) {
+		return // delivered inline, or nothing asked
 	}
-	s := &subscription{outcome: make(chan outcome, 1)}
-	s.Start(o.b, s)
-	var out outcome
 	select {
-	case out = <-s.outcome:
+	case <-s.wake:
 	case <-ctx.Done():
-		// Withdraws a pending request; gives back a permit granted
-		// concurrently (the gate's CAS decides).
-		s.Dispose()
-		return
-	}
-	if out.err != nil {
-		rxgo.Error(out.err).SendContext(ctx, next)
-		return
-	}
-	g := out.guard
-	srcCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	in := o.src.Observe(rxgo.WithContext(srcCtx))
-	if !s.SetUpstream(cancel) {
-		return // unreachable while run is the only caller of Dispose
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			s.Dispose() // cancels the source, releases the permit
+		if s.phase.CompareAndSwap(phaseWaiting, phaseWithdrawn) {
+			// Withdraws a pending request; gives back a permit granted
+			// concurrently (the gate's CAS decides).
+			s.Dispose()
 			return
-		case item, ok := <-in:
-			if !ok {
-				g.Complete()
-				return
-			}
-			g.MarkRan()
-			if o.first || item.Error() {
-				// The last item: the permit comes back before the
-				// consumer receives it.
-				cancel()
-				g.Complete()
-				item.SendContext(ctx, next)
-				return
-			}
-			if !item.SendContext(ctx, next) {
-				s.Dispose()
-				return
-			}
 		}
+		<-s.wake // decided first: the outcome is in the slot; the delivery sees ctx end
 	}
+	s.deliver()
 }
