@@ -1,0 +1,118 @@
+package iterate
+
+import (
+	"context"
+	"iter"
+
+	bulkhead "github.com/rxbulkhead/bulkhead"
+)
+
+// Seq returns an iterator that ranges over seq under a permit of b, taken
+// when ranging starts and given back when the loop ends (see the package
+// documentation for the rules). It yields each value of seq with a nil
+// error, or, when no permit was obtained, one pair of the zero value and
+// the error. ctx bounds the wait for the permit.
+//
+// Seq panics if ctx, b or seq is nil: those are programmer errors.
+func Seq[T any](ctx context.Context, b bulkhead.Bulkhead, seq iter.Seq[T]) iter.Seq2[T, error] {
+	checkArgs("Seq", ctx, b, seq == nil)
+	return func(yield func(T, error) bool) {
+		if err := acquire(ctx, b); err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		p := held{b: b}
+		defer p.giveBack()
+		for v := range seq {
+			p.ran = true
+			if !yield(v, nil) {
+				break
+			}
+		}
+		p.ended = true
+	}
+}
+
+// Seq2 is Seq for a source that reports its own errors, an
+// iter.Seq2[T, error] such as database rows or the pages of an API client.
+// The source's pairs are yielded as they are; when no permit was obtained
+// the only pair is the zero value and the acquisition's error. An error
+// pair from the source does not change the release rules: the call ran.
+//
+// Seq2 panics if ctx, b or seq is nil.
+func Seq2[T any](ctx context.Context, b bulkhead.Bulkhead, seq iter.Seq2[T, error]) iter.Seq2[T, error] {
+	checkArgs("Seq2", ctx, b, seq == nil)
+	return func(yield func(T, error) bool) {
+		if err := acquire(ctx, b); err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		p := held{b: b}
+		defer p.giveBack()
+		for v, err := range seq {
+			p.ran = true
+			if !yield(v, err) {
+				break
+			}
+		}
+		p.ended = true
+	}
+}
+
+func checkArgs(fn string, ctx context.Context, b bulkhead.Bulkhead, nilSeq bool) {
+	switch {
+	case ctx == nil:
+		panic("iterate: " + fn + " called with a nil context.Context (use context.Background())")
+	case b == nil:
+		panic("iterate: " + fn + " called with a nil bulkhead.Bulkhead")
+	case nilSeq:
+		panic("iterate: " + fn + " called with a nil source iterator")
+	}
+}
+
+// held is a permit held by one loop; only the ranging goroutine uses it.
+type held struct {
+	b     bulkhead.Bulkhead
+	ran   bool // the loop body received a value
+	ended bool // the source returned (no panic)
+}
+
+// giveBack runs deferred, also while a panic unwinds: FinishCall if the
+// source ended or the body received a value, ReleasePermission otherwise.
+func (p *held) giveBack() {
+	if p.ended || p.ran {
+		p.b.FinishCall()
+		return
+	}
+	p.b.ReleasePermission()
+}
+
+// acquire blocks until b grants a permit (nil), rejects the call (the
+// rejection error) or ctx ends (ctx.Err(), the request withdrawn).
+//
+// Ownership: a permit granted while ctx ends belongs to the caller of
+// Cancel that lost the race, which gives it back unused.
+func acquire(ctx context.Context, b bulkhead.Bulkhead) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a := b.AcquirePermissionAsync()
+	if err := a.Err(); err != bulkhead.ErrPending {
+		return err
+	}
+	select {
+	case <-a.Done():
+		return a.Err()
+	case <-ctx.Done():
+		if a.Cancel() {
+			return ctx.Err()
+		}
+		<-a.Done() // decided first: wait until the outcome is published
+		if a.Err() == nil {
+			b.ReleasePermission()
+		}
+		return ctx.Err()
+	}
+}
