@@ -30,8 +30,21 @@ func BenchmarkObserveJust(b *testing.B) {
 			}
 		}
 	}
+	id := func(_ context.Context, v any) (any, error) { return v, nil }
 	b.Run("bare", func(b *testing.B) { run(b, rxgo.Just(1)()) })
+	// One rxgo operator, for scale: a goroutine and a channel hop, as ours.
+	b.Run("bare+Map", func(b *testing.B) { run(b, rxgo.Just(1)().Map(id)) })
 	b.Run("bulkhead", func(b *testing.B) { run(b, observable.Bulkhead(openBulkhead(b), rxgo.Just(1)())) })
+	// With a context: rxgo must evaluate the options (see rxpermit).
+	b.Run("bulkhead+WithContext", func(b *testing.B) {
+		obs := observable.Bulkhead(openBulkhead(b), rxgo.Just(1)())
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			for range obs.Observe(rxgo.WithContext(ctx)) {
+			}
+		}
+	})
 }
 
 // Per-item overhead: Range(0, 1e5) drained, bare and through a bulkhead.
