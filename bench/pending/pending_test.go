@@ -91,7 +91,7 @@ func (observer) OnError(error)                          {}
 // ends, with a long wait so that calls queue.
 func full(tb testing.TB) *bulkhead.Semaphore {
 	tb.Helper()
-	b, err := bulkhead.New("pending", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	b, err := bulkhead.New("pending", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	if err != nil {
 		tb.Fatal(err)
 	}

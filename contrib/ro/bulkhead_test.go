@@ -20,7 +20,7 @@ import (
 
 func partner(t testing.TB, permits int, wait time.Duration) (*bulkhead.Semaphore, *testkit.EventLog) {
 	t.Helper()
-	b, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: wait})
+	b, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: wait, MaxQueuedCalls: bulkhead.Unbounded})
 	require.NoError(t, err)
 	testkit.CheckPermits(t, b)
 	return b, testkit.RecordEvents(t, b)

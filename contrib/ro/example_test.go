@@ -57,7 +57,7 @@ func ExampleTransformer() {
 // A subscription waiting for its permit is withdrawn by Unsubscribe: no
 // permit is consumed and the source never runs.
 func ExampleBulkhead_unsubscribeWhilePending() {
-	walmart, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour})
+	walmart, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 	walmart.TryAcquirePermission()
 	sub := bro.Bulkhead(walmart, ro.Just(1)).Subscribe(ro.NoopObserver[int]())
 	fmt.Println("queued:", walmart.Metrics().QueuedCalls)

@@ -13,7 +13,7 @@ import (
 
 var (
 	noWait   = bulkhead.Config{MaxConcurrentCalls: 1}
-	queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour}
+	queueing = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}
 )
 
 // want is what a scenario expects, the same for every kind.
@@ -64,7 +64,7 @@ var scenarios = []scenario{
 	},
 	{
 		name: "wait expires: rejected, source never subscribed",
-		cfg:  bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second},
+		cfg:  bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded},
 		full: true,
 		play: func(*otherCall, Run) { time.Sleep(time.Second) }, // fake time
 		want: func(Kind) want { return want{err: bulkhead.ErrBulkheadFull, ended: true} },
