@@ -26,8 +26,10 @@
 // permit is back already, but the goroutine stays (see the observable
 // package for the rules a consumer must follow).
 //
-// rxgo starts one goroutine per observation; an observation waiting for its
-// permit costs that goroutine plus the bulkhead's queue record, and this
-// package adds no goroutine of its own. Get adds one goroutine for the
-// duration of the call, to learn the context its options carry.
+// An observation waiting for its permit (Observe, Get or Run of the
+// returned OptionalSingle) holds no goroutine, only the bulkhead's queue
+// record and its own state; the grant starts the goroutine that observes
+// src. The OptionalSingle that Map returns is an rxgo chain: a pending
+// observation of it holds Map's goroutine and one rxgo.Defer goroutine
+// (see the observable package, "Cost").
 package maybe

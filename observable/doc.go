@@ -57,8 +57,21 @@
 //
 // # Cost
 //
-// rxgo starts one goroutine per observation of a deferred Observable; this
-// package runs each subscription, including the wait for its permit, on that
-// goroutine and adds none. A subscription waiting for a permit therefore
-// costs that goroutine plus the bulkhead's queue record.
+// A subscription waiting for its permit holds no goroutine: Observe (and
+// Run) requests the permit and returns; the bulkhead's queue record and
+// the subscription's state (about 650 B in all, see docs/guide.md) are all
+// it costs until the grant, which starts one goroutine that observes src
+// and forwards its items. Given rxgo options (WithContext,
+// WithBufferedChannel), Observe lets rxgo evaluate them, which runs one
+// short-lived goroutine of rxgo.Defer that asks for the permit, pumps src
+// itself when the permit is free, and ends at once when it is not; a
+// context's end is then watched with context.AfterFunc, which starts no
+// goroutine for the standard library's contexts.
+//
+// Chained operators are rxgo's: they observe the rxgo Observable they were
+// called on, which is an rxgo.Defer inside the returned value, not its
+// Observe. A pending observation of observable.Bulkhead(b, src).Map(f)
+// therefore holds two goroutines: Map's own (rxgo starts one for every
+// Map, bulkhead or not) and the Defer goroutine, which waits there for the
+// permit. The permit rules are the same on both paths.
 package observable

@@ -27,8 +27,11 @@
 // permit is back already, but the goroutine stays (see the observable
 // package for the rules a consumer must follow).
 //
-// rxgo starts one goroutine per observation; a subscription waiting for its
-// permit costs that goroutine plus the bulkhead's queue record, and this
-// package adds no goroutine of its own. Get adds one goroutine for the
-// duration of the call, to learn the context its options carry.
+// An observation waiting for its permit (Observe, Get or Run of the
+// returned Single) holds no goroutine, only the bulkhead's queue record and
+// its own state; the grant starts the goroutine that observes src. Get
+// blocks its caller until the value arrives or its context ends. The
+// Singles that Map and Filter return are rxgo's chains: a pending
+// observation of them holds the operator's goroutine and one rxgo.Defer
+// goroutine (see the observable package, "Cost").
 package single

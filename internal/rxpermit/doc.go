@@ -26,6 +26,21 @@
 // return, observe afresh on every Observe, Get and Run, unlike the Singles
 // rxgo's own operators build, which share one channel.
 //
-// rxgo starts one goroutine per observation; this package starts none of
-// its own, except that Get runs one for the duration of the call.
+// # Goroutines
+//
+// What it builds are types of this package that satisfy rxgo's
+// interfaces. Their Observe, Get and Run request the permit first and start
+// a goroutine only once it is granted, so a pending observation parks
+// nothing (see subscription for who delivers the outcome). rxgo's options
+// are opaque (their struct is unexported), so an observation given options
+// lets rxgo.Defer evaluate them: the goroutine Defer starts learns the
+// context, requests the permit and either pumps the source (granted at
+// once) or ends (pending; context.AfterFunc watches the context).
+//
+// Every other method of the Observable (Map, Retry, Take, ...) is rxgo's,
+// on an embedded rxgo.Defer Observable whose producer runs the same
+// subscription but waits for the outcome on Defer's goroutine: rxgo's
+// operators observe the ObservableImpl they are called on and cannot reach
+// our Observe. A pending chained observation therefore holds that
+// goroutine, plus whatever the operator starts itself.
 package rxpermit

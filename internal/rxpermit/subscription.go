@@ -191,58 +191,105 @@ func (s *subscription) end() {
 
 // deliver delivers the decided outcome and ends the subscription.
 func (s *subscription) deliver() {
-	defer s.end()
 	if s.guard == nil {
-		if s.out != nil {
-			rxgo.Error(s.err).SendContext(s.ctx, s.out)
-		}
-		return
+		s.reject()
+	} else {
+		s.pump(s.guard)
 	}
-	s.pump(s.guard)
+	s.end()
+}
+
+// reject passes the rejection to the consumer as one error item.
+func (s *subscription) reject() {
+	if s.out != nil {
+		rxgo.Error(s.err).SendContext(s.ctx, s.out)
+	}
 }
 
 // pump observes the source with a context that ends with the observation
 // and forwards its items (see the permit ownership rules on subscription).
+// A context that never ends (context.Background(), no options) needs no
+// select: items are received and sent with plain channel operations.
 func (s *subscription) pump(g *permit.Guard) {
-	srcCtx, cancel := context.WithCancel(s.ctx)
+	in, cancel := s.subscribe()
 	defer cancel()
-	in := s.o.src.Observe(rxgo.WithContext(srcCtx))
-	if !s.SetUpstream(cancel) {
+	if in == nil {
 		return // disposed meanwhile: the Disposable gave the permit back
 	}
 	done := s.ctx.Done()
 	for {
-		select {
-		case <-done:
-			s.Dispose() // cancels the source, releases the permit
+		var (
+			item rxgo.Item
+			ok   bool
+		)
+		if done == nil {
+			item, ok = <-in
+		} else {
+			select {
+			case <-done:
+				s.Dispose() // cancels the source, releases the permit
+				return
+			case item, ok = <-in:
+			}
+		}
+		if !ok {
+			g.Complete()
 			return
-		case item, ok := <-in:
-			if !ok {
-				g.Complete()
-				return
-			}
-			g.MarkRan()
-			if s.o.first || item.Error() {
-				// The last item: the permit comes back before the
-				// consumer receives it.
-				cancel()
-				g.Complete()
-				s.send(item)
-				return
-			}
-			if !s.send(item) {
-				s.Dispose()
-				return
-			}
+		}
+		g.MarkRan()
+		if s.o.first || item.Error() {
+			// The last item: the permit comes back before the consumer
+			// receives it.
+			cancel()
+			g.Complete()
+			s.send(item, done)
+			return
+		}
+		if !s.send(item, done) {
+			s.Dispose()
+			return
 		}
 	}
 }
 
+// subscribe observes the source with a context of its own and hands its
+// cancel func to the Disposable; in is nil if the subscription was
+// disposed meanwhile (the source is cancelled then). It is a function of
+// its own to keep pump's frame small: the pumping goroutine starts with a
+// small stack, and growing it costs more than the rest of a short
+// observation.
+//
+//go:noinline
+func (s *subscription) subscribe() (in <-chan rxgo.Item, cancel context.CancelFunc) {
+	srcCtx, cancel := context.WithCancel(s.ctx)
+	in = s.o.src.Observe(rxgo.WithContext(srcCtx))
+	if !s.SetUpstream(cancel) {
+		return nil, cancel
+	}
+	return in, cancel
+}
+
 // send passes item to the consumer; it reports false if the consumer's
-// context ended first. Run's observations discard items.
-func (s *subscription) send(item rxgo.Item) bool {
-	if s.out == nil {
+// context ended first (done is its Done channel, nil if it never ends; an
+// ended context wins over a ready consumer, as in rxgo's SendContext).
+// Run's observations discard items.
+func (s *subscription) send(item rxgo.Item, done <-chan struct{}) bool {
+	switch {
+	case s.out == nil:
+		return true
+	case done == nil:
+		s.out <- item
 		return true
 	}
-	return item.SendContext(s.ctx, s.out)
+	select {
+	case <-done:
+		return false
+	default:
+	}
+	select {
+	case <-done:
+		return false
+	case s.out <- item:
+		return true
+	}
 }
