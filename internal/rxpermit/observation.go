@@ -90,7 +90,9 @@ func (o *observation) observe(opts []rxgo.Option, discard bool) *subscription {
 	if len(o.opts) == 0 && len(opts) == 0 {
 		s.ctx = context.Background()
 		s.outputs(0, discard)
-		s.begin(false)
+		if s.begin() == beginDeliver {
+			go s.deliver()
+		}
 		return s
 	}
 	s.mu.Lock() // the producer waits until the outputs are set
@@ -106,7 +108,9 @@ func (s *subscription) produce(ctx context.Context, _ chan<- rxgo.Item) {
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
-	s.begin(true)
+	if s.begin() == beginDeliver {
+		s.deliver() // granted at once: this goroutine pumps the source
+	}
 }
 
 // deferred returns the rxgo Observable that chained operators observe: each
@@ -120,8 +124,12 @@ func (o *observation) deferred() rxgo.Observable {
 // it returns. ctx is the consumer's context.
 func (o *observation) run(ctx context.Context, next chan<- rxgo.Item) {
 	s := &subscription{o: o, ctx: ctx, out: next, wake: make(chan struct{}, 1)}
-	if !s.begin(true) {
-		return // delivered inline, or nothing asked
+	switch s.begin() {
+	case beginDeliver:
+		s.deliver()
+		return
+	case beginEnded:
+		return
 	}
 	select {
 	case <-s.wake:

@@ -13,7 +13,7 @@ import (
 // Phases of a subscription (subscription.phase). They say who delivers the
 // outcome of the permit request, so that exactly one goroutine does:
 //
-//	starting -> decided    Granted/Rejected ran inside Start: begin delivers
+//	starting -> decided    Granted/Rejected ran inside Start: begin's caller delivers
 //	starting -> waiting    Start returned pending
 //	starting -> withdrawn  the context ended inside Start: begin disposes
 //	                       and ends it once Start returns
@@ -95,15 +95,22 @@ func (s *subscription) outputs(capacity int, discard bool) {
 	s.out = s.ch
 }
 
-// begin requests the permit. If the outcome is known when Start returns it
-// delivers it, on this goroutine if inline is set (the goroutine is ours to
-// keep), else on a new one, and returns false; it also returns false if the
-// context had ended (nothing is requested). It returns true if the request
-// is pending.
-func (s *subscription) begin(inline bool) (pending bool) {
+// Outcomes of begin: what its caller does next.
+const (
+	beginPending = iota // the request is pending: the outcome arrives later
+	beginDeliver        // decided inside Start: the caller delivers it (deliver)
+	beginEnded          // nothing to deliver: the subscription has ended
+)
+
+// begin requests the permit and reports what the caller does next. The
+// caller delivers a decided outcome on a goroutine it may keep for the
+// whole observation (its own, for the goroutine rxgo.Defer started, or a
+// new one); begin returns first so that the delivering goroutine's stack
+// starts shallow.
+func (s *subscription) begin() int {
 	if s.ctx.Err() != nil {
 		s.end() // the consumer is gone already: ask for nothing
-		return false
+		return beginEnded
 	}
 	if s.wake == nil && s.ctx.Done() != nil {
 		// Registered before Start so that stop is set before any other
@@ -113,20 +120,14 @@ func (s *subscription) begin(inline bool) (pending bool) {
 	}
 	s.Start(s.o.b, s)
 	if s.phase.CompareAndSwap(phaseStarting, phaseWaiting) {
-		return true
+		return beginPending
 	}
-	switch s.phase.Load() {
-	case phaseDecided:
-		if inline {
-			s.deliver()
-		} else {
-			go s.deliver()
-		}
-	case phaseWithdrawn:
-		s.Dispose()
-		s.end()
+	if s.phase.Load() == phaseDecided {
+		return beginDeliver
 	}
-	return false
+	s.Dispose() // withdrawn inside Start
+	s.end()
+	return beginEnded
 }
 
 // Granted records the permit's Guard; see decided.
@@ -146,7 +147,7 @@ func (s *subscription) Rejected(err error) {
 // the withdrawing side's Dispose gives back a permit granted meanwhile.
 func (s *subscription) decided() {
 	if s.phase.CompareAndSwap(phaseStarting, phaseDecided) {
-		return // begin delivers once Start returns
+		return // begin's caller delivers once Start returns
 	}
 	if !s.phase.CompareAndSwap(phaseWaiting, phaseDecided) {
 		return
