@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/reactivex/rxgo/v2"
 
@@ -70,4 +71,27 @@ func ExampleBulkhead_cancelAfterTake() {
 	// Output:
 	// 0
 	// 1
+}
+
+// An observation that waits for its permit is a queue record, not a parked
+// goroutine: Observe returns at once, and the source is observed when a
+// permit is given back.
+func ExampleBulkhead_waiting() {
+	walmart, _ := bulkhead.New("walmart", bulkhead.Config{
+		MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: 100,
+	})
+	walmart.TryAcquirePermission() // another call holds the only permit
+
+	ch := observable.Bulkhead(walmart, rxgo.Just("po-1")()).Observe()
+	fmt.Println("queued:", walmart.Metrics().QueuedCalls)
+
+	walmart.FinishCall() // the other call ends: the waiting observation runs
+	for item := range ch {
+		fmt.Println(item.V)
+	}
+	fmt.Println("in flight:", walmart.Metrics().InFlightCalls)
+	// Output:
+	// queued: 1
+	// po-1
+	// in flight: 0
 }
