@@ -185,3 +185,85 @@ func TestGrantRacingUnsubscribeNeverLeaksAPermit(t *testing.T) {
 		require.Zero(t, m.InFlightCalls+m.QueuedCalls, "iteration %d: %+v", i, m)
 	}
 }
+
+// A source that subscribes another subscription of the same full bulkhead
+// from inside its own subscription (re-entrance): the inner one queues, and
+// is granted, without recursion, on the goroutine that ends the outer one.
+func TestASourceThatSubscribesTheSameBulkheadAgainQueuesAndRunsAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := partner(t, 1, time.Hour)
+		var inner collector
+		outer := ro.NewObservable(func(dst ro.Observer[int]) ro.Teardown {
+			bro.Bulkhead(b, ro.Just(2)).Subscribe(inner.observer())
+			if got := b.Metrics().QueuedCalls; got != 1 {
+				t.Errorf("the inner subscription is not queued behind the outer one: %d queued", got)
+			}
+			dst.Next(1)
+			dst.Complete()
+			return nil
+		})
+		vs, err := ro.Collect(bro.Bulkhead(b, outer))
+		require.NoError(t, err)
+		assert.Equal(t, []int{1}, vs)
+		got, err, done := inner.result()
+		assert.Equal(t, []int{2}, got)
+		assert.NoError(t, err)
+		assert.True(t, done)
+	})
+}
+
+// A subscriber whose Next panics: ro turns the panic into an Error of the
+// source's subscription, which gives the permit back.
+func TestASubscriberThatPanicsGetsThePermitBackThroughRosError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, ev := partner(t, 1, 0)
+		var got error
+		bro.Bulkhead(b, ro.Just(1, 2)).Subscribe(ro.NewObserver(
+			func(int) { panic("subscriber") },
+			func(err error) { got = err },
+			func() {},
+		))
+		require.Error(t, got)
+		assert.Contains(t, got.Error(), "subscriber")
+		assert.Equal(t, 0, b.Metrics().InFlightCalls)
+		assert.Equal(t, []bulkhead.EventType{bulkhead.CallPermitted, bulkhead.CallFinished}, ev.Types())
+	})
+}
+
+// TestHammerSubscriptionsUnderContention subscribes from several
+// goroutines to a 2-permit bulkhead, with sources that complete, fail or
+// hold, and unsubscribes a random part of them at a random moment
+// (before the grant, while the source runs, from another goroutine). Every
+// subscription must end and every permit come back (partner's leak check).
+func TestHammerSubscriptionsUnderContention(t *testing.T) {
+	b, _ := partner(t, 2, time.Hour)
+	boom := errors.New("boom")
+	sources := []ro.Observable[int]{
+		ro.Just(1, 2, 3),
+		ro.Throw[int](boom),
+		ro.NewObservable(func(dst ro.Observer[int]) ro.Teardown { dst.Next(1); return nil }), // holds
+	}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			for i := range 400 {
+				src := sources[(w+i)%len(sources)]
+				sub := bro.Bulkhead(b, src).Subscribe(ro.NoopObserver[int]())
+				switch i % 3 {
+				case 0:
+					sub.Unsubscribe()
+				case 1:
+					done := make(chan struct{})
+					go func() { sub.Unsubscribe(); close(done) }()
+					<-done
+				default:
+					runtime.Gosched()
+					sub.Unsubscribe()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	m := b.Metrics()
+	require.Zero(t, m.InFlightCalls+m.QueuedCalls, "%+v", m)
+}
