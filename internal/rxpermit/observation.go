@@ -69,7 +69,8 @@ func (x *observable) Run(opts ...rxgo.Option) rxgo.Disposed {
 }
 
 // observe starts one observation with the options of an Observe, Get or
-// Run call, and returns its subscription (out, or done if discard).
+// Run call, and returns its subscription (whose ch Observe returns, or
+// whose done Run returns if discard).
 //
 // Without options the context is context.Background() and the channel is
 // unbuffered, so the permit is requested on the caller's goroutine and no
