@@ -30,9 +30,9 @@
 // A permit granted at once is granted on the subscriber's goroutine, inside
 // Subscribe, and src is subscribed there. A permit granted later is
 // granted on the goroutine that gave a permit back (inside its FinishCall
-// or ReleasePermission, typically at the end of another subscription of the
-// same bulkhead, or inside ChangeConfig), and src is subscribed on that
-// goroutine: a synchronous source (ro.Just, ro.Range) then emits all its
+// or ReleasePermission: for another subscription of this operator, inside
+// the Complete or Error of its source or inside its Unsubscribe; or inside
+// ChangeConfig), and src is subscribed on that goroutine: a synchronous source (ro.Just, ro.Range) then emits all its
 // values and completes there, before that FinishCall returns, and the
 // grants queued behind it wait their turn on the same goroutine (the
 // Semaphore delivers grants one at a time, in FIFO order, without
