@@ -39,7 +39,7 @@ func ExampleSeq_rejected() {
 	}
 	walmart.ReleasePermission()
 	// Output:
-	// true bulkhead 'walmart' is full and does not permit further calls (no wait)
+	// true bulkhead "walmart": full, does not permit further calls (no wait)
 }
 
 // A source that reports its own errors (pages of an API, rows of a query)
