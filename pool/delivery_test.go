@@ -172,8 +172,12 @@ func TestPanickingCallbackWithoutHandlerEndsTheProgramLoudly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil }).
+		// The task waits until the callback is registered, so that the
+		// callback runs on the worker, not here.
+		registered := make(chan struct{})
+		pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-registered; return 1, nil }).
 			OnDone(func(int, error) { panicInCallback() })
+		close(registered)
 		select {} // the default handler ends the program
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -198,7 +202,8 @@ func TestDoneAndErrReflectTheOutcomeBeforeItsCallbacksRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1})
 		boom := errors.New("boom")
-		f := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 3, boom })
+		registered := make(chan struct{}) // so the worker runs the callback
+		f := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-registered; return 3, boom })
 		seen := make(chan string, 1)
 		f.OnDone(func(int, error) {
 			select {
@@ -208,6 +213,7 @@ func TestDoneAndErrReflectTheOutcomeBeforeItsCallbacksRun(t *testing.T) {
 				seen <- "Done still open inside the callback"
 			}
 		})
+		close(registered)
 		if got := <-seen; got != "boom" {
 			t.Fatalf("inside the callback: %s", got)
 		}
@@ -257,13 +263,17 @@ func TestCallbacksOfDifferentWorkersRunConcurrently(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(2)
 		both := make(chan struct{})
+		// The tasks wait until both callbacks are registered, so that each
+		// callback runs on its worker, not on this goroutine.
+		registered := make(chan struct{})
 		for range 2 {
-			pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 0, nil }).
+			pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-registered; return 0, nil }).
 				OnDone(func(int, error) {
 					wg.Done()
 					<-both // each callback waits for the other to have started
 				})
 		}
+		close(registered)
 		wg.Wait()
 		close(both)
 	})
