@@ -6,7 +6,6 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 )
 
 type client struct{ cfg *config }
@@ -29,12 +28,13 @@ func UnaryClientInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.UnaryC
 
 // StreamClientInterceptor returns an interceptor that opens each stream once
 // its bulkhead grants a permit, with the rules of UnaryClientInterceptor.
-// The stream holds its permit until it ends, which is the first of: RecvMsg
-// returns an error (io.EOF at the end of a server stream), RecvMsg returns
-// the response of a stream whose server sends one message, SendMsg or
-// Header fails, or the stream's context ends (the caller cancels it, its
-// deadline passes, or the connection closes). These are the ways gRPC
-// itself requires a stream to end; a stream left open holds its permit.
+// The stream holds its permit until gRPC ends it (grpc.OnFinish), which is
+// the first of: RecvMsg returns an error (io.EOF at the end of a server
+// stream), RecvMsg returns the response of a stream whose server sends one
+// message, SendMsg or Header fails, the stream's context ends (the caller
+// cancels it or its deadline passes), or the ClientConn closes. These are
+// the ways gRPC itself requires a stream to end; a stream left open holds
+// its permit.
 func StreamClientInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.StreamClientInterceptor, error) {
 	cfg, err := newConfig("StreamClientInterceptor", reg, opts)
 	if err != nil {
@@ -57,59 +57,29 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 	if err != nil {
 		return nil, err
 	}
-	cs, err := streamer(ctx, desc, cc, method, opts...)
+	p := &streamPermit{bh: bh}
+	// gRPC calls OnFinish once when the stream ends, whichever way: on the
+	// goroutine whose RecvMsg, SendMsg or Header saw the end, or on the one
+	// gRPC runs per stream to watch its context. It is not called when
+	// streamer fails before the stream exists on some paths: give the
+	// permit back then too; the CAS keeps it to once.
+	cs, err := streamer(ctx, desc, cc, method, append(opts, grpc.OnFinish(p.finish))...)
 	if err != nil {
-		bh.FinishCall()
+		p.finish(err)
 		return nil, err
 	}
-	s := &clientStream{ClientStream: cs, unaryResponse: !desc.ServerStreams, bh: bh}
-	// AfterFunc starts no goroutine until the context ends; gRPC cancels
-	// the stream's context when the stream finishes in any way.
-	s.stop = context.AfterFunc(cs.Context(), s.finish)
-	return s, nil
+	return cs, nil
 }
 
-// clientStream owns the permit of one stream; done's CAS decides which of
-// the ways a stream ends gives it back.
-type clientStream struct {
-	grpc.ClientStream
-	unaryResponse bool // the server sends one message
-	bh            *bulkhead.Semaphore
-	stop          func() bool
-	done          atomic.Bool
+// streamPermit owns the permit of one client stream; done's CAS decides
+// which end of the stream gives it back.
+type streamPermit struct {
+	bh   *bulkhead.Semaphore
+	done atomic.Bool
 }
 
-func (s *clientStream) finish() {
-	if s.done.CompareAndSwap(false, true) {
-		s.bh.FinishCall()
-		if s.stop != nil {
-			s.stop()
-		}
+func (p *streamPermit) finish(error) {
+	if p.done.CompareAndSwap(false, true) {
+		p.bh.FinishCall()
 	}
-}
-
-func (s *clientStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if err != nil || s.unaryResponse {
-		s.finish()
-	}
-	return err
-}
-
-func (s *clientStream) Header() (metadata.MD, error) {
-	md, err := s.ClientStream.Header()
-	if err != nil {
-		s.finish()
-	}
-	return md, err
-}
-
-func (s *clientStream) SendMsg(m any) error {
-	err := s.ClientStream.SendMsg(m)
-	if err != nil {
-		// io.EOF means the stream ended on the server: its status comes
-		// from RecvMsg, which ends it here too; any other error ends it.
-		s.finish()
-	}
-	return err
 }

@@ -12,6 +12,7 @@ import (
 	bulkheadgrpc "github.com/rxbulkhead/bulkhead/contrib/grpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -180,6 +181,28 @@ func TestClientStreamHoldsItsPermitUntilItEnds(t *testing.T) {
 			t.Fatal(err)
 		}
 		cancel() // never read again: the context's end gives the permit back
+		awaitMetrics(t, find(t, reg, addr), "the permit to come back", func(m bulkhead.Metrics) bool { return m.InFlightCalls == 0 })
+	})
+	t.Run("connection closed", func(t *testing.T) {
+		reg := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+		h := newHealthServer(true)
+		addr := serve(t, h)
+		stream, err := bulkheadgrpc.StreamClientInterceptor(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithChainStreamInterceptor(stream))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := healthpb.NewHealthClient(cc).Watch(context.Background(), &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		cc.Close() // the stream is never read again
 		awaitMetrics(t, find(t, reg, addr), "the permit to come back", func(m bulkhead.Metrics) bool { return m.InFlightCalls == 0 })
 	})
 }
