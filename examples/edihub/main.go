@@ -59,6 +59,9 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 		return err
 	}
 	defer stopPartners(servers)
+	if err := warmUp(modes[0], ps, servers, nw, o); err != nil {
+		return err
+	}
 	var runs []*result
 	for _, m := range modes {
 		r, err := simulate(m, ps, servers, nw, o)
