@@ -102,7 +102,14 @@ func newTransportHub(e *env) (hub, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newTransportHubOver(e, reg)
+}
+
+// newTransportHubOver is a transportHub over the bulkheads of reg, for a
+// mode whose registry is configured otherwise (one whose limits adapt, say).
+func newTransportHubOver(e *env, reg *bulkhead.Registry) (*transportHub, error) {
 	h := &transportHub{env: e, reg: reg, base: e.baseTransport()}
+	var err error
 	h.tr, err = bulkheadhttp.NewTransport(h.base, reg, bulkheadhttp.WithKey(func(r *http.Request) string { return r.Header.Get("AS2-To") }))
 	if err != nil {
 		return nil, err
