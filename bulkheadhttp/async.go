@@ -21,9 +21,10 @@ import (
 // with no response and an error, on the goroutine that decided it: at once
 // on the caller's for a key or bulkhead error (as for RoundTrip) or an
 // immediate rejection; on the bulkhead's timer goroutine for a wait that
-// timed out (a *bulkhead.FullError); on the goroutine that ended req's
-// context for a request withdrawn while it waited (the context's error).
-// done must not block for long there: hand long work to another goroutine.
+// timed out (a *bulkhead.FullError); on a goroutine of its own
+// (context.AfterFunc's) for a request withdrawn because its context ended
+// while it waited (the context's error). done must not block for long on
+// the timer goroutine: hand long work to another goroutine.
 //
 // Go panics if done is nil. A client whose Transport is not t fails the
 // request with an error, without sending it.
@@ -52,7 +53,7 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 	// A context that ends while req waits withdraws it. AfterFunc starts no
 	// goroutine unless the context ends.
 	stop := func() bool { return true }
-	if ctx.Done() != nil && !a.Granted() {
+	if ctx.Done() != nil && a.Err() == bulkhead.ErrPending {
 		stop = context.AfterFunc(ctx, func() { a.Cancel() })
 	}
 	a.OnDone(func(err error) {

@@ -285,3 +285,23 @@ func TestMiddlewareDefaultKeyIsTheServeMuxRoute(t *testing.T) {
 		t.Errorf("bulkheads = %s; want one per route", got)
 	}
 }
+
+func TestMiddlewareDefaultKeyAroundAWholeMuxFailsWithAHint(t *testing.T) {
+	reg := newRegistry(t, bulkhead.DefaultConfig())
+	mw, err := bulkheadhttp.NewMiddleware(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/orders", func(w http.ResponseWriter, r *http.Request) { t.Error("the handler ran") })
+	srv := newServer(t, mw(mux)) // r.Pattern is not set yet where mw runs
+	resp, err := bareClient(t).Get(srv.URL + "/orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(b), "wrap each handler registered on the mux") {
+		t.Errorf("%s %q; want 500 with the hint", resp.Status, b)
+	}
+}

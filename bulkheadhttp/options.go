@@ -47,6 +47,7 @@ func (f optionFunc) apply(c *config) error { return f(c) }
 type config struct {
 	server     bool // set by NewMiddleware
 	key        KeyFunc
+	keyIsSet   bool // WithKey was given
 	configName func(key string) string
 	retryAfter time.Duration
 	reject     func(w http.ResponseWriter, r *http.Request, err error)
@@ -76,7 +77,7 @@ func WithKey(key KeyFunc) Option {
 		if key == nil {
 			return errors.New("WithKey: key function is nil")
 		}
-		c.key = key
+		c.key, c.keyIsSet = key, true
 		return nil
 	})
 }
@@ -157,6 +158,9 @@ func (c *config) bulkheadFor(reg *bulkhead.Registry, r *http.Request) (*bulkhead
 		if r.URL != nil {
 			ke.URL = r.URL.Redacted()
 		}
+		if c.server && !c.keyIsSet {
+			ke.Hint = "the default key is the ServeMux pattern that matched (Pattern): wrap each handler registered on the mux, or give WithKey"
+		}
 		return nil, ke
 	}
 	if c.configName == nil {
@@ -168,9 +172,14 @@ func (c *config) bulkheadFor(reg *bulkhead.Registry, r *http.Request) (*bulkhead
 // KeyError is the error of a request whose key function returned "".
 type KeyError struct {
 	Method, URL string
+	Hint        string // what to do about it, if known; may be empty
 }
 
-// Error says which request had no key.
+// Error says which request had no key, and the hint if there is one.
 func (e *KeyError) Error() string {
-	return fmt.Sprintf("bulkheadhttp: the key function returned an empty bulkhead name for %s %s", e.Method, e.URL)
+	msg := fmt.Sprintf("bulkheadhttp: the key function returned an empty bulkhead name for %s %s", e.Method, e.URL)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
 }
