@@ -63,7 +63,8 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 	// gRPC runs per stream to watch its context. It is not called when
 	// streamer fails before the stream exists on some paths: give the
 	// permit back then too; the CAS keeps it to once.
-	cs, err := streamer(ctx, desc, cc, method, append(opts, grpc.OnFinish(p.finish))...)
+	// The full slice expression keeps append from writing into the caller's array.
+	cs, err := streamer(ctx, desc, cc, method, append(opts[:len(opts):len(opts)], grpc.OnFinish(p.finish))...)
 	if err != nil {
 		p.finish(err)
 		return nil, err
