@@ -84,7 +84,7 @@ func ExampleWithKey() {
 	<-sent
 	// Output:
 	// true
-	// bulkhead 'walmart' is full and does not permit further calls (no wait)
+	// bulkhead "walmart": full, does not permit further calls (no wait)
 }
 
 // A server that runs at most 2 requests per tenant at once; more wait up to

@@ -120,7 +120,7 @@ func TestMiddlewareRejectsWith503AndRetryAfterWithoutRunningTheHandler(t *testin
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "2" {
 		t.Errorf("rejected request: %s, Retry-After %q; want 503 and 2", resp.Status, resp.Header.Get("Retry-After"))
 	}
-	if !strings.Contains(string(b), "'acme' is full") {
+	if want := (&bulkhead.FullError{Name: "acme", Reason: bulkhead.NoWait}).Error(); !strings.Contains(string(b), want) {
 		t.Errorf("rejection body %q does not name the bulkhead", b)
 	}
 	// Another tenant is not affected.

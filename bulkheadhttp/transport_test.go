@@ -81,7 +81,7 @@ func TestTransportRejectedRequestIsNotSentAndNamesThePartner(t *testing.T) {
 	if !errors.As(err, &full) || full.Name != "walmart" || full.Reason != bulkhead.NoWait {
 		t.Errorf("second request: err = %v, want a *FullError for walmart (no wait)", err)
 	}
-	if !strings.Contains(err.Error(), "'walmart'") {
+	if want := (&bulkhead.FullError{Name: "walmart", Reason: bulkhead.NoWait}).Error(); !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name the partner", err)
 	}
 	p.Release()

@@ -215,7 +215,7 @@ func TestClientKeyFromOutgoingMetadata(t *testing.T) {
 	first := goCheck(ctx, c)
 	h.awaitArrivals(t, 1)
 	_, err := c.Check(ctx, &healthpb.HealthCheckRequest{})
-	if !strings.Contains(err.Error(), "bulkhead 'walmart' is full") {
+	if want := (&bulkhead.FullError{Name: "walmart", Reason: bulkhead.NoWait}).Error(); !strings.Contains(err.Error(), want) {
 		t.Errorf("second call: %v, want a rejection by walmart's bulkhead", err)
 	}
 	h.Release()

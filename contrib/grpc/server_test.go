@@ -65,7 +65,7 @@ func TestServerRejectsWithResourceExhaustedBeforeTheHandler(t *testing.T) {
 	first := goCheck(context.Background(), c)
 	h.awaitArrivals(t, 1)
 	_, err := c.Check(context.Background(), &healthpb.HealthCheckRequest{})
-	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "bulkhead '"+checkMethod+"' is full") {
+	if want := (&bulkhead.FullError{Name: checkMethod, Reason: bulkhead.NoWait}).Error(); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), want) {
 		t.Errorf("second call: %v; want ResourceExhausted naming the bulkhead", err)
 	}
 	h.Release()
