@@ -16,9 +16,15 @@ func main() {
 	}
 }
 
-// run parses args, runs the registry and the pool simulation with the same
-// traffic, prints the table to out and writes the chart.
+// run parses args, starts the partners' servers on 127.0.0.1, runs the
+// bulkheadhttp and the pool simulation with the same traffic, prints the
+// table to out and writes the chart.
 func run(args []string, out, progress io.Writer) error {
+	return runOn(loopback{}, args, out, progress)
+}
+
+// runOn is run with the partners' servers on nw.
+func runOn(nw network, args []string, out, progress io.Writer) error {
 	o := defaultOptions()
 	fs := flag.NewFlagSet("edihub", flag.ContinueOnError)
 	fs.SetOutput(progress)
@@ -26,6 +32,7 @@ func run(args []string, out, progress io.Writer) error {
 	fs.DurationVar(&o.duration, "duration", o.duration, "length of each of the two runs")
 	fs.DurationVar(&o.slowAfter, "slow-after", o.slowAfter, "when walmart slows down")
 	fs.Float64Var(&o.slowBy, "slow-by", o.slowBy, "how many times slower walmart becomes")
+	fs.Float64Var(&o.healthyRate, "rate", o.healthyRate, "documents per second shared by the partners other than walmart (400/s)")
 	fs.Uint64Var(&o.seed, "seed", o.seed, "seed of the partner catalog and the traffic")
 	chart := fs.String("chart", filepath.Join(os.TempDir(), "edihub.png"), "PNG chart to write (empty: none)")
 	pool := fs.Bool("pool", true, "also run the goroutine-pool bulkhead for comparison")
@@ -42,14 +49,22 @@ func run(args []string, out, progress io.Writer) error {
 	if !*quiet {
 		o.progress = progress
 	}
-	ps := catalog(o.partners, o.seed)
-	modes := []mode{registryMode}
+	modes := []mode{transportMode}
 	if *pool {
 		modes = append(modes, poolMode)
 	}
+	ps := catalog(o.partners, o.seed, o.healthyRate)
+	servers, err := startPartners(nw, ps, o.seed)
+	if err != nil {
+		return err
+	}
+	defer stopPartners(servers)
+	if err := warmUp(modes[0], ps, servers, nw, o); err != nil {
+		return err
+	}
 	var runs []*result
 	for _, m := range modes {
-		r, err := simulate(m, ps, o)
+		r, err := simulate(m, ps, servers, nw, o)
 		if err != nil {
 			return err
 		}

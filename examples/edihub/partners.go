@@ -31,10 +31,10 @@ func (p *partner) meanLatency() time.Duration {
 var bigRetailers = []string{"target", "costco", "kroger", "homedepot", "lowes", "bestbuy", "walgreens", "cvs", "albertsons", "macys"}
 
 // catalog builds n partners from seed. Partner 0 is walmart, the biggest
-// (400 documents per second, 20 ms median). The others share 6000 documents
-// per second along a Zipf curve and have medians between 5 and 50 ms, kept
+// (400 documents per second, 20 ms median). The others share healthyRate
+// documents per second along a Zipf curve and have medians between 5 and 50 ms, kept
 // so that on average a healthy partner uses at most 6 of its permits.
-func catalog(n int, seed uint64) []*partner {
+func catalog(n int, seed uint64, healthyRate float64) []*partner {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	ps := []*partner{{name: "walmart", rate: 400, median: 20 * time.Millisecond, sigma: 0.5, slow: true}}
 	var h float64
@@ -48,7 +48,7 @@ func catalog(n int, seed uint64) []*partner {
 		}
 		p := &partner{
 			name:   name,
-			rate:   6000 / h / math.Pow(float64(i), 0.9),
+			rate:   healthyRate / h / math.Pow(float64(i), 0.9),
 			median: time.Duration(math.Exp(math.Log(5e6) + rng.Float64()*math.Log(10))), // 5..50 ms
 			sigma:  0.3 + 0.4*rng.Float64(),
 		}

@@ -12,7 +12,7 @@ import (
 // printReport writes the comparison table of the runs.
 func printReport(w io.Writer, ps []*partner, runs []*result) {
 	o := runs[0].opts
-	fmt.Fprintf(w, "EDI hub: %d partners, %d permits and a queue of %d each; walmart slows %gx after %v; %v per run\n\n",
+	fmt.Fprintf(w, "EDI hub over loopback HTTP: %d partner servers, %d permits and a queue of %d each;\nwalmart slows %gx after %v; %v per run\n\n",
 		len(ps), o.permits, o.queue, o.slowBy, o.slowAfter, o.duration)
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -53,10 +53,15 @@ func printReport(w io.Writer, ps []*partner, runs []*result) {
 	perRun("heap (peak)", func(r *result) string { return mib(r.peakHeap) })
 	perRun("stacks (peak)", func(r *result) string { return mib(r.peakStacks) })
 	perRun("CPU time", func(r *result) string { return r.cpu.Round(10 * time.Millisecond).String() })
+	perRun("pending goroutines", func(r *result) string { return fmt.Sprintf("%.2f", r.pending.goroutines) })
+	perRun("pending heap", func(r *result) string { return bytesOf(r.pending.heap) })
 	tw.Flush()
 	for line := range strings.Lines(table.String()) {
 		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 	}
+	fmt.Fprintf(w, "\nOne process runs the hub and the %d partner servers: goroutines, heap and CPU count both.\n"+
+		"pending: what one document waiting for its permit adds (goroutines, live heap after GC),\n"+
+		"measured after each run with %d documents waiting for walmart.\n", len(ps), probeCalls)
 	for _, r := range runs {
 		if r.maxStall > stallWarning {
 			fmt.Fprintf(w, "\nnote: the %s run was starved of CPU for up to %v (a busy machine): every partner's calls\n"+
@@ -74,6 +79,14 @@ func ms(d time.Duration) string {
 		return fmt.Sprintf("%.1fms", float64(d)/1e6)
 	}
 	return fmt.Sprintf("%.0fms", float64(d)/1e6)
+}
+
+// bytesOf formats a (possibly fractional) byte count per call.
+func bytesOf(b float64) string {
+	if b >= 1024 || b <= -1024 {
+		return fmt.Sprintf("%.1f KiB", b/1024)
+	}
+	return fmt.Sprintf("%.0f B", b)
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

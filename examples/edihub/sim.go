@@ -2,61 +2,62 @@ package main
 
 import (
 	"container/heap"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
 	"strings"
 	"time"
-
-	"github.com/rxbulkhead/bulkhead"
-	"github.com/rxbulkhead/bulkhead/pool"
 )
 
-// mode is the kind of bulkhead a run uses.
-type mode int
-
-const (
-	registryMode mode = iota // bulkhead.Registry of async semaphores
-	poolMode                 // bulkhead.PoolRegistry: a goroutine pool per partner
-)
-
-func (m mode) String() string {
-	if m == poolMode {
-		return "goroutine pool"
-	}
-	return "registry (async)"
+// mode is a kind of hub, i.e. of bulkhead, that a run posts through.
+type mode struct {
+	name   string
+	newHub func(e *env) (hub, error)
 }
+
+func (m mode) String() string { return m.name }
+
+var (
+	// transportMode: an http.Client over bulkheadhttp.Transport and a
+	// bulkhead.Registry, documents sent with Transport.Go.
+	transportMode = mode{"bulkheadhttp", newTransportHub}
+	// poolMode: a pool.Registry, a goroutine pool per partner
+	// whose workers post with a plain http.Client.
+	poolMode = mode{"goroutine pool", newPoolHub}
+)
 
 // options describe a run. Each bulkhead has permits permits (or workers) and
 // a queue of queue documents, which may wait maxWait.
 type options struct {
-	partners  int
-	duration  time.Duration
-	slowAfter time.Duration
-	slowBy    float64
-	seed      uint64
-	permits   int
-	queue     int
-	maxWait   time.Duration
-	bin       time.Duration
-	tick      time.Duration // how often the sender wakes up
-	progress  io.Writer     // progress bar; nil: none
+	partners    int
+	duration    time.Duration
+	slowAfter   time.Duration
+	slowBy      float64
+	seed        uint64
+	healthyRate float64 // documents per second to the partners other than walmart
+	permits     int
+	queue       int
+	maxWait     time.Duration
+	bin         time.Duration
+	tick        time.Duration // how often the sender wakes up
+	progress    io.Writer     // progress bar; nil: none
+	warmUp      bool          // a throwaway run: no pending-cost probe
 }
 
 func defaultOptions() options {
 	return options{
-		partners:  500,
-		duration:  6 * time.Second,
-		slowAfter: 2 * time.Second,
-		slowBy:    10,
-		seed:      1,
-		permits:   20,
-		queue:     100,
-		maxWait:   2 * time.Second,
-		bin:       250 * time.Millisecond,
-		tick:      time.Millisecond,
+		partners:    500,
+		duration:    6 * time.Second,
+		slowAfter:   2 * time.Second,
+		slowBy:      10,
+		seed:        1,
+		healthyRate: 2000,
+		permits:     20,
+		queue:       100,
+		maxWait:     2 * time.Second,
+		bin:         250 * time.Millisecond,
+		tick:        time.Millisecond,
 	}
 }
 
@@ -68,6 +69,8 @@ func (o options) validate() error {
 		return fmt.Errorf("duration must be >= %v, got %v", o.bin, o.duration)
 	case o.slowAfter < 0 || o.slowAfter >= o.duration:
 		return fmt.Errorf("slow-after must be in [0, duration), got %v", o.slowAfter)
+	case o.healthyRate <= 0:
+		return fmt.Errorf("rate must be > 0, got %v", o.healthyRate)
 	case o.slowBy < 1:
 		return fmt.Errorf("slow-by must be >= 1, got %v", o.slowBy)
 	}
@@ -77,6 +80,7 @@ func (o options) validate() error {
 // result is what one run measured.
 type result struct {
 	mode             mode
+	pending          pendingCost // per document waiting for a permit (probePending)
 	opts             options
 	walmart, healthy *class
 	slowT, healthyT  *series
@@ -106,37 +110,33 @@ func (a *arrivals) Pop() any {
 	return x
 }
 
-// simulate sends Poisson traffic to the partners for o.duration through a
-// bulkhead of kind m, then drains it.
-func simulate(m mode, ps []*partner, o options) (*result, error) {
+// newRecorder returns the recorder of a run that starts at start.
+func newRecorder(start time.Time, o options) *recorder {
+	bins := int(o.duration / o.bin)
+	return &recorder{walmart: &class{}, healthy: &class{}, slowT: newSeries(bins), healthyT: newSeries(bins),
+		tl: timeline{start: start, bin: o.bin, bins: bins}}
+}
+
+// simulate posts Poisson traffic to the partners' servers for o.duration
+// through a hub of kind m, drains it, then measures what a waiting
+// document costs with the same kind of hub.
+func simulate(m mode, ps []*partner, servers []*partnerServer, nw network, o options) (*result, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	bins := int(o.duration / o.bin)
-	res := &result{mode: m, opts: o, walmart: &class{}, healthy: &class{}, slowT: newSeries(bins), healthyT: newSeries(bins)}
 	cpu0 := cpuTime()
 	start := time.Now()
-	rec := &recorder{walmart: res.walmart, healthy: res.healthy, slowT: res.slowT, healthyT: res.healthyT,
-		tl: timeline{start: start, bin: o.bin, bins: bins}}
-	var h hub
-	switch m {
-	case registryMode:
-		rh, err := newRegistryHub(ps, bulkhead.Config{MaxConcurrentCalls: o.permits, MaxWaitDuration: o.maxWait, MaxQueuedCalls: o.queue}, rec)
-		if err != nil {
-			return nil, err
-		}
-		h = rh
-	case poolMode:
-		ph, err := newPoolHub(ps, pool.Config{MaxWorkers: o.permits, CoreWorkers: o.permits, QueueCapacity: o.queue, MaxQueueWait: o.maxWait}, rec)
-		if err != nil {
-			return nil, err
-		}
-		h = ph
-	default:
-		return nil, errors.New("unknown mode")
+	rec := newRecorder(start, o)
+	res := &result{mode: m, opts: o, walmart: rec.walmart, healthy: rec.healthy, slowT: rec.slowT, healthyT: rec.healthyT}
+	e := &env{partners: ps, servers: servers, net: nw, opts: o, rec: rec}
+	h, err := m.newHub(e)
+	if err != nil {
+		return nil, err
 	}
+	slow := slowPartner(ps)
+	servers[slow].slowBy(1)
 
-	rng := rand.New(rand.NewPCG(o.seed, uint64(m)+1))
+	rng := rand.New(rand.NewPCG(o.seed, uint64(len(m.name))+1))
 	next := func(i int, from time.Time) time.Time {
 		return from.Add(time.Duration(rng.ExpFloat64() / ps[i].rate * float64(time.Second)))
 	}
@@ -146,6 +146,7 @@ func simulate(m mode, ps []*partner, o options) (*result, error) {
 	}
 	heap.Init(&q)
 	slowAt, end := start.Add(o.slowAfter), start.Add(o.duration)
+	slowed := false
 
 	ticker := time.NewTicker(o.tick)
 	defer ticker.Stop()
@@ -153,14 +154,13 @@ func simulate(m mode, ps []*partner, o options) (*result, error) {
 	for now := start; now.Before(end); now = <-ticker.C {
 		res.maxStall = max(res.maxStall, now.Sub(prev))
 		prev = now
+		if !slowed && !now.Before(slowAt) {
+			servers[slow].slowBy(o.slowBy) // walmart's endpoint slows down
+			slowed = true
+		}
 		for !q[0].at.After(now) {
 			a := &q[0]
-			p := ps[a.i]
-			factor := 1.0
-			if p.slow && !a.at.Before(slowAt) {
-				factor = o.slowBy
-			}
-			h.send(a.i, now, p.latency(rng, factor))
+			h.send(a.i, now)
 			a.at = next(a.i, a.at)
 			heap.Fix(&q, 0)
 		}
@@ -176,7 +176,28 @@ func simulate(m mode, ps []*partner, o options) (*result, error) {
 	}
 	h.drain()
 	res.cpu = cpuTime() - cpu0
-	return res, h.leaked()
+	servers[slow].slowBy(1)
+	if err := h.leaked(); err != nil {
+		return nil, err
+	}
+	if o.warmUp {
+		return res, nil
+	}
+	if res.pending, err = probePending(m, e); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// warmUp runs a second of the same traffic, without the slow-down, through
+// a throwaway hub of kind m: the first run of a process otherwise pays for
+// growing its heap and stacks and for the partners' first connections,
+// which the runs after it do not, and the comparison would favour them.
+func warmUp(m mode, ps []*partner, servers []*partnerServer, nw network, o options) error {
+	o.duration, o.slowAfter, o.slowBy = time.Second, 0, 1
+	o.progress, o.warmUp = nil, true
+	_, err := simulate(m, ps, servers, nw, o)
+	return err
 }
 
 // sample records the peak goroutines and memory of the process.

@@ -6,13 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-// shortOptions is a 2-second simulation of 30 partners: it runs in
-// synctest's virtual time, so it takes well under a second of real time.
+// shortOptions is a 2-second simulation of 30 partners: it runs over
+// in-memory pipes in synctest's virtual time (real sockets cannot be used
+// in a bubble), so it takes about a second of real time.
 func shortOptions() options {
 	o := defaultOptions()
 	o.partners = 30
@@ -21,11 +23,35 @@ func shortOptions() options {
 	return o
 }
 
+// shortRuns memoizes simulateInBubble(t, m, shortOptions()): the tests that
+// only read a run's results share one run per mode.
+var shortRuns sync.Map // mode name -> *result
+
+func shortRun(t *testing.T, m mode) *result {
+	t.Helper()
+	if r, ok := shortRuns.Load(m.name); ok {
+		return r.(*result)
+	}
+	r := simulateInBubble(t, m, shortOptions())
+	shortRuns.Store(m.name, r)
+	return r
+}
+
+// simulateInBubble runs one simulation, partner servers and hub alike, in a
+// synctest bubble over in-memory pipes. The bubble ends only when every
+// goroutine of the run has ended: servers, connections and workers.
 func simulateInBubble(t *testing.T, m mode, o options) *result {
 	t.Helper()
 	var res *result
 	synctest.Test(t, func(t *testing.T) {
-		r, err := simulate(m, catalog(o.partners, o.seed), o)
+		ps := catalog(o.partners, o.seed, o.healthyRate)
+		nw := newPipes()
+		servers, err := startPartners(nw, ps, o.seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stopPartners(servers)
+		r, err := simulate(m, ps, servers, nw, o)
 		if err != nil {
 			t.Fatalf("simulate(%v): %v", m, err)
 		}
@@ -35,9 +61,9 @@ func simulateInBubble(t *testing.T, m mode, o options) *result {
 }
 
 func TestSlowPartnerRejectionsDoNotSpillOverToHealthyPartners(t *testing.T) {
-	for _, m := range []mode{registryMode, poolMode} {
+	for _, m := range []mode{transportMode, poolMode} {
 		t.Run(m.String(), func(t *testing.T) {
-			r := simulateInBubble(t, m, shortOptions())
+			r := shortRun(t, m)
 			t.Logf("walmart: %d permitted, %d queued, %d rejected; healthy: %d permitted, %d queued, %d rejected",
 				r.walmart.permitted.Load(), r.walmart.queued.Load(), r.walmart.rejected.Load(),
 				r.healthy.permitted.Load(), r.healthy.queued.Load(), r.healthy.rejected.Load())
@@ -61,7 +87,7 @@ func TestSlowPartnerRejectionsDoNotSpillOverToHealthyPartners(t *testing.T) {
 
 func TestSlowPartnerRejectsOnlyAfterItSlowsDown(t *testing.T) {
 	o := shortOptions()
-	r := simulateInBubble(t, registryMode, o)
+	r := shortRun(t, transportMode)
 	for i := range r.slowT.rejected {
 		if at := time.Duration(i) * o.bin; at < o.slowAfter && r.slowT.rejected[i].Load() != 0 {
 			t.Errorf("walmart rejected %d calls at %v, before it slowed down at %v", r.slowT.rejected[i].Load(), at, o.slowAfter)
@@ -69,20 +95,22 @@ func TestSlowPartnerRejectsOnlyAfterItSlowsDown(t *testing.T) {
 	}
 }
 
-func TestRegistryWaitersCostNoGoroutineWhilePoolBlocksAWorkerPerCall(t *testing.T) {
-	o := shortOptions()
-	reg := simulateInBubble(t, registryMode, o)
-	pool := simulateInBubble(t, poolMode, o)
-	// Once walmart is slow, all its permits are busy at once: the pool then
-	// has a goroutine blocked in each of them, the registry none.
-	if reg.peakGoroutines >= o.permits {
-		t.Errorf("registry peak goroutines = %d; want fewer than walmart's %d permits", reg.peakGoroutines, o.permits)
-	}
-	if pool.peakGoroutines < reg.peakGoroutines+o.permits {
-		t.Errorf("pool peak goroutines = %d, registry %d; want at least %d more (a worker per busy permit)", pool.peakGoroutines, reg.peakGoroutines, o.permits)
-	}
-	if reg.walmart.queued.Load() == 0 || pool.walmart.queued.Load() == 0 {
-		t.Errorf("walmart queued %d (registry), %d (pool): a run did not exercise waiting", reg.walmart.queued.Load(), pool.walmart.queued.Load())
+func TestWaitingDocumentsCostNoGoroutine(t *testing.T) {
+	for _, m := range []mode{transportMode, poolMode} {
+		t.Run(m.String(), func(t *testing.T) {
+			r := shortRun(t, m)
+			// The probe left 1000 documents waiting: a goroutine each
+			// would read 1.00.
+			if r.pending.goroutines > 0.01 {
+				t.Errorf("a waiting document costs %.3f goroutines; want 0", r.pending.goroutines)
+			}
+			if r.pending.heap <= 0 || r.pending.heap > 4096 {
+				t.Errorf("a waiting document costs %.0f bytes of heap; want a small record (0, 4096]", r.pending.heap)
+			}
+			if r.walmart.queued.Load() == 0 {
+				t.Errorf("walmart queued nothing: the run did not exercise waiting")
+			}
+		})
 	}
 }
 
@@ -90,7 +118,7 @@ func TestProgressBarShowsTheSlowdown(t *testing.T) {
 	o := shortOptions()
 	var buf bytes.Buffer
 	o.progress = &buf
-	simulateInBubble(t, registryMode, o)
+	simulateInBubble(t, transportMode, o)
 	out := buf.String()
 	for _, want := range []string{"walmart healthy", "walmart SLOW x10", "[##############################]"} {
 		if !strings.Contains(out, want) {
@@ -103,12 +131,12 @@ func TestRunPrintsTableAndWritesChart(t *testing.T) {
 	chart := filepath.Join(t.TempDir(), "hub.png")
 	var out, progress bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		err := run([]string{"-partners", "20", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart}, &out, &progress)
+		err := runOn(newPipes(), []string{"-partners", "20", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart}, &out, &progress)
 		if err != nil {
 			t.Fatal(err)
 		}
 	})
-	for _, want := range []string{"registry (async)", "goroutine pool", "walmart", "healthy (19)", "p99", "goroutines (peak)", "chart: " + chart} {
+	for _, want := range []string{"bulkheadhttp", "goroutine pool", "walmart", "healthy (19)", "p99", "goroutines (peak)", "pending goroutines", "pending heap", "chart: " + chart} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -133,11 +161,28 @@ func TestRunPrintsTableAndWritesChart(t *testing.T) {
 	}
 }
 
+// The real thing, once and small: partner servers on 127.0.0.1, real time.
+func TestRunOverLoopbackHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time: about 3 s")
+	}
+	var out, progress bytes.Buffer
+	err := run([]string{"-partners", "10", "-rate", "200", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", ""}, &out, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"EDI hub over loopback HTTP: 10 partner servers", "bulkheadhttp", "goroutine pool", "pending goroutines"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestReportNotesACPUStall(t *testing.T) {
 	o := shortOptions()
-	r := &result{mode: registryMode, opts: o, walmart: &class{}, healthy: &class{}, maxStall: 2 * time.Second}
+	r := &result{mode: transportMode, opts: o, walmart: &class{}, healthy: &class{}, maxStall: 2 * time.Second}
 	var out bytes.Buffer
-	printReport(&out, catalog(3, 1), []*result{r})
+	printReport(&out, catalog(3, 1, 100), []*result{r})
 	if !strings.Contains(out.String(), "starved of CPU for up to 2s") {
 		t.Errorf("report lacks the stall note:\n%s", out.String())
 	}
@@ -172,7 +217,7 @@ func TestRunHelpPrintsUsageWithoutError(t *testing.T) {
 }
 
 func TestCatalogIsDeterministicAndKeepsHealthyPartnersBelowTheirPermits(t *testing.T) {
-	a, b := catalog(500, 7), catalog(500, 7)
+	a, b := catalog(500, 7, 6000), catalog(500, 7, 6000)
 	if a[0].name != "walmart" || !a[0].slow {
 		t.Fatalf("partner 0 = %+v; want walmart, the slow one", a[0])
 	}
@@ -184,7 +229,7 @@ func TestCatalogIsDeterministicAndKeepsHealthyPartnersBelowTheirPermits(t *testi
 			t.Errorf("partner %s uses %.2f permits on average; want <= 6 and not slow", a[i].name, a[i].rate*a[i].meanLatency().Seconds())
 		}
 	}
-	if c := catalog(500, 8); c[5].median == a[5].median {
+	if c := catalog(500, 8, 6000); c[5].median == a[5].median {
 		t.Errorf("seeds 7 and 8 gave the same latency to %s", a[5].name)
 	}
 }

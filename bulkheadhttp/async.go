@@ -1,0 +1,107 @@
+package bulkheadhttp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// Go sends req with client once req's bulkhead grants a permit, without
+// blocking the caller, and calls done with the outcome. client's Transport
+// must be t; a nil client means one with Transport t and no other settings.
+//
+// What it costs: while req waits for its permit it is a record in its
+// bulkhead's queue and no goroutine runs for it. When the permit is granted,
+// a new goroutine sends req with client.Do and calls done with its result;
+// the permit is then held as for RoundTrip, until done's response body is
+// closed or read to its end. If the request is not sent, done is called
+// with no response and an error, on the goroutine that decided it: at once
+// on the caller's for a key or bulkhead error (as for RoundTrip) or an
+// immediate rejection; on the bulkhead's timer goroutine for a wait that
+// timed out (a *bulkhead.FullError); on a goroutine of its own
+// (context.AfterFunc's) for a request withdrawn because its context ended
+// while it waited (the context's error). done must not block for long on
+// the timer goroutine: hand long work to another goroutine.
+//
+// Go panics if done is nil. A client whose Transport is not t fails the
+// request with an error, without sending it.
+func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.Response, error)) {
+	if done == nil {
+		panic("bulkheadhttp: Transport.Go called with a nil done func")
+	}
+	if client == nil {
+		client = &http.Client{Transport: t}
+	} else if client.Transport != t {
+		closeRequestBody(req)
+		done(nil, errors.New("bulkheadhttp: Transport.Go: the client's Transport is not this Transport"))
+		return
+	}
+	bh, err := t.cfg.bulkheadFor(t.reg, req)
+	ctx := req.Context()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		closeRequestBody(req)
+		done(nil, err)
+		return
+	}
+	a := bh.AcquirePermissionAsync()
+	// A context that ends while req waits withdraws it. AfterFunc starts no
+	// goroutine unless the context ends.
+	stop := func() bool { return true }
+	if ctx.Done() != nil && a.Err() == bulkhead.ErrPending {
+		stop = context.AfterFunc(ctx, func() { a.Cancel() })
+	}
+	a.OnDone(func(err error) {
+		stop()
+		if err != nil {
+			if errors.Is(err, bulkhead.ErrCancelled) {
+				err = ctx.Err()
+			}
+			closeRequestBody(req)
+			done(nil, err)
+			return
+		}
+		// The permit is this callback's; it travels to RoundTrip in the
+		// request's context, which takes it instead of acquiring one.
+		h := &heldPermit{bh: bh}
+		go func() {
+			resp, err := client.Do(req.WithContext(context.WithValue(ctx, heldPermitKey{}, h)))
+			if h.taken.CompareAndSwap(false, true) {
+				// client.Do failed before it reached RoundTrip (a bad
+				// URL, for instance): the permit was never used.
+				bh.ReleasePermission()
+			}
+			done(resp, err)
+		}()
+	})
+}
+
+// heldPermit is a permit granted to Go, handed to the first RoundTrip of its
+// request for the same bulkhead. taken's CAS decides whether RoundTrip (the
+// permit then follows its rules) or Go (it gives it back unused) owns it.
+type heldPermit struct {
+	bh    *bulkhead.Semaphore
+	taken atomic.Bool
+}
+
+type heldPermitKey struct{}
+
+// acquire takes req's permit of bh: the one Go holds for it, or a new one,
+// waiting with the request's context.
+func acquire(req *http.Request, bh *bulkhead.Semaphore) error {
+	if h, ok := req.Context().Value(heldPermitKey{}).(*heldPermit); ok && h.bh == bh && h.taken.CompareAndSwap(false, true) {
+		return nil
+	}
+	return bh.AcquirePermission(req.Context())
+}
+
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}

@@ -1,0 +1,108 @@
+package bulkheadhttp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// NewMiddleware returns a middleware that limits the requests a handler
+// serves at once, per key (by default the ServeMux route, see Pattern), with
+// the bulkheads of reg. It reads every option, and fails if reg is nil or an
+// option is invalid.
+//
+// For each request the middleware takes a permit from the request's bulkhead
+// before the handler runs and gives it back (FinishCall) when the handler
+// returns, also if it panics. While the bulkhead queues the request, the wait
+// happens in the goroutine net/http already runs for the request, as a
+// record in the bulkhead's queue: no goroutine is added.
+//
+//   - Full (rejected): the handler does not run; the response is 503
+//     Service Unavailable with a Retry-After header (WithRetryAfter), or what
+//     WithRejectHandler writes.
+//   - The request's context ends while queued (the client went away, or the
+//     server is shutting down): the request leaves the queue at once, holds
+//     no permit, and nothing is written.
+//   - No bulkhead (the key is "", or the bulkhead cannot be created): the
+//     handler does not run; the response is 500 with the error's text, or
+//     what WithErrorHandler writes.
+//
+// net/http cancels the context of an HTTP/1.x request when its client goes
+// away only once the request body has been read: a request without a body
+// (GET) is withdrawn at once, one whose body the handler has not read yet
+// waits until it is granted or its MaxWaitDuration ends. HTTP/2 cancels the
+// request of a reset stream at once.
+func NewMiddleware(reg *bulkhead.Registry, opts ...Option) (func(http.Handler) http.Handler, error) {
+	if reg == nil {
+		return nil, errors.New("bulkheadhttp: NewMiddleware: registry is nil")
+	}
+	cfg, err := newConfig(true, opts)
+	if err != nil {
+		return nil, fmt.Errorf("bulkheadhttp: NewMiddleware: %w", err)
+	}
+	if cfg.reject == nil {
+		cfg.reject = serviceUnavailable(cfg.retryAfter)
+	}
+	if cfg.fail == nil {
+		cfg.fail = internalError
+	}
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			// A misuse at setup time, not in the request path: answer
+			// every request with the error instead of panicking later.
+			next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				cfg.fail(w, r, errors.New("bulkheadhttp: middleware applied to a nil handler"))
+			})
+		}
+		return &limited{next: next, reg: reg, cfg: cfg}
+	}, nil
+}
+
+// limited is one handler behind the middleware.
+type limited struct {
+	next http.Handler
+	reg  *bulkhead.Registry
+	cfg  *config
+}
+
+func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	bh, err := l.cfg.bulkheadFor(l.reg, r)
+	if err != nil {
+		l.cfg.fail(w, r, err)
+		return
+	}
+	err = bh.AcquirePermission(r.Context())
+	switch {
+	case err == nil:
+		// This goroutine owns the permit until the handler returns.
+		defer bh.FinishCall()
+		l.next.ServeHTTP(w, r)
+	case errors.Is(err, bulkhead.ErrBulkheadFull):
+		l.cfg.reject(w, r, err)
+	default:
+		// The request's context ended while it waited: it was withdrawn
+		// from the queue and holds no permit. Nobody reads an answer.
+	}
+}
+
+func serviceUnavailable(retryAfter time.Duration) func(http.ResponseWriter, *http.Request, error) {
+	header := ""
+	if retryAfter > 0 {
+		header = strconv.FormatInt(int64(math.Ceil(retryAfter.Seconds())), 10)
+	}
+	return func(w http.ResponseWriter, _ *http.Request, err error) {
+		if header != "" {
+			w.Header().Set("Retry-After", header)
+		}
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	}
+}
+
+func internalError(w http.ResponseWriter, _ *http.Request, err error) {
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}

@@ -1,0 +1,185 @@
+package bulkheadhttp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// KeyFunc returns the name of the bulkhead a request belongs to: the partner
+// a client request goes to, or the route, tenant or client a server request
+// comes from. It must return a non-empty name. Every distinct name is a
+// bulkhead in the Registry, kept until it is removed: a key taken from
+// untrusted input (a header, a path) should be mapped to a bounded set of
+// names first.
+type KeyFunc func(r *http.Request) string
+
+// Host is the default key of NewTransport: the host (and port, if any) of the
+// request's URL.
+func Host(r *http.Request) string {
+	if r.URL == nil {
+		return ""
+	}
+	return r.URL.Host
+}
+
+// Pattern is the default key of NewMiddleware: the ServeMux pattern that
+// matched the request (r.Pattern), so that every route has its own bulkhead.
+// It is empty unless the middleware wraps a handler registered on a
+// ServeMux; wrapping the ServeMux itself needs another key.
+func Pattern(r *http.Request) string { return r.Pattern }
+
+// Option configures NewTransport or NewMiddleware. Each option says which of
+// the two reads it; giving one to the other is an error.
+type Option interface {
+	apply(c *config) error
+}
+
+type optionFunc func(c *config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// config is what the options set. The zero value is not used: constructors
+// start from the defaults of their side.
+type config struct {
+	server     bool // set by NewMiddleware
+	key        KeyFunc
+	keyIsSet   bool // WithKey was given
+	configName func(key string) string
+	retryAfter time.Duration
+	reject     func(w http.ResponseWriter, r *http.Request, err error)
+	fail       func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+func newConfig(server bool, opts []Option) (*config, error) {
+	c := &config{server: server, key: Host, retryAfter: time.Second}
+	if server {
+		c.key = Pattern
+	}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("option #%d is nil", i+1)
+		}
+		if err := o.apply(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// WithKey sets the function that names a request's bulkhead (both sides).
+// The default is Host for NewTransport and Pattern for NewMiddleware.
+func WithKey(key KeyFunc) Option {
+	return optionFunc(func(c *config) error {
+		if key == nil {
+			return errors.New("WithKey: key function is nil")
+		}
+		c.key, c.keyIsSet = key, true
+		return nil
+	})
+}
+
+// WithConfigName sets the function that picks, for a key whose bulkhead does
+// not exist yet, the name of the Registry configuration to create it from
+// (both sides; see Registry.GetWithConfig). The default creates every
+// bulkhead from the Registry's defaults. An existing bulkhead (for instance
+// one created with Registry.Configure) is used as it is.
+func WithConfigName(name func(key string) string) Option {
+	return optionFunc(func(c *config) error {
+		if name == nil {
+			return errors.New("WithConfigName: function is nil")
+		}
+		c.configName = name
+		return nil
+	})
+}
+
+// WithRetryAfter sets the Retry-After header of the default rejection
+// response of NewMiddleware, rounded up to whole seconds (default 1 s).
+// Zero sends no Retry-After header. It is not a transport option.
+func WithRetryAfter(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if !c.server {
+			return errors.New("WithRetryAfter is an option of NewMiddleware, not of NewTransport")
+		}
+		if d < 0 {
+			return fmt.Errorf("WithRetryAfter: duration must be >= 0, got %v", d)
+		}
+		c.retryAfter = d
+		return nil
+	})
+}
+
+// WithRejectHandler replaces the response NewMiddleware writes when a
+// request's bulkhead is full (default: 503 Service Unavailable with
+// Retry-After). f receives the rejection, which matches
+// bulkhead.ErrBulkheadFull (a *bulkhead.FullError that names the bulkhead);
+// the wrapped handler does not run. It is not a transport option.
+func WithRejectHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return optionFunc(func(c *config) error {
+		if !c.server {
+			return errors.New("WithRejectHandler is an option of NewMiddleware, not of NewTransport")
+		}
+		if f == nil {
+			return errors.New("WithRejectHandler: handler is nil")
+		}
+		c.reject = f
+		return nil
+	})
+}
+
+// WithErrorHandler replaces the response NewMiddleware writes when a
+// request's bulkhead cannot be had: the key function returned "", or the
+// bulkhead could not be created (an unknown or invalid configuration). The
+// default answers 500 Internal Server Error with the error's text; the
+// wrapped handler does not run. It is not a transport option.
+func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return optionFunc(func(c *config) error {
+		if !c.server {
+			return errors.New("WithErrorHandler is an option of NewMiddleware, not of NewTransport")
+		}
+		if f == nil {
+			return errors.New("WithErrorHandler: handler is nil")
+		}
+		c.fail = f
+		return nil
+	})
+}
+
+// bulkheadFor returns the bulkhead of r from reg: the one error path shared by
+// both sides, so a bad key or configuration reads the same everywhere.
+func (c *config) bulkheadFor(reg *bulkhead.Registry, r *http.Request) (*bulkhead.Semaphore, error) {
+	key := c.key(r)
+	if key == "" {
+		ke := &KeyError{Method: r.Method}
+		if r.URL != nil {
+			ke.URL = r.URL.Redacted()
+		}
+		if c.server && !c.keyIsSet {
+			ke.Hint = "the default key is the ServeMux pattern that matched (Pattern): wrap each handler registered on the mux, or give WithKey"
+		}
+		return nil, ke
+	}
+	if c.configName == nil {
+		return reg.Get(key)
+	}
+	return reg.GetWithConfig(key, c.configName(key))
+}
+
+// KeyError is the error of a request whose key function returned "".
+type KeyError struct {
+	Method, URL string
+	Hint        string // what to do about it, if known; may be empty
+}
+
+// Error says which request had no key, and the hint if there is one.
+func (e *KeyError) Error() string {
+	msg := fmt.Sprintf("bulkheadhttp: the key function returned an empty bulkhead name for %s %s", e.Method, e.URL)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}

@@ -1,0 +1,157 @@
+package bulkheadgrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rxbulkhead/bulkhead"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// KeyFunc returns the name of the bulkhead of a call to (client) or of
+// (server) the full method "/package.Service/Method". It must return a
+// non-empty name. Every distinct name is a bulkhead in the Registry: a key
+// taken from metadata a peer sends should be mapped to a bounded set first.
+type KeyFunc func(ctx context.Context, fullMethod string) string
+
+// Method is the default server key: the full method, one bulkhead per RPC.
+func Method(_ context.Context, fullMethod string) string { return fullMethod }
+
+// Service keys a call by its service, "package.Service".
+func Service(_ context.Context, fullMethod string) string {
+	s := strings.TrimPrefix(fullMethod, "/")
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// OutgoingMetadata keys a client call by the first value of the outgoing
+// metadata name (such as "x-partner"); calls without it get "" and fail.
+func OutgoingMetadata(name string) KeyFunc {
+	return func(ctx context.Context, _ string) string {
+		if v := metadata.ValueFromOutgoingContext(ctx, name); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+}
+
+// IncomingMetadata keys a server call by the first value of the incoming
+// metadata name (such as "x-tenant"); calls without it get "" and fail.
+func IncomingMetadata(name string) KeyFunc {
+	return func(ctx context.Context, _ string) string {
+		if v := metadata.ValueFromIncomingContext(ctx, name); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+}
+
+// Option configures an interceptor.
+type Option interface{ apply(c *config) error }
+
+type optionFunc func(c *config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// WithKey sets the function that names a call's bulkhead. The default is the
+// connection's target (cc.Target()) on a client and Method on a server.
+func WithKey(key KeyFunc) Option {
+	return optionFunc(func(c *config) error {
+		if key == nil {
+			return errors.New("WithKey: key function is nil")
+		}
+		c.key = key
+		return nil
+	})
+}
+
+// WithConfigName sets the function that picks, for a key whose bulkhead does
+// not exist yet, the Registry configuration to create it from (see
+// Registry.GetWithConfig). By default bulkheads use the Registry's defaults.
+func WithConfigName(name func(key string) string) Option {
+	return optionFunc(func(c *config) error {
+		if name == nil {
+			return errors.New("WithConfigName: function is nil")
+		}
+		c.configName = name
+		return nil
+	})
+}
+
+type config struct {
+	reg        *bulkhead.Registry
+	key        KeyFunc // nil on a client: the target
+	configName func(key string) string
+}
+
+func newConfig(who string, reg *bulkhead.Registry, opts []Option) (*config, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("bulkheadgrpc: %s: registry is nil", who)
+	}
+	c := &config{reg: reg}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("bulkheadgrpc: %s: option #%d is nil", who, i+1)
+		}
+		if err := o.apply(c); err != nil {
+			return nil, fmt.Errorf("bulkheadgrpc: %s: %w", who, err)
+		}
+	}
+	return c, nil
+}
+
+// acquire takes a permit for the call in the calling goroutine: on success
+// the caller owns one permit of the returned bulkhead. target is the client
+// connection's target ("" on a server). Every failure is a gRPC status error
+// that unwraps to its cause.
+func (c *config) acquire(ctx context.Context, fullMethod, target string) (*bulkhead.Semaphore, error) {
+	var key string
+	switch {
+	case c.key != nil:
+		key = c.key(ctx, fullMethod)
+	case target != "":
+		key = target
+	default:
+		key = fullMethod
+	}
+	if key == "" {
+		return nil, &statusError{code: codes.Internal, err: fmt.Errorf("bulkheadgrpc: the key function returned an empty bulkhead name for %s", fullMethod)}
+	}
+	var bh *bulkhead.Semaphore
+	var err error
+	if c.configName == nil {
+		bh, err = c.reg.Get(key)
+	} else {
+		bh, err = c.reg.GetWithConfig(key, c.configName(key))
+	}
+	if err != nil {
+		return nil, &statusError{code: codes.Internal, err: err}
+	}
+	if err := bh.AcquirePermission(ctx); err != nil {
+		if errors.Is(err, bulkhead.ErrBulkheadFull) {
+			return nil, &statusError{code: codes.ResourceExhausted, err: err}
+		}
+		return nil, &statusError{code: status.FromContextError(err).Code(), err: err}
+	}
+	return bh, nil
+}
+
+// statusError is a gRPC status that keeps its cause for errors.Is and
+// errors.As: a rejection matches bulkhead.ErrBulkheadFull and is a
+// *bulkhead.FullError, a withdrawn call matches its context's error.
+type statusError struct {
+	code codes.Code
+	err  error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+// GRPCStatus is what status.FromError and status.Code read.
+func (e *statusError) GRPCStatus() *status.Status { return status.New(e.code, e.err.Error()) }
