@@ -17,7 +17,7 @@ const baselinePeer = "xsync"
 
 var peerDesc = map[string]string{
 	"rxbulkhead":      "rxbulkhead `*bulkhead.Semaphore` (async acquisition, FIFO queue of records)",
-	"rxbulkhead-pool": "rxbulkhead `*bulkhead.Pool` (goroutine-pool bulkhead for blocking code; a permit is a worker blocked until Release)",
+	"rxbulkhead-pool": "rxbulkhead `*pool.Pool` (goroutine-pool bulkhead for blocking code; a permit is a worker blocked until Release)",
 	"xsync":           "`golang.org/x/sync/semaphore.Weighted` v0.25.0",
 	"failsafe":        "`github.com/failsafe-go/failsafe-go/bulkhead` v0.9.8",
 	"chan":            "buffered-channel semaphore (`make(chan struct{}, n)`)",
@@ -58,7 +58,7 @@ func (d *document) render() (string, error) {
 		d.p("| %s | %s |\n", p, peerDesc[p])
 	}
 	if !contains(d.res.peers("TryAcquire", peerOrder), "rxbulkhead-pool") {
-		d.p("| rxbulkhead-pool | *(row reserved: the core's goroutine-pool bulkhead, `bulkhead.NewPool`, joins `peer.All` when it lands)* |\n")
+		d.p("| rxbulkhead-pool | *(row reserved: the goroutine-pool bulkhead, `pool.New`, joins `peer.All` when it lands)* |\n")
 	}
 	d.p("\n")
 	if err := d.speed(); err != nil {
@@ -239,7 +239,7 @@ func (d *document) partners() {
 	}
 	pr := procs[len(procs)-1]
 	d.p("## 500 partners × 20 permits\n\n")
-	d.p("An EDI hub keeps one bulkhead per trading partner. Memory held by 500 bulkheads of 20 permits after each has run 20 calls at once (names and map included): rxbulkhead's semaphores live in a `bulkhead.Registry`; the pools then hold 20 idle workers per partner (`bulkhead.Pool` starts them on demand and keeps CoreWorkers = 20).\n\n")
+	d.p("An EDI hub keeps one bulkhead per trading partner. Memory held by 500 bulkheads of 20 permits after each has run 20 calls at once (names and map included): rxbulkhead's semaphores live in a `bulkhead.Registry`; the pools then hold 20 idle workers per partner (`pool.Pool` starts them on demand and keeps CoreWorkers = 20).\n\n")
 	d.p("| peer | heap KB | stacks KB | goroutines | total MB |\n|---|---:|---:|---:|---:|\n")
 	for _, peer := range d.res.peers(bench, peerOrder) {
 		k := key{bench, peer, pr}
@@ -293,7 +293,7 @@ func (d *document) demo() {
 		return
 	}
 	d.p("## The EDI hub demo\n\n")
-	d.p("`make demo` runs `examples/edihub`: 500 partners behind registry bulkheads of 20 permits and a queue of 100; walmart slows down ten-fold after 2 s. Walmart's p99 latency climbs and its excess documents are rejected, while the 499 healthy partners keep their latency and see no rejection, with the semaphore registry as with the goroutine pools (dashed); the difference is what the waiting costs (goroutines and stacks, in the demo's table).\n\n")
+	d.p("`make demo` runs `examples/edihub` over real loopback HTTP: 500 partner servers on 127.0.0.1, reached through `bulkheadhttp.Transport` over a registry of bulkheads of 20 permits and a queue of 100 (sending with `Transport.Go`, so a waiting document is a queue record); walmart slows down ten-fold after 2 s. Walmart's p99 latency climbs and its excess documents are rejected, while the 499 healthy partners keep their latency and see no rejection, with the semaphore registry as with the goroutine pools (dashed); the difference is what the waiting costs (goroutines and stacks, in the demo's table).\n\n")
 	d.img("edihub.png", "EDI hub demo: p99 latency and rejections over time, walmart vs healthy partners")
 }
 
