@@ -1,0 +1,432 @@
+package redis
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// Bulkhead is a bulkhead.Bulkhead whose permits are leases in Redis, shared
+// by every process that uses the same name and Store.KeyPrefix.
+//
+// Invariants, all guarded by mu:
+//   - a Permit is in exactly one place: the queue (stWaiting), the FailOver
+//     semaphore (stLocal), the held list (stHeld), or nowhere (stDone).
+//   - only the goroutine that moves a Permit out of stWaiting or stLocal
+//     decides its outcome (Grant or Reject of its Resolver); the Resolver's
+//     CAS decides against Cancel, whose withdraw runs under mu too.
+//   - a lease of a Permit that is not stHeld is given back by id (releases),
+//     a ticket by id (withdrawals): ids are never reused, and both scripts
+//     are no-ops for ids Redis does not have, so an outcome lost in a failed
+//     round trip is cleaned up by sending the id again.
+//   - the queue is in arrival order, which is ticket order: tickets of one
+//     process are taken in one round trip at a time, in queue order.
+//
+// Callbacks (OnDone of the Acquisitions) and event listeners never run
+// under mu: grants decided by a round trip run on the Store's delivery
+// goroutine, timeouts on the Clock's timer goroutine, local grants on the
+// goroutine that gave back the local permit.
+type Bulkhead struct {
+	name  string
+	cfg   Config
+	s     *Store
+	keys  keys
+	local *bulkhead.Semaphore // FailOver only
+	epoch time.Time
+	pub   publisher
+
+	errWaitTimeout, errNoWait, errQueueFull error
+	errUnavailable, errClosed               error
+
+	mu          sync.Mutex
+	qhead       *Permit // waiting for Redis, oldest first
+	qtail       *Permit
+	fresh       int     // queued Permits without a ticket
+	ticketed    int     // queued Permits with a ticket
+	hhead       *Permit // holding a permit, oldest grant first
+	htail       *Permit
+	held        int
+	byAcq       map[*bulkhead.Acquisition]*Permit // the held Permits
+	releases    []uint64                          // lease ids to give back
+	withdrawals []uint64                          // ticket ids to withdraw
+	wake        bool                              // ask Redis for the waiters' turn
+	timer       bulkhead.Timer
+	timerGen    uint64
+	fleetHeld   int // as of the last round trip
+	fleetQueued int
+	leasesLost  int
+	restored    int
+	closed      bool
+}
+
+// NewBulkhead returns the fleet bulkhead named name on s. It fails with a
+// *bulkhead.ConfigError if cfg is invalid, and with an error if name is
+// empty, contains '{' or '}', or is already used on s. It does no I/O: use
+// Check to find wrong credentials or keys of another type at start-up.
+func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
+	if s == nil {
+		return nil, fmt.Errorf("redis: NewBulkhead(%q): store must not be nil", name)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("redis: NewBulkhead: name must not be empty")
+	}
+	if err := cfg.validateFor(name); err != nil {
+		return nil, err
+	}
+	if containsBrace(name) {
+		return nil, fmt.Errorf("redis: NewBulkhead(%q): name must not contain '{' or '}' (they delimit the hash tag of its keys)", name)
+	}
+	b := &Bulkhead{
+		name: name, cfg: cfg, s: s, keys: newKeys(s.cfg.KeyPrefix, name),
+		epoch: s.cfg.Clock.Now(), byAcq: make(map[*bulkhead.Acquisition]*Permit),
+	}
+	b.errWaitTimeout = &bulkhead.FullError{Name: name, Reason: bulkhead.WaitTimeout}
+	b.errNoWait = &bulkhead.FullError{Name: name, Reason: bulkhead.NoWait}
+	b.errQueueFull = &bulkhead.FullError{Name: name, Reason: bulkhead.QueueFull}
+	b.errUnavailable = &StoreError{Name: name, Unreachable: true, Err: fmt.Errorf("no answer within %v, or the connection failed", s.cfg.Timeout)}
+	b.errClosed = fmt.Errorf("redis bulkhead %q: %w", name, ErrClosed)
+	if cfg.Unreachable == FailOver {
+		lc := cfg.Config
+		lc.MaxConcurrentCalls = cfg.localLimit()
+		local, err := bulkhead.New(name, lc, bulkhead.WithClock(s.cfg.Clock))
+		if err != nil {
+			return nil, err
+		}
+		b.local = local
+	}
+	if err := s.add(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func containsBrace(s string) bool {
+	for _, r := range s {
+		if r == '{' || r == '}' {
+			return true
+		}
+	}
+	return false
+}
+
+// Name returns the bulkhead's name.
+func (b *Bulkhead) Name() string { return b.name }
+
+// Config returns the configuration.
+func (b *Bulkhead) Config() Config { return b.cfg }
+
+// AcquirePermissionAsync requests a permit without blocking and without a
+// round trip on the calling goroutine: the request is a record in this
+// process that the Store's dispatcher sends to Redis with every other
+// request of the moment, in one round trip. It is granted when a lease is
+// taken in Redis, in fleet-wide ticket order; rejected with a
+// *bulkhead.FullError (NoWait, QueueFull, WaitTimeout) as a Semaphore
+// would, or with a *StoreError while Redis is unreachable (FailClosed);
+// or withdrawn by Cancel. The permit is given back with FinishCall or
+// ReleasePermission; LeaseOf returns its Lease.
+func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition { return b.Acquire().a }
+
+// Acquire is AcquirePermissionAsync returning the typed request, whose
+// Lease, Finish and Release refer to this permit.
+func (b *Bulkhead) Acquire() *Permit {
+	p := &Permit{b: b}
+	p.a, p.r = bulkhead.PendingAcquisition(p.withdraw)
+	b.mu.Lock()
+	switch {
+	case b.closed:
+		p.state = stDone
+		b.mu.Unlock()
+		b.reject(p, b.errClosed, 0)
+		return p
+	case b.s.down.Load():
+		if b.local != nil {
+			p.state = stLocal
+			b.mu.Unlock()
+			b.acquireLocal(p)
+			return p
+		}
+		p.state = stDone
+		b.mu.Unlock()
+		b.reject(p, b.errUnavailable, 0)
+		return p
+	case b.cfg.MaxWaitDuration > 0 && b.cfg.MaxQueuedCalls > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
+		p.state = stDone
+		b.mu.Unlock()
+		b.reject(p, b.errQueueFull, bulkhead.QueueFull)
+		return p
+	}
+	p.n = b.s.nextID.Add(1)
+	if b.cfg.MaxWaitDuration > 0 {
+		p.deadline = addSaturating(b.sinceEpoch(), b.cfg.MaxWaitDuration)
+	}
+	b.linkQueueLocked(p)
+	if p.deadline > 0 && b.timer == nil {
+		b.armTimerLocked(p.deadline)
+	}
+	b.mu.Unlock()
+	b.s.kick()
+	return p
+}
+
+// ReleasePermission gives back a permit whose call did not run (no event):
+// the permit of the oldest grant this process still holds, since the
+// Bulkhead interface does not say which. It panics, naming the bulkhead,
+// if this process holds none. Use Permit.Release to give back a given one.
+func (b *Bulkhead) ReleasePermission() { b.giveBack(nil, false) }
+
+// FinishCall gives back a permit whose call ran (CallFinished event), as
+// ReleasePermission chooses it. Use Permit.Finish to give back a given one.
+func (b *Bulkhead) FinishCall() { b.giveBack(nil, true) }
+
+// LeaseOf returns the lease granted to a, an Acquisition of b that is
+// still held. Through the Bulkhead interface, permits of one process are
+// interchangeable: FinishCall gives back the oldest grant, so LeaseOf is
+// exact for calls that finish in the order they were granted; use Acquire
+// and Permit when calls overlap and the token matters.
+func (b *Bulkhead) LeaseOf(a *bulkhead.Acquisition) (Lease, bool) {
+	b.mu.Lock()
+	p := b.byAcq[a]
+	b.mu.Unlock()
+	if p == nil {
+		return Lease{}, false
+	}
+	return p.Lease()
+}
+
+// LeaseOf returns the lease of a, an Acquisition returned by bh's
+// AcquirePermissionAsync, if bh is a fleet Bulkhead (or wraps one and
+// implements LeaseOf itself). For a caller that only has the
+// bulkhead.Bulkhead interface.
+func LeaseOf(bh bulkhead.Bulkhead, a *bulkhead.Acquisition) (Lease, bool) {
+	if l, ok := bh.(interface {
+		LeaseOf(*bulkhead.Acquisition) (Lease, bool)
+	}); ok {
+		return l.LeaseOf(a)
+	}
+	return Lease{}, false
+}
+
+// giveBack returns p's permit (the oldest held one if p is nil).
+func (b *Bulkhead) giveBack(p *Permit, finished bool) {
+	b.mu.Lock()
+	if p == nil {
+		p = b.hhead
+	}
+	if p == nil || p.state != stHeld {
+		closed := b.closed
+		b.mu.Unlock()
+		if closed {
+			return // Close gave every lease back
+		}
+		panic(fmt.Sprintf("redis bulkhead %q: released a permit that is not held (more releases than grants)", b.name))
+	}
+	b.unlinkHeldLocked(p)
+	p.state = stDone
+	isLocal := p.isLocal
+	if !isLocal {
+		b.releases = append(b.releases, p.n)
+	}
+	b.mu.Unlock()
+	if isLocal {
+		b.local.ReleasePermission()
+	} else {
+		b.s.kick()
+	}
+	if finished {
+		b.publish(bulkhead.CallFinished, 0)
+	}
+}
+
+// reject delivers a rejection on the calling goroutine and publishes it.
+func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
+	if p.r.Reject(err) {
+		b.publish(bulkhead.CallRejected, r)
+	}
+}
+
+// grant delivers a grant decided by this process on the calling goroutine;
+// if Cancel won first, the permit is given back.
+func (b *Bulkhead) grant(p *Permit) {
+	if p.r.Grant() {
+		b.publish(bulkhead.CallPermitted, 0)
+		return
+	}
+	b.giveBack(p, false)
+}
+
+func (b *Bulkhead) linkQueueLocked(p *Permit) {
+	p.prev, p.next = b.qtail, nil
+	if b.qtail != nil {
+		b.qtail.next = p
+	} else {
+		b.qhead = p
+	}
+	b.qtail = p
+	if p.seq > 0 {
+		b.ticketed++
+	} else {
+		b.fresh++
+	}
+}
+
+func (b *Bulkhead) unlinkQueueLocked(p *Permit) {
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else {
+		b.qhead = p.next
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else {
+		b.qtail = p.prev
+	}
+	p.prev, p.next = nil, nil
+	if p.seq > 0 {
+		b.ticketed--
+	} else {
+		b.fresh--
+	}
+	if b.qhead == nil && b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+		b.timerGen++
+	}
+}
+
+func (b *Bulkhead) linkHeldLocked(p *Permit) {
+	p.state = stHeld
+	p.prev, p.next = b.htail, nil
+	if b.htail != nil {
+		b.htail.next = p
+	} else {
+		b.hhead = p
+	}
+	b.htail = p
+	b.held++
+	b.byAcq[p.a] = p
+}
+
+func (b *Bulkhead) unlinkHeldLocked(p *Permit) {
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else {
+		b.hhead = p.next
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else {
+		b.htail = p.prev
+	}
+	p.prev, p.next = nil, nil
+	b.held--
+	delete(b.byAcq, p.a)
+}
+
+// sinceEpoch is the Clock's time as an offset from b.epoch.
+func (b *Bulkhead) sinceEpoch() time.Duration { return b.s.cfg.Clock.Now().Sub(b.epoch) }
+
+func addSaturating(a, d time.Duration) time.Duration {
+	if s := a + d; s >= a {
+		return s
+	}
+	return 1<<63 - 1
+}
+
+// armTimerLocked makes the bulkhead's one timer fire at deadline (the
+// queue is in arrival order, so the head's deadline is the earliest).
+func (b *Bulkhead) armTimerLocked(deadline time.Duration) {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.timerGen++
+	gen := b.timerGen
+	b.timer = b.s.cfg.Clock.AfterFunc(deadline-b.sinceEpoch(), func() { b.onTimer(gen) })
+}
+
+// onTimer runs on the Clock's timer goroutine: it rejects the waiters whose
+// MaxWaitDuration has passed (WaitTimeout) on this goroutine.
+func (b *Bulkhead) onTimer(gen uint64) {
+	b.mu.Lock()
+	if gen != b.timerGen {
+		b.mu.Unlock()
+		return
+	}
+	b.timer = nil
+	now := b.sinceEpoch()
+	var expired []*Permit
+	kick := false
+	for p := b.qhead; p != nil && p.deadline <= now; p = b.qhead {
+		b.unlinkQueueLocked(p)
+		p.state = stDone
+		if p.seq > 0 && !p.inFlight {
+			b.withdrawals = append(b.withdrawals, p.n)
+			kick = true
+		}
+		expired = append(expired, p)
+	}
+	if b.qhead != nil {
+		b.armTimerLocked(b.qhead.deadline)
+	}
+	b.mu.Unlock()
+	if kick {
+		b.s.kick()
+	}
+	for _, p := range expired {
+		b.reject(p, b.errWaitTimeout, bulkhead.WaitTimeout)
+	}
+}
+
+// acquireLocal sends p, already in stLocal, to the FailOver semaphore.
+func (b *Bulkhead) acquireLocal(p *Permit) {
+	la := b.local.AcquirePermissionAsync()
+	b.mu.Lock()
+	p.local = la
+	b.mu.Unlock()
+	la.OnDone(func(err error) { b.localDone(p, err) })
+}
+
+// localDone runs on the goroutine that decided the local acquisition.
+func (b *Bulkhead) localDone(p *Permit, err error) {
+	b.mu.Lock()
+	if p.state != stLocal {
+		// Withdrawn (or the Store closed) meanwhile.
+		b.mu.Unlock()
+		if err == nil {
+			b.local.ReleasePermission()
+		}
+		return
+	}
+	if err != nil {
+		p.state = stDone
+		b.mu.Unlock()
+		r := bulkhead.Reason(0)
+		if fe, ok := err.(*bulkhead.FullError); ok {
+			r = fe.Reason
+		}
+		b.reject(p, err, r)
+		return
+	}
+	p.isLocal = true
+	b.linkHeldLocked(p)
+	b.mu.Unlock()
+	b.grant(p)
+}
+
+// OnEvent registers f to receive the events of this bulkhead in this
+// process and returns a func that unregisters it. Events are the core's:
+// CallPermitted (published once the grant was delivered), CallRejected
+// (Reason NoWait, QueueFull, WaitTimeout, or zero for a *StoreError),
+// CallFinished, CallCancelled. Listeners run synchronously on the
+// goroutine that caused the event, never under a lock; a panicking
+// listener is recovered and ignored.
+func (b *Bulkhead) OnEvent(f func(bulkhead.Event)) (remove func()) { return b.pub.add(f) }
+
+func (b *Bulkhead) publish(t bulkhead.EventType, r bulkhead.Reason) {
+	if b.pub.active() {
+		b.pub.publish(bulkhead.Event{Type: t, Name: b.name, Time: b.s.cfg.Clock.Now(), Reason: r})
+	}
+}
+
+var _ bulkhead.Bulkhead = (*Bulkhead)(nil)

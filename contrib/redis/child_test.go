@@ -1,0 +1,223 @@
+package redis_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/rxbulkhead/bulkhead"
+
+	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
+)
+
+// A test re-executes its own binary as child processes (several OS
+// processes sharing one fleet bulkhead). The child's role and parameters
+// travel in the environment; it prints one JSON line of results.
+
+// childParams is what a child gets from its parent.
+type childParams struct {
+	Addr     string
+	Prefix   string
+	Name     string
+	Permits  int
+	Duration time.Duration
+	Workers  int
+	Hold     int    // holder: permits to take and hold until killed
+	Counter  string // hammer: the key of the independent holder counter
+	LeaseTTL time.Duration
+	Renew    time.Duration
+	Seed     uint64
+}
+
+// childResult is what a child reports.
+type childResult struct {
+	Grants, Cancels, Timeouts, Rejections, Violations int64
+	MaxHolders                                        int64
+	LeasesLost                                        int
+	Tokens                                            []int64
+	Err                                               string
+}
+
+// startChild starts the test binary in role with p; the child is killed at
+// the end of the test if still running.
+func startChild(t *testing.T, role string, p childParams) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	js, _ := json.Marshal(p)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+role, "RXBULKHEAD_REDIS_PARAMS="+string(js))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, bufio.NewScanner(out)
+}
+
+// readResult reads the child's JSON line.
+func readResult(t *testing.T, sc *bufio.Scanner) childResult {
+	t.Helper()
+	for sc.Scan() {
+		var r childResult
+		if json.Unmarshal(sc.Bytes(), &r) == nil {
+			if r.Err != "" {
+				t.Errorf("child: %s", r.Err)
+			}
+			return r
+		}
+	}
+	t.Fatal("child ended without a result line")
+	return childResult{}
+}
+
+func runChild(role string) int {
+	var p childParams
+	if err := json.Unmarshal([]byte(os.Getenv("RXBULKHEAD_REDIS_PARAMS")), &p); err != nil {
+		fmt.Fprintln(os.Stderr, "child: bad params:", err)
+		return 2
+	}
+	var res childResult
+	var err error
+	switch role {
+	case "hammer":
+		res, err = hammerChild(p)
+	case "holder":
+		res, err = holderChild(p)
+	case "eventloop":
+		res, err = eventLoopChild(p)
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		res.Err = err.Error()
+	}
+	js, _ := json.Marshal(res)
+	fmt.Println(string(js))
+	return 0
+}
+
+func childStore(p childParams) (*goredis.Client, *rxredis.Store, error) {
+	c := goredis.NewClient(&goredis.Options{Addr: p.Addr, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	s, err := rxredis.NewStore(c, rxredis.StoreConfig{KeyPrefix: p.Prefix, LeaseTTL: p.LeaseTTL, RenewInterval: p.Renew, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, s, nil
+}
+
+// hammerChild acquires, cancels, times out and releases with p.Workers
+// goroutines for p.Duration. Around each critical section it increments
+// an independent Redis counter: a value above p.Permits is a violation.
+func hammerChild(p childParams) (childResult, error) {
+	var res childResult
+	c, s, err := childStore(p)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	b, err := rxredis.NewBulkhead(s, p.Name, rxredis.Config{Config: bulkhead.Config{
+		MaxConcurrentCalls: p.Permits, MaxWaitDuration: 30 * time.Millisecond, MaxQueuedCalls: 64}})
+	if err != nil {
+		return res, err
+	}
+	var grants, cancels, timeouts, rejections, violations, maxHolders atomic.Int64
+	ctx := context.Background()
+	stop := time.Now().Add(p.Duration)
+	var wg sync.WaitGroup
+	for w := range p.Workers {
+		rng := rand.New(rand.NewPCG(p.Seed, uint64(w)))
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				a := b.AcquirePermissionAsync()
+				if rng.IntN(4) == 0 {
+					// Cancel right away or after a short while.
+					if rng.IntN(2) == 0 {
+						time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+					}
+					if a.Cancel() {
+						cancels.Add(1)
+						continue
+					}
+				}
+				<-a.Done()
+				if err := a.Err(); err != nil {
+					if fe, ok := err.(*bulkhead.FullError); ok && fe.Reason == bulkhead.WaitTimeout {
+						timeouts.Add(1)
+					} else {
+						rejections.Add(1)
+					}
+					continue
+				}
+				grants.Add(1)
+				n, err := c.Incr(ctx, p.Counter).Result()
+				if err == nil {
+					if n > int64(p.Permits) {
+						violations.Add(1)
+					}
+					for m := maxHolders.Load(); n > m && !maxHolders.CompareAndSwap(m, n); m = maxHolders.Load() {
+					}
+					time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+					c.Decr(ctx, p.Counter)
+				}
+				if rng.IntN(2) == 0 {
+					b.FinishCall()
+				} else {
+					b.ReleasePermission()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	fm, _ := b.FleetMetrics(ctx)
+	if err := s.Close(); err != nil {
+		return res, err
+	}
+	res = childResult{Grants: grants.Load(), Cancels: cancels.Load(), Timeouts: timeouts.Load(), Rejections: rejections.Load(),
+		Violations: violations.Load(), MaxHolders: maxHolders.Load(), LeasesLost: fm.LeasesLost}
+	return res, nil
+}
+
+// holderChild takes p.Hold permits, reports their tokens and holds them
+// (renewing them) until it is killed.
+func holderChild(p childParams) (childResult, error) {
+	var res childResult
+	c, s, err := childStore(p)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	b, err := rxredis.NewBulkhead(s, p.Name, fleetConfig(p.Permits, 5*time.Second))
+	if err != nil {
+		return res, err
+	}
+	for range p.Hold {
+		pm := b.Acquire()
+		<-pm.Acquisition().Done()
+		if err := pm.Acquisition().Err(); err != nil {
+			return res, err
+		}
+		l, _ := pm.Lease()
+		res.Tokens = append(res.Tokens, l.Token)
+	}
+	js, _ := json.Marshal(res)
+	fmt.Println(string(js))
+	select {} // until SIGKILL
+}

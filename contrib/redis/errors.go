@@ -1,0 +1,75 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// ErrUnavailable is the errors.Is target of a rejection because Redis could
+// not be reached (FailClosed). It is distinct from bulkhead.ErrBulkheadFull:
+// the fleet may well have free permits.
+var ErrUnavailable = errors.New("redis: store unavailable")
+
+// ErrClosed is the error of calls rejected because their Store was closed.
+var ErrClosed = errors.New("redis: store closed")
+
+// StoreError is the error of a call that Redis did not decide: it could not
+// be reached (Unreachable, errors.Is(err, ErrUnavailable)), or it refused
+// the request (wrong credentials, a key of another type, ...), which no
+// retry will fix.
+type StoreError struct {
+	Name        string // the bulkhead
+	Unreachable bool   // Redis could not be reached in time
+	Err         error  // what go-redis or the script returned
+}
+
+// Error names the bulkhead, says which kind of failure it was and what to
+// check.
+func (e *StoreError) Error() string {
+	if e.Unreachable {
+		return fmt.Sprintf("redis bulkhead %q: redis unreachable: %v", e.Name, e.Err)
+	}
+	msg := e.Err.Error()
+	hint := ""
+	switch {
+	case strings.HasPrefix(msg, "RXBTYPE "):
+		msg = strings.TrimPrefix(msg, "RXBTYPE ")
+		hint = " (another program uses this key: delete it or choose another StoreConfig.KeyPrefix)"
+	case strings.HasPrefix(msg, "WRONGPASS"), strings.HasPrefix(msg, "NOAUTH"), strings.HasPrefix(msg, "NOPERM"):
+		hint = " (check Username/Password of the go-redis client and the ACL of that user)"
+	}
+	return fmt.Sprintf("redis bulkhead %q: redis refused the request: %s%s", e.Name, msg, hint)
+}
+
+// Unwrap returns the underlying error.
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnavailable and Redis was unreachable.
+func (e *StoreError) Is(target error) bool { return target == ErrUnavailable && e.Unreachable }
+
+// unreachable reports whether err says that Redis could not be reached (as
+// opposed to Redis answering with an error).
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re goredis.Error
+	if errors.As(err, &re) {
+		// LOADING: a restarted server reading its data; treat as away.
+		msg := re.Error()
+		return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN")
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, goredis.ErrPoolTimeout) ||
+		errors.Is(err, goredis.ErrPoolExhausted) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, goredis.ErrClosed)
+}

@@ -1,0 +1,3 @@
+package redis_test
+
+func eventLoopChild(p childParams) (childResult, error) { return childResult{}, nil }

@@ -1,0 +1,24 @@
+module github.com/rxbulkhead/bulkhead/contrib/redis
+
+go 1.26.0
+
+replace github.com/rxbulkhead/bulkhead => ../..
+
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/rxbulkhead/bulkhead v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/cenkalti/backoff/v4 v4.0.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/emirpasic/gods v1.12.0 // indirect
+	github.com/reactivex/rxgo/v2 v2.5.0 // indirect
+	github.com/stretchr/objx v0.5.3 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/teivah/onecontext v0.0.0-20200513185103-40f981bfd775 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

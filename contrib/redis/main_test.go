@@ -1,0 +1,125 @@
+package redis_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
+	"go.uber.org/goleak"
+
+	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
+)
+
+// childEnv names the role of a re-executed test binary (see child_test.go).
+const childEnv = "RXBULKHEAD_REDIS_CHILD"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(runChild(role))
+	}
+	if redisServerPath() == "" && os.Getenv("CI") != "" {
+		fmt.Fprintln(os.Stderr, "contrib/redis: redis-server is not installed and CI is set: run `make redis-server`")
+		os.Exit(1)
+	}
+	if redisServerPath() != "" {
+		s, err := startServer()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "contrib/redis: starting the shared redis-server:", err)
+			os.Exit(1)
+		}
+		shared = s
+	}
+	code := m.Run()
+	if shared != nil {
+		shared.close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// fastStore is a StoreConfig with short intervals, for tests that wait
+// for expiries and polls.
+func fastStore() rxredis.StoreConfig {
+	return rxredis.StoreConfig{
+		LeaseTTL: 2 * time.Second, RenewInterval: 300 * time.Millisecond,
+		PollInterval: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, ProbeInterval: 50 * time.Millisecond,
+	}
+}
+
+// prefixFor is a key prefix of the test's own.
+func prefixFor(t testing.TB) string {
+	r := strings.NewReplacer("/", ":", " ", "_", "{", "(", "}", ")")
+	return "rxbt:" + r.Replace(t.Name()) + ":"
+}
+
+// newStore returns a Store over a new client of srv, with the test's own
+// key prefix; the Store and client are closed and the keys removed at the
+// end of the test.
+func newStore(t testing.TB, srv *server, cfg rxredis.StoreConfig) (*rxredis.Store, *goredis.Client) {
+	t.Helper()
+	c := srv.client(t)
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = prefixFor(t)
+	}
+	flushKeys(t, c, cfg.KeyPrefix)
+	s, err := rxredis.NewStore(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Store.Close: %v", err)
+		}
+	})
+	return s, c
+}
+
+// newBulkhead returns a fleet bulkhead on s whose permits are checked for
+// leaks at the end of the test (before the Store closes).
+func newBulkhead(t testing.TB, s *rxredis.Store, name string, cfg rxredis.Config) *rxredis.Bulkhead {
+	t.Helper()
+	b, err := rxredis.NewBulkhead(s, name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckPermits(t, b)
+	return b
+}
+
+func fleetConfig(permits int, wait time.Duration) rxredis.Config {
+	return rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: wait}}
+}
+
+// await waits for a's outcome, failing the test after outcomeTimeout.
+func await(t testing.TB, a *bulkhead.Acquisition) error {
+	t.Helper()
+	select {
+	case <-a.Done():
+		return a.Err()
+	case <-time.After(outcomeTimeout):
+		t.Fatalf("no outcome within %v", outcomeTimeout)
+		return nil
+	}
+}
+
+// eventually polls cond every 10ms until it holds, failing after timeout.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

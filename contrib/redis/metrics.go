@@ -1,0 +1,71 @@
+package redis
+
+import (
+	"context"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// Metrics returns this process's view, in the core's terms, so that
+// exporters and testkit.CheckPermits work unchanged:
+// MaxAllowedConcurrentCalls is the fleet limit, InFlightCalls the permits
+// this process holds (leases and FailOver permits), QueuedCalls the calls
+// this process queues, MaxQueuedCalls the per-process bound, and
+// AvailableConcurrentCalls the fleet's free permits as of the last round
+// trip. FleetMetrics asks Redis for the fleet's counts.
+func (b *Bulkhead) Metrics() bulkhead.Metrics {
+	b.mu.Lock()
+	m := bulkhead.Metrics{
+		AvailableConcurrentCalls:  max(0, b.cfg.MaxConcurrentCalls-b.fleetHeld),
+		MaxAllowedConcurrentCalls: b.cfg.MaxConcurrentCalls,
+		InFlightCalls:             b.held,
+		QueuedCalls:               b.fresh + b.ticketed,
+		MaxQueuedCalls:            b.cfg.MaxQueuedCalls,
+	}
+	b.mu.Unlock()
+	if b.local != nil {
+		m.QueuedCalls += b.local.Metrics().QueuedCalls
+	}
+	return m
+}
+
+// FleetMetrics is the state of a bulkhead across every replica.
+type FleetMetrics struct {
+	// MaxConcurrentCalls is this process's configured fleet limit.
+	MaxConcurrentCalls int
+	// InFlightCalls is the number of live leases in Redis.
+	InFlightCalls int
+	// QueuedCalls is the number of live tickets in Redis: calls waiting in
+	// any replica.
+	QueuedCalls int
+	// LeasesLost counts the leases of this process that the renewal loop
+	// found expired and could not add back (see Permit.Lost).
+	LeasesLost int
+	// LeasesRestored counts the leases of this process that the renewal
+	// loop found expired (a Redis restart, a long pause) and added back.
+	LeasesRestored int
+}
+
+// FleetMetrics asks Redis (one round trip) for the fleet-wide counts. It
+// fails with a *StoreError.
+func (b *Bulkhead) FleetMetrics(ctx context.Context) (FleetMetrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.s.cfg.Timeout)
+	defer cancel()
+	v, err := statsScript.Run(ctx, b.s.client, b.keys.list).Int64Slice()
+	b.mu.Lock()
+	m := FleetMetrics{MaxConcurrentCalls: b.cfg.MaxConcurrentCalls, LeasesLost: b.leasesLost, LeasesRestored: b.restored}
+	b.mu.Unlock()
+	if err != nil {
+		return m, &StoreError{Name: b.name, Unreachable: unreachable(err), Err: err}
+	}
+	m.InFlightCalls, m.QueuedCalls = int(v[0]), int(v[1])
+	return m, nil
+}
+
+// Check makes one round trip that touches every key of the bulkhead, so
+// that wrong credentials, a missing permission or a key of another type
+// surface at start-up as a *StoreError that names them.
+func (b *Bulkhead) Check(ctx context.Context) error {
+	_, err := b.FleetMetrics(ctx)
+	return err
+}

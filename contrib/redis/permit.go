@@ -1,0 +1,123 @@
+package redis
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// permitState is where a Permit is; it is guarded by its Bulkhead's mu.
+type permitState uint8
+
+const (
+	// stWaiting: in the bulkhead's queue, waiting for Redis: new (seq == 0,
+	// never sent or sent without an answer yet) or holding the ticket seq.
+	stWaiting permitState = iota
+	// stLocal: waiting on the FailOver semaphore (Permit.local).
+	stLocal
+	// stHeld: holds a permit (a lease, or a local permit if isLocal) and is
+	// linked in the bulkhead's held list; its grant may not be delivered yet.
+	stHeld
+	// stDone: decided otherwise (cancelled, timed out, rejected) or given
+	// back. Whatever Redis still has under its id is cleaned up by id.
+	stDone
+)
+
+// Permit is one request for a permit of a fleet Bulkhead: its Acquisition,
+// and once granted the Lease it holds. Finish and Release give back this
+// permit (not just any permit of the process), so the lease a call reads
+// with Lease is the one it holds until it gives it back.
+type Permit struct {
+	b *Bulkhead
+	a *bulkhead.Acquisition
+	r *bulkhead.Resolver
+	// Fields below are guarded by b.mu.
+	n        uint64        // id number: the lease and ticket id is b.s.id(n)
+	seq      int64         // the ticket number while waiting, the fencing token once held
+	deadline time.Duration // offset from b.epoch; zero: the call may not wait
+	prev     *Permit       // in the queue or in the held list
+	next     *Permit
+	local    *bulkhead.Acquisition // stLocal: the FailOver acquisition
+	state    permitState
+	inFlight bool // sent in the round trip under way
+	isLocal  bool // stHeld: holds a FailOver permit, no lease
+	lost     bool // stHeld: the lease expired in Redis and could not be restored
+}
+
+// Lease is the grant of one permit: its id in Redis and its fencing token.
+// Tokens are unique and increase with every grant of a bulkhead, across the
+// fleet and across Redis restarts (see keys).
+type Lease struct {
+	Bulkhead string // the bulkhead's name
+	ID       string // the member of the leases sorted set
+	Token    int64  // fencing token
+}
+
+// String renders the lease for logs.
+func (l Lease) String() string { return fmt.Sprintf("lease %s of %q (token %d)", l.ID, l.Bulkhead, l.Token) }
+
+// Acquisition returns the future of this permit request.
+func (p *Permit) Acquisition() *bulkhead.Acquisition { return p.a }
+
+// Lease returns the lease granted to this request. ok is false while the
+// request is pending, if it was not granted, after the permit was given
+// back, and for a permit of the FailOver semaphore (which has no lease).
+func (p *Permit) Lease() (l Lease, ok bool) {
+	b := p.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.state != stHeld || p.isLocal {
+		return Lease{}, false
+	}
+	return Lease{Bulkhead: b.name, ID: b.s.id(p.n), Token: p.seq}, true
+}
+
+// Lost reports whether the renewal loop found this permit's lease expired
+// in Redis and could not add it back because the fleet's permits were
+// taken: another call may hold it. A fenced resource refuses its token.
+func (p *Permit) Lost() bool {
+	p.b.mu.Lock()
+	defer p.b.mu.Unlock()
+	return p.state == stHeld && p.lost
+}
+
+// Finish gives back this permit after its call ran (CallFinished event).
+// It panics, naming the bulkhead, if the permit is not held (not granted
+// yet, or already given back).
+func (p *Permit) Finish() { p.b.giveBack(p, true) }
+
+// Release gives back this permit when its call did not run (no event). It
+// panics like Finish.
+func (p *Permit) Release() { p.b.giveBack(p, false) }
+
+// withdraw runs on the goroutine whose Acquisition.Cancel won.
+func (p *Permit) withdraw() {
+	b := p.b
+	b.mu.Lock()
+	var local *bulkhead.Acquisition
+	kick := false
+	switch p.state {
+	case stWaiting:
+		b.unlinkQueueLocked(p)
+		p.state = stDone
+		if p.seq > 0 && !p.inFlight {
+			b.withdrawals = append(b.withdrawals, p.n)
+			kick = true
+		}
+	case stLocal:
+		local = p.local
+		p.state = stDone
+	case stHeld:
+		// Granted but not delivered: the Grant that lost gives it back.
+	}
+	b.mu.Unlock()
+	if local != nil {
+		// A local grant that wins concurrently is given back by localDone.
+		local.Cancel()
+	}
+	if kick {
+		b.s.kick()
+	}
+	b.publish(bulkhead.CallCancelled, 0)
+}

@@ -1,0 +1,223 @@
+package redis
+
+import (
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// The state of one fleet bulkhead in Redis, under keys that share the hash
+// tag {name} (so they live in one slot of a cluster):
+//
+//	PREFIX{NAME}:leases   sorted set: lease id -> expiry (ms, server time)
+//	PREFIX{NAME}:queue    sorted set: ticket id -> ticket number (fleet order)
+//	PREFIX{NAME}:alive    sorted set: ticket id -> ticket expiry (ms)
+//	PREFIX{NAME}:seq      counter: ticket numbers and fencing tokens
+//	PREFIX{NAME}:released pub/sub channel: "a permit may be free"
+//
+// Every script reads the time with TIME, so the clocks of the replicas do
+// not matter, and first drops expired leases (holders that crashed) and
+// expired tickets (waiters whose process crashed).
+//
+// seq starts, when it does not exist, at the server time in microseconds:
+// after a restart that lost it, new tokens still exceed every token issued
+// before, as long as fewer than one token per microsecond was issued on
+// average since the key was first created (Redis runs far fewer scripts).
+type keys struct {
+	leases, queue, alive, seq string
+	channel                   string
+	list                      []string // leases, queue, alive, seq: the KEYS of every script
+}
+
+func newKeys(prefix, name string) keys {
+	base := prefix + "{" + name + "}:"
+	k := keys{
+		leases:  base + "leases",
+		queue:   base + "queue",
+		alive:   base + "alive",
+		seq:     base + "seq",
+		channel: base + "released",
+	}
+	k.list = []string{k.leases, k.queue, k.alive, k.seq}
+	return k
+}
+
+// channelPattern is the PSUBSCRIBE pattern that matches the release channel
+// of every bulkhead under prefix; glob characters of the prefix are escaped.
+func channelPattern(prefix string) string {
+	var b strings.Builder
+	for _, r := range prefix {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString("{*}:released")
+	return b.String()
+}
+
+// Outcome codes of the round script, one per request.
+const (
+	codeGranted   = 1 // value: fencing token
+	codeQueued    = 2 // value: ticket number (a new ticket)
+	codeWaiting   = 3 // still queued with its ticket
+	codeNoWait    = 4 // rejected: no permit and the request may not wait
+	codeQueueFull = 5 // rejected: this process already queues MaxQueuedCalls
+)
+
+// scriptPrelude checks the key types (so that a key holding another type
+// gives an error that names it), reads the time and drops what expired.
+const scriptPrelude = `
+local function checktype(key, want)
+  local t = redis.call('TYPE', key).ok
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('RXBTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. want)
+  end
+end
+local e = checktype(KEYS[1], 'zset') or checktype(KEYS[2], 'zset') or checktype(KEYS[3], 'zset') or checktype(KEYS[4], 'string')
+if e then return e end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local purged = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+for i = 1, #dead, 500 do
+  redis.call('ZREM', KEYS[2], unpack(dead, i, math.min(i + 499, #dead)))
+  redis.call('ZREM', KEYS[3], unpack(dead, i, math.min(i + 499, #dead)))
+end
+local function nextseq()
+  if redis.call('EXISTS', KEYS[4]) == 0 then
+    redis.call('SET', KEYS[4], tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  end
+  return redis.call('INCR', KEYS[4])
+end
+`
+
+// roundScript is one round trip of one bulkhead: it gives back leases,
+// withdraws tickets, then decides requests in the order given.
+//
+// ARGV: limit, leaseTTL(ms), ticketTTL(ms), channel, message, nRelease,
+// nWithdraw, room (tickets this process may still add, -1 unbounded), the
+// nRelease lease ids, the nWithdraw ticket ids, then pairs (id, kind):
+// kind "w" is a waiter that holds a ticket, "n" a new request that may
+// wait, "t" one that may not.
+//
+// A permit is free when fewer than limit leases exist. The first `free`
+// tickets of the queue (oldest first) may take one; a request without a
+// ticket may take one only if every ticket could too (free > queued), so
+// nobody overtakes an older waiter anywhere in the fleet. When permits are
+// left free while tickets wait (a release, a withdrawal or an expiry made
+// room for a waiter of another process), the round publishes on the
+// release channel.
+//
+// Reply: held, queued, then (code, value) per request.
+var roundScript = goredis.NewScript(scriptPrelude + `
+local limit, leasettl, tickettl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local nrel, nwd, room = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local changed = purged > 0 or #dead > 0
+local i = 9
+for j = i, i + nrel - 1, 500 do
+  if redis.call('ZREM', KEYS[1], unpack(ARGV, j, math.min(j + 499, i + nrel - 1))) > 0 then changed = true end
+end
+i = i + nrel
+for j = i, i + nwd - 1, 500 do
+  local last = math.min(j + 499, i + nwd - 1)
+  if redis.call('ZREM', KEYS[2], unpack(ARGV, j, last)) > 0 then changed = true end
+  redis.call('ZREM', KEYS[3], unpack(ARGV, j, last))
+end
+i = i + nwd
+local held = redis.call('ZCARD', KEYS[1])
+local queued = redis.call('ZCARD', KEYS[2])
+local free = limit - held
+local heads = {}
+if free > 0 and queued > 0 then
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, free - 1)) do heads[m] = true end
+end
+local out = {0, 0}
+local function grant(id)
+  redis.call('ZADD', KEYS[1], now + leasettl, id)
+  held = held + 1
+  free = free - 1
+  out[#out + 1] = 1
+  out[#out + 1] = nextseq()
+end
+for j = i, #ARGV, 2 do
+  local id, kind = ARGV[j], ARGV[j + 1]
+  if kind == 'w' and heads[id] then
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('ZREM', KEYS[3], id)
+    queued = queued - 1
+    heads[id] = nil
+    grant(id)
+  elseif kind == 'w' and redis.call('ZSCORE', KEYS[2], id) then
+    redis.call('ZADD', KEYS[3], now + tickettl, id)
+    out[#out + 1] = 3
+    out[#out + 1] = 0
+  elseif free > queued then
+    -- a new request, or a waiter whose ticket was lost (expired, or a
+    -- restart): it takes a permit nobody waits for
+    grant(id)
+  elseif kind == 't' then
+    out[#out + 1] = 4
+    out[#out + 1] = 0
+  elseif kind == 'n' and room == 0 then
+    out[#out + 1] = 5
+    out[#out + 1] = 0
+  else
+    local n = nextseq()
+    redis.call('ZADD', KEYS[2], n, id)
+    redis.call('ZADD', KEYS[3], now + tickettl, id)
+    queued = queued + 1
+    if kind == 'n' and room > 0 then room = room - 1 end
+    out[#out + 1] = 2
+    out[#out + 1] = n
+  end
+end
+if changed and free > 0 and queued > 0 then
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
+end
+out[1] = held
+out[2] = queued
+return out
+`)
+
+// renewScript extends the leases and tickets this process holds.
+//
+// ARGV: limit, leaseTTL(ms), ticketTTL(ms), nLeases, lease ids, ticket ids.
+// A lease that is no longer there (it expired while this process could not
+// reach Redis, or Redis restarted without persistence) is added back if a
+// permit is free, so that the fleet counts the call that is still running;
+// otherwise it is reported lost.
+//
+// Reply: missing tickets, then one code per lease: 0 renewed, 1 restored,
+// 2 lost.
+var renewScript = goredis.NewScript(scriptPrelude + `
+local limit, leasettl, tickettl, nl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local out = {0}
+local held = redis.call('ZCARD', KEYS[1])
+for j = 5, 4 + nl do
+  local id = ARGV[j]
+  if redis.call('ZADD', KEYS[1], 'XX', 'CH', now + leasettl, id) == 1 or redis.call('ZSCORE', KEYS[1], id) then
+    out[#out + 1] = 0
+  elseif held < limit then
+    redis.call('ZADD', KEYS[1], now + leasettl, id)
+    held = held + 1
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 2
+  end
+end
+for j = 5 + nl, #ARGV do
+  if redis.call('ZADD', KEYS[3], 'XX', now + tickettl, ARGV[j]) == 0 and not redis.call('ZSCORE', KEYS[2], ARGV[j]) then
+    out[1] = out[1] + 1
+  end
+end
+return out
+`)
+
+// statsScript counts the live leases and tickets of the fleet (after
+// dropping the expired ones, as every script does). Reply: held, queued.
+var statsScript = goredis.NewScript(scriptPrelude + `
+return {redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2])}
+`)
+
+var allScripts = []*goredis.Script{roundScript, renewScript, statsScript}
