@@ -162,7 +162,9 @@ func TestMaxQueuedCallsBoundsThisProcesssQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := []*bulkhead.Acquisition{b.AcquirePermissionAsync(), b.AcquirePermissionAsync()}
-	eventually(t, outcomeTimeout, "queued", func() bool { return b.Metrics().QueuedCalls == 2 && func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 2 }() })
+	eventually(t, outcomeTimeout, "queued", func() bool {
+		return b.Metrics().QueuedCalls == 2 && func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 2 }()
+	})
 	var fe *bulkhead.FullError
 	if err := await(t, b.AcquirePermissionAsync()); !errors.As(err, &fe) || fe.Reason != bulkhead.QueueFull {
 		t.Fatalf("third waiter: %v, want QueueFull", err)

@@ -55,7 +55,9 @@ type Lease struct {
 }
 
 // String renders the lease for logs.
-func (l Lease) String() string { return fmt.Sprintf("lease %s of %q (token %d)", l.ID, l.Bulkhead, l.Token) }
+func (l Lease) String() string {
+	return fmt.Sprintf("lease %s of %q (token %d)", l.ID, l.Bulkhead, l.Token)
+}
 
 // Acquisition returns the future of this permit request.
 func (p *Permit) Acquisition() *bulkhead.Acquisition { return p.a }
