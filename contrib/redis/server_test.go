@@ -132,7 +132,7 @@ func (s *server) close() {
 // client returns a go-redis client of the server, closed at the end of
 // the test. Short timeouts, so that a paused server is noticed quickly.
 func (s *server) client(t testing.TB, opts ...func(*goredis.Options)) *goredis.Client {
-	o := &goredis.Options{Addr: s.addr(), DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1}
+	o := &goredis.Options{Addr: s.addr(), DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, DialerRetries: 1}
 	for _, f := range opts {
 		f(o)
 	}
