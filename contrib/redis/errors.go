@@ -42,7 +42,8 @@ func (e *StoreError) Error() string {
 	case strings.HasPrefix(msg, "RXBTYPE "):
 		msg = strings.TrimPrefix(msg, "RXBTYPE ")
 		hint = " (another program uses this key: delete it or choose another StoreConfig.KeyPrefix)"
-	case strings.HasPrefix(msg, "WRONGPASS"), strings.HasPrefix(msg, "NOAUTH"), strings.HasPrefix(msg, "NOPERM"):
+	case strings.HasPrefix(msg, "WRONGPASS"), strings.HasPrefix(msg, "NOAUTH"), strings.HasPrefix(msg, "NOPERM"),
+		strings.Contains(msg, "unauthenticated"):
 		hint = " (check Username/Password of the go-redis client and the ACL of that user)"
 	}
 	return fmt.Sprintf("redis bulkhead %q: redis refused the request: %s%s", e.Name, msg, hint)

@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -22,6 +23,8 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
 	}
+	// go-redis logs every failed dial; the fault tests fail dials on purpose.
+	goredis.SetLogger(quietLogger{})
 	if redisServerPath() == "" && os.Getenv("CI") != "" {
 		fmt.Fprintln(os.Stderr, "contrib/redis: redis-server is not installed and CI is set: run `make redis-server`")
 		os.Exit(1)
@@ -46,6 +49,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // fastStore is a StoreConfig with short intervals, for tests that wait
 // for expiries and polls.
