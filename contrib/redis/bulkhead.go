@@ -212,7 +212,11 @@ func LeaseOf(bh bulkhead.Bulkhead, a *bulkhead.Acquisition) (Lease, bool) {
 func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	b.mu.Lock()
 	if p == nil {
-		p = b.hhead
+		// The oldest grant already delivered: a grant on its way to its
+		// callbacks belongs to nobody yet (and if Cancel wins its race, the
+		// delivery gives that very permit back).
+		for p = b.hhead; p != nil && !p.a.Granted(); p = p.next {
+		}
 	}
 	if p == nil || p.state != stHeld {
 		closed := b.closed
@@ -247,13 +251,16 @@ func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
 }
 
 // grant delivers a grant decided by this process on the calling goroutine;
-// if Cancel won first, the permit is given back.
+// if Cancel won first, the permit is given back. CallPermitted is published
+// before the callbacks run, as a Semaphore does; a Cancel that wins the
+// race after it is followed by CallCancelled.
 func (b *Bulkhead) grant(p *Permit) {
-	if p.r.Grant() {
+	if p.a.Err() == bulkhead.ErrPending {
 		b.publish(bulkhead.CallPermitted, 0)
-		return
 	}
-	b.giveBack(p, false)
+	if !p.r.Grant() {
+		b.giveBack(p, false)
+	}
 }
 
 func (b *Bulkhead) linkQueueLocked(p *Permit) {
@@ -416,7 +423,7 @@ func (b *Bulkhead) localDone(p *Permit, err error) {
 
 // OnEvent registers f to receive the events of this bulkhead in this
 // process and returns a func that unregisters it. Events are the core's:
-// CallPermitted (published once the grant was delivered), CallRejected
+// CallPermitted (before the grant's callbacks run), CallRejected
 // (Reason NoWait, QueueFull, WaitTimeout, or zero for a *StoreError),
 // CallFinished, CallCancelled. Listeners run synchronously on the
 // goroutine that caused the event, never under a lock; a panicking

@@ -15,10 +15,17 @@ import (
 // and no ticket in Redis.
 func fleetIdle(t *testing.T, c *goredis.Client, prefix, name string, within time.Duration) {
 	t.Helper()
+	debugAt := time.Now().Add(within / 2)
 	eventually(t, within, "no lease and no ticket left in Redis", func() bool {
 		ctx := context.Background()
 		n1, err1 := c.ZCard(ctx, prefix+"{"+name+"}:leases").Result()
 		n2, err2 := c.ZCard(ctx, prefix+"{"+name+"}:queue").Result()
+		if n1+n2 > 0 && time.Now().After(debugAt) {
+			l, _ := c.ZRangeWithScores(ctx, prefix+"{"+name+"}:leases", 0, -1).Result()
+			q, _ := c.ZRangeWithScores(ctx, prefix+"{"+name+"}:queue", 0, -1).Result()
+			t.Logf("leases %v queue %v", l, q)
+			debugAt = time.Now().Add(time.Hour)
+		}
 		return err1 == nil && err2 == nil && n1 == 0 && n2 == 0
 	})
 }

@@ -109,8 +109,17 @@ func (b *Bulkhead) collectRenewal() *renewal {
 // missing (a restart), the waiters ask again at once.
 func (b *Bulkhead) applyRenewal(leases []*Permit, v []int64) {
 	b.mu.Lock()
+	rerelease := false
 	for i, p := range leases {
 		if p.state != stHeld {
+			if v[1+i] == 1 {
+				// Given back while the renewal was on its way: the release
+				// ran first and the renewal added the lease back. Release it
+				// again (the renewal and the dispatcher use two connections,
+				// so Redis may run them in either order).
+				b.releases = append(b.releases, p.n)
+				rerelease = true
+			}
 			continue
 		}
 		switch v[1+i] {
@@ -129,7 +138,7 @@ func (b *Bulkhead) applyRenewal(leases []*Permit, v []int64) {
 		b.wake = true
 	}
 	b.mu.Unlock()
-	if missing {
+	if missing || rerelease {
 		b.s.kick()
 	}
 }

@@ -1,0 +1,40 @@
+// Package redis is a fleet-wide bulkhead: one limit of concurrent calls
+// shared by every replica of a service, its permits held as leases in Redis
+// (github.com/redis/go-redis/v9). A *Bulkhead implements bulkhead.Bulkhead,
+// so every operator of the core (flowable, observable, single, maybe,
+// completable, the HTTP and gRPC integrations) works over it unchanged.
+//
+// A process creates one Store over its go-redis client and one Bulkhead per
+// partner (NewBulkhead, or a Registry). Acquiring never blocks and never
+// makes a round trip on the caller's goroutine: a waiting call is a record
+// in this process, sent to Redis with the others of the moment by the
+// Store's dispatcher, one pipelined round trip at a time. Redis keeps a
+// ticket per waiting call, so the oldest waiter of the whole fleet gets the
+// next permit; waiters are woken by a pub/sub message when a permit comes
+// back anywhere, and by a poll every StoreConfig.PollInterval because
+// pub/sub is lossy and expiries publish nothing.
+//
+// Each grant is a lease with an id, an expiry (StoreConfig.LeaseTTL) and a
+// fencing token that increases with every grant of the bulkhead
+// (Permit.Lease, LeaseOf). One renewal loop per process extends every lease
+// it holds in one pipelined round trip per StoreConfig.RenewInterval; the
+// leases of a crashed process expire and the next round trip of any replica
+// reclaims them.
+//
+// When Redis cannot be reached, each bulkhead follows its Config.Unreachable
+// Policy: FailClosed rejects with a *StoreError matching ErrUnavailable
+// (never bulkhead.ErrBulkheadFull), FailOver admits calls through a local
+// bulkhead.Semaphore of Config.LocalFraction of the fleet limit. The Store
+// probes Redis every StoreConfig.ProbeInterval and returns to the fleet as
+// soon as it answers.
+//
+// What a Redis restart without persistence does: every lease and ticket is
+// lost. Calls already running keep running; within one RenewInterval their
+// processes add their leases back (if the permits are still free), so the
+// window in which newcomers can be admitted beyond the limit is at most one
+// RenewInterval plus the restart itself. A lease that cannot be added back
+// is reported lost (Permit.Lost, FleetMetrics.LeasesLost). Fencing tokens
+// keep increasing across the restart (the counter restarts from the server
+// clock in microseconds), so a resource that checks tokens refuses the
+// older holders. Waiting calls ask again and get new tickets.
+package redis
