@@ -131,21 +131,34 @@ func TestWrongCredentialsGiveAnErrorThatSaysSoAndIsNotUnavailable(t *testing.T) 
 }
 
 func TestAKeyHoldingAnotherTypeGivesAnErrorNamingTheKey(t *testing.T) {
-	s, c := newStore(t, sharedServer(t), fastStore())
-	key := prefixFor(t) + "{p}:leases"
-	if err := c.Set(context.Background(), key, "not a sorted set", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	b := newBulkhead(t, s, "p", fleetConfig(1, time.Second))
-	want := "key " + key + " holds a string, not a zset"
-	if err := b.Check(context.Background()); err == nil || !strings.Contains(err.Error(), want) || errors.Is(err, rxredis.ErrUnavailable) {
-		t.Fatalf("Check = %v, want an error saying %q", err, want)
-	}
-	err := await(t, b.AcquirePermissionAsync())
-	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "KeyPrefix") {
-		t.Fatalf("acquisition = %v, want an error saying %q and what to do", err, want)
-	}
-	if errors.Is(err, bulkhead.ErrBulkheadFull) {
-		t.Error("a refused request must not look like a full bulkhead")
+	srv := sharedServer(t)
+	for _, tc := range []struct {
+		suffix, want string
+		set          func(c *goredis.Client, key string) error
+	}{
+		{"leases", "holds a string, not a zset", func(c *goredis.Client, k string) error { return c.Set(context.Background(), k, "x", 0).Err() }},
+		{"queue", "holds a list, not a zset", func(c *goredis.Client, k string) error { return c.RPush(context.Background(), k, "x").Err() }},
+		{"alive", "holds a hash, not a zset", func(c *goredis.Client, k string) error { return c.HSet(context.Background(), k, "x", "y").Err() }},
+		{"seq", "holds a hash, not a counter", func(c *goredis.Client, k string) error { return c.HSet(context.Background(), k, "x", "y").Err() }},
+	} {
+		t.Run(tc.suffix, func(t *testing.T) {
+			s, c := newStore(t, srv, fastStore())
+			key := prefixFor(t) + "{p}:" + tc.suffix
+			if err := tc.set(c, key); err != nil {
+				t.Fatal(err)
+			}
+			b := newBulkhead(t, s, "p", fleetConfig(1, time.Second))
+			want := "key " + key + " " + tc.want
+			if err := b.Check(context.Background()); err == nil || !strings.Contains(err.Error(), want) || errors.Is(err, rxredis.ErrUnavailable) {
+				t.Fatalf("Check = %v, want an error saying %q", err, want)
+			}
+			err := await(t, b.AcquirePermissionAsync())
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "KeyPrefix") {
+				t.Fatalf("acquisition = %v, want an error saying %q and what to do", err, want)
+			}
+			if errors.Is(err, bulkhead.ErrBulkheadFull) {
+				t.Error("a refused request must not look like a full bulkhead")
+			}
+		})
 	}
 }

@@ -170,8 +170,12 @@ func (b *Bulkhead) Acquire() *Permit {
 	return p
 }
 
-// ReleasePermission gives back a permit whose call did not run (no event):
-// the permit of the oldest grant this process still holds, since the
+// ReleasePermission gives back a permit whose call did not run (no event).
+// The lease leaves Redis with the next round trip of this process: at once
+// if calls wait for it (here, or in the fleet as of the last round trip),
+// otherwise within releaseLinger (1ms), so that a release and the next
+// acquisition share one round trip. It gives back the permit of the oldest
+// grant this process still holds, since the
 // Bulkhead interface does not say which. It panics, naming the bulkhead,
 // if this process holds none. Use Permit.Release to give back a given one.
 func (b *Bulkhead) ReleasePermission() { b.giveBack(nil, false) }
@@ -229,14 +233,20 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	b.unlinkHeldLocked(p)
 	p.state = stDone
 	isLocal := p.isLocal
+	// Nobody known to wait: the release rides with the next round trip of
+	// this process, at most releaseLinger later.
+	urgent := b.fleetQueued > 0 || b.qhead != nil
 	if !isLocal {
 		b.releases = append(b.releases, p.n)
 	}
 	b.mu.Unlock()
-	if isLocal {
+	switch {
+	case isLocal:
 		b.local.ReleasePermission()
-	} else {
+	case urgent:
 		b.s.kick()
+	default:
+		b.s.kickSoon()
 	}
 	if finished {
 		b.publish(bulkhead.CallFinished, 0)

@@ -65,30 +65,35 @@ const (
 	codeQueueFull = 5 // rejected: this process already queues MaxQueuedCalls
 )
 
-// scriptPrelude checks the key types (so that a key holding another type
-// gives an error that names it), reads the time and drops what expired.
+// scriptPrelude reads the time, drops what expired and counts the queue;
+// a key holding another type gives an error that names it.
 const scriptPrelude = `
-local function checktype(key, want)
-  local t = redis.call('TYPE', key).ok
-  if t ~= 'none' and t ~= want then
-    return redis.error_reply('RXBTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. want)
-  end
+local function typeerror(key, want)
+  return redis.error_reply('RXBTYPE key ' .. key .. ' holds a ' .. redis.call('TYPE', key).ok .. ', not a ' .. want)
 end
-local e = checktype(KEYS[1], 'zset') or checktype(KEYS[2], 'zset') or checktype(KEYS[3], 'zset') or checktype(KEYS[4], 'string')
-if e then return e end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local purged = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+-- The first command on each key is a pcall, so that a key of another type
+-- gives an error naming it (no TYPE call on the hot path).
+local purged = redis.pcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if type(purged) == 'table' then return typeerror(KEYS[1], 'zset') end
+local dead = redis.pcall('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+if dead.err then return typeerror(KEYS[3], 'zset') end
+local queued = redis.pcall('ZCARD', KEYS[2])
+if type(queued) == 'table' then return typeerror(KEYS[2], 'zset') end
 for i = 1, #dead, 500 do
-  redis.call('ZREM', KEYS[2], unpack(dead, i, math.min(i + 499, #dead)))
+  queued = queued - redis.call('ZREM', KEYS[2], unpack(dead, i, math.min(i + 499, #dead)))
   redis.call('ZREM', KEYS[3], unpack(dead, i, math.min(i + 499, #dead)))
 end
 local function nextseq()
-  if redis.call('EXISTS', KEYS[4]) == 0 then
-    redis.call('SET', KEYS[4], tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  local n = redis.pcall('INCR', KEYS[4])
+  if type(n) == 'table' then error(typeerror(KEYS[4], 'counter')) end
+  if n == 1 then
+    -- new (or lost in a restart): start from the server clock in µs
+    n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', KEYS[4], n)
   end
-  return redis.call('INCR', KEYS[4])
+  return n
 end
 `
 
@@ -126,7 +131,7 @@ for j = i, i + nwd - 1, 500 do
 end
 i = i + nwd
 local held = redis.call('ZCARD', KEYS[1])
-local queued = redis.call('ZCARD', KEYS[2])
+if nwd > 0 then queued = redis.call('ZCARD', KEYS[2]) end
 local free = limit - held
 local heads = {}
 if free > 0 and queued > 0 then
@@ -217,7 +222,9 @@ return out
 // statsScript counts the live leases and tickets of the fleet (after
 // dropping the expired ones, as every script does). Reply: held, queued.
 var statsScript = goredis.NewScript(scriptPrelude + `
-return {redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2])}
+local t4 = redis.call('TYPE', KEYS[4]).ok
+if t4 ~= 'none' and t4 ~= 'string' then return typeerror(KEYS[4], 'counter') end
+return {redis.call('ZCARD', KEYS[1]), queued}
 `)
 
 var allScripts = []*goredis.Script{roundScript, renewScript, statsScript}

@@ -40,6 +40,8 @@ type Store struct {
 	done     chan struct{}
 	closed   atomic.Bool
 	wg       sync.WaitGroup
+	// lingering: a kickSoon timer is armed.
+	lingering atomic.Bool
 
 	mu        sync.Mutex
 	bulkheads map[string]*Bulkhead
@@ -124,6 +126,20 @@ func (s *Store) kick() {
 	select {
 	case s.kickc <- struct{}{}:
 	default:
+	}
+}
+
+// releaseLinger is how long a release may wait for the next round trip
+// when nobody is known to wait for the permit.
+const releaseLinger = time.Millisecond
+
+// kickSoon wakes the dispatcher within releaseLinger (one timer at a time).
+func (s *Store) kickSoon() {
+	if s.lingering.CompareAndSwap(false, true) {
+		time.AfterFunc(releaseLinger, func() {
+			s.lingering.Store(false)
+			s.kick()
+		})
 	}
 }
 

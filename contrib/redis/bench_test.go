@@ -1,0 +1,193 @@
+package redis_test
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/rxbulkhead/bulkhead"
+
+	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
+)
+
+// Benchmarks against the shared loopback redis-server. Run them side by
+// side, interleaved (see redis.mk: bench-redis).
+
+// BenchmarkAcquireRelease compares one acquire+release of a fleet permit
+// through the public API (AcquirePermissionAsync, wait, FinishCall) with a
+// plain INCR+DECR pair from the same client: the goal is at most 2.5x.
+func BenchmarkAcquireRelease(b *testing.B) {
+	srv := sharedServer(b)
+	b.Run("fleet", func(b *testing.B) {
+		s, _ := newStore(b, srv, rxredis.StoreConfig{})
+		bh := newBulkhead(b, s, "bench", fleetConfig(10, time.Second))
+		b.ReportAllocs()
+		for b.Loop() {
+			a := bh.AcquirePermissionAsync()
+			<-a.Done()
+			if a.Err() != nil {
+				b.Fatal(a.Err())
+			}
+			bh.FinishCall()
+		}
+	})
+	b.Run("incr-decr", func(b *testing.B) {
+		c := srv.client(b)
+		key := prefixFor(b) + "counter"
+		flushKeys(b, c, prefixFor(b))
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := c.Incr(ctx, key).Err(); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Decr(ctx, key).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkQueuedWaiters queues 10,000 calls in one process (one permit,
+// held) and reports what each costs once all hold a ticket in Redis:
+// goroutines and heap bytes per waiter, and the Redis connections open.
+func BenchmarkQueuedWaiters(b *testing.B) {
+	srv := sharedServer(b)
+	const waiters = 10000
+	for b.Loop() {
+		b.StopTimer()
+		c := srv.client(b)
+		prefix := prefixFor(b)
+		flushKeys(b, c, prefix)
+		s, err := rxredis.NewStore(c, rxredis.StoreConfig{KeyPrefix: prefix})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bh, _ := rxredis.NewBulkhead(s, "bench", fleetConfig(1, time.Hour))
+		held := bh.Acquire()
+		<-held.Acquisition().Done()
+		as := make([]*bulkhead.Acquisition, waiters)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		b.StartTimer()
+		for i := range as {
+			as[i] = bh.AcquirePermissionAsync()
+		}
+		b.StopTimer()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			m, err := bh.FleetMetrics(context.Background())
+			if err == nil && m.QueuedCalls == waiters {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("not all waiters queued in Redis: %+v %v", m, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(runtime.NumGoroutine()-g0)/waiters, "goroutines/waiter")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/waiters, "B/waiter")
+		b.ReportMetric(float64(c.PoolStats().TotalConns), "redis-conns")
+		for _, a := range as {
+			a.Cancel()
+		}
+		held.Finish()
+		runtime.KeepAlive(as)
+		s.Close()
+	}
+}
+
+// roundTrips counts the round trips a client makes (a pipeline is one) and
+// the commands they carry.
+type roundTrips struct{ trips, cmds, renewals atomic.Int64 }
+
+func (h *roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		h.trips.Add(1)
+		h.cmds.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		h.trips.Add(1)
+		h.cmds.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// BenchmarkRenewal holds 1,000 permits in one process and counts, per
+// renewal interval, the round trips the process makes (go-redis hook) and
+// the scripts Redis runs (INFO commandstats): the goal is one of each.
+func BenchmarkRenewal(b *testing.B) {
+	srv := sharedServer(b)
+	const permits = 1000
+	c := srv.client(b)
+	hook := &roundTrips{}
+	c.AddHook(hook)
+	prefix := prefixFor(b)
+	flushKeys(b, c, prefix)
+	const interval = 100 * time.Millisecond
+	s, err := rxredis.NewStore(c, rxredis.StoreConfig{KeyPrefix: prefix, LeaseTTL: time.Second, RenewInterval: interval, PollInterval: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	bh, _ := rxredis.NewBulkhead(s, "bench", fleetConfig(permits, time.Second))
+	held := make([]*rxredis.Permit, permits)
+	for i := range held {
+		held[i] = bh.Acquire()
+	}
+	for _, p := range held {
+		<-p.Acquisition().Done()
+		if err := p.Acquisition().Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	admin := srv.client(b)
+	time.Sleep(2 * interval) // past the acquisitions' round trips
+	trips0, cmds0, scripts0 := hook.trips.Load(), hook.cmds.Load(), evalshaCalls(b, admin)
+	start := time.Now()
+	b.ResetTimer()
+	for b.Loop() {
+		time.Sleep(interval)
+	}
+	b.StopTimer()
+	intervals := float64(time.Since(start)) / float64(interval)
+	b.ReportMetric(float64(hook.trips.Load()-trips0)/intervals, "roundtrips/interval")
+	b.ReportMetric(float64(hook.cmds.Load()-cmds0)/intervals, "cmds/interval")
+	b.ReportMetric(float64(evalshaCalls(b, admin)-scripts0)/intervals, "scripts/interval")
+	if m, _ := bh.FleetMetrics(context.Background()); m.InFlightCalls != permits || m.LeasesLost != 0 {
+		b.Errorf("after renewals: %+v, want %d leases and none lost", m, permits)
+	}
+	for _, p := range held {
+		p.Finish()
+	}
+}
+
+// evalshaCalls reads the number of EVALSHA calls from INFO commandstats.
+func evalshaCalls(b *testing.B, c *goredis.Client) int64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
