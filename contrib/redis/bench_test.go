@@ -58,9 +58,13 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // goroutines and heap bytes per waiter, and the Redis connections open.
 func BenchmarkQueuedWaiters(b *testing.B) {
 	srv := sharedServer(b)
-	const waiters = 10000
+	for _, waiters := range []int{100, 10000} {
+		b.Run(strconv.Itoa(waiters), func(b *testing.B) { benchmarkQueuedWaiters(b, srv, waiters) })
+	}
+}
+
+func benchmarkQueuedWaiters(b *testing.B, srv *server, waiters int) {
 	for b.Loop() {
-		b.StopTimer()
 		c := srv.client(b)
 		prefix := prefixFor(b)
 		flushKeys(b, c, prefix)
@@ -76,11 +80,9 @@ func BenchmarkQueuedWaiters(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		g0 := runtime.NumGoroutine()
-		b.StartTimer()
 		for i := range as {
 			as[i] = bh.AcquirePermissionAsync()
 		}
-		b.StopTimer()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			m, err := bh.FleetMetrics(context.Background())
@@ -94,8 +96,8 @@ func BenchmarkQueuedWaiters(b *testing.B) {
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(runtime.NumGoroutine()-g0)/waiters, "goroutines/waiter")
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/waiters, "B/waiter")
+		b.ReportMetric(float64(runtime.NumGoroutine()-g0)/float64(waiters), "goroutines/waiter")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(waiters), "B/waiter")
 		b.ReportMetric(float64(c.PoolStats().TotalConns), "redis-conns")
 		for _, a := range as {
 			a.Cancel()
@@ -190,4 +192,42 @@ func evalshaCalls(b *testing.B, c *goredis.Client) int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkEventLoop runs the #1592-style event-loop experiment (see
+// eventloop_child_test.go) with one in-process Semaphore per partner, and
+// with fleet bulkheads of the same limits shared by 3 processes that each
+// run a third of the clients; it reports the healthy partners' completed
+// calls per second (run with -benchtime 1x: one run is 4 s).
+func BenchmarkEventLoop(b *testing.B) {
+	srv := sharedServer(b)
+	b.Run("semaphore", func(b *testing.B) {
+		for b.Loop() {
+			bhs, err := elSemaphores()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(elRate(elRun(bhs, 0, 1, time.Now().Add(50*time.Millisecond))), "healthy-calls/s")
+		}
+	})
+	b.Run("fleet-3-processes", func(b *testing.B) {
+		for b.Loop() {
+			prefix := prefixFor(b)
+			c := srv.client(b)
+			flushKeys(b, c, prefix)
+			const procs = 3
+			start := time.Now().Add(700 * time.Millisecond)
+			var waits []func() childResult
+			for i := range procs {
+				_, sc := startChild(b, "eventloop", childParams{Addr: srv.addr(), Prefix: prefix, Index: i, Procs: procs, Start: start.UnixNano(),
+					LeaseTTL: 10 * time.Second, Renew: 3 * time.Second})
+				waits = append(waits, func() childResult { return readResult(b, sc) })
+			}
+			var total int64
+			for _, w := range waits {
+				total += w().Grants
+			}
+			b.ReportMetric(elRate(total), "healthy-calls/s")
+		}
+	})
 }

@@ -36,6 +36,9 @@ type childParams struct {
 	LeaseTTL time.Duration
 	Renew    time.Duration
 	Seed     uint64
+	Index    int   // eventloop: this child's share of the clients
+	Procs    int   // eventloop: number of children
+	Start    int64 // eventloop: common start, Unix nanoseconds
 }
 
 // childResult is what a child reports.
@@ -49,7 +52,7 @@ type childResult struct {
 
 // startChild starts the test binary in role with p; the child is killed at
 // the end of the test if still running.
-func startChild(t *testing.T, role string, p childParams) (*exec.Cmd, *bufio.Scanner) {
+func startChild(t testing.TB, role string, p childParams) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
 	js, _ := json.Marshal(p)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -72,7 +75,7 @@ func startChild(t *testing.T, role string, p childParams) (*exec.Cmd, *bufio.Sca
 }
 
 // readResult reads the child's JSON line.
-func readResult(t *testing.T, sc *bufio.Scanner) childResult {
+func readResult(t testing.TB, sc *bufio.Scanner) childResult {
 	t.Helper()
 	for sc.Scan() {
 		var r childResult

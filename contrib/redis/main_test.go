@@ -29,7 +29,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "contrib/redis: redis-server is not installed and CI is set: run `make redis-server`")
 		os.Exit(1)
 	}
-	if redisServerPath() != "" {
+	if redisServerPath() == "" {
+		// Not in CI: nothing here can run without a real server.
+		fmt.Println("contrib/redis: skipping every test: redis-server is not installed (make redis-server)")
+		os.Exit(0)
+	}
+	{
 		s, err := startServer()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "contrib/redis: starting the shared redis-server:", err)

@@ -1,0 +1,158 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/rxbulkhead/bulkhead"
+
+	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
+)
+
+// redisAddr is the address of the redis-server the tests started.
+func redisAddr() string { return shared.addr() }
+
+// One limit for every replica: each process creates a Store over its
+// go-redis client and a Bulkhead per partner, with the same name and limit.
+func Example() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, err := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example:"})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+
+	walmart, err := rxredis.NewBulkhead(store, "walmart", rxredis.Config{
+		Config: bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: time.Second},
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := walmart.Check(context.Background()); err != nil {
+		panic(err) // wrong credentials, a key of another type, ...
+	}
+
+	a := walmart.AcquirePermissionAsync() // never blocks, no round trip here
+	<-a.Done()
+	if a.Err() != nil {
+		fmt.Println("rejected:", a.Err())
+		return
+	}
+	fmt.Println("permitted; this process holds", walmart.Metrics().InFlightCalls)
+	walmart.FinishCall()
+	// Output: permitted; this process holds 1
+}
+
+// Acquire returns the typed request: its Lease carries the fencing token
+// to pass to a resource that refuses stale holders.
+func ExampleBulkhead_Acquire() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-acquire:"})
+	defer store.Close()
+	b, _ := rxredis.NewBulkhead(store, "ledger", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 1}})
+
+	first := b.Acquire()
+	<-first.Acquisition().Done()
+	l1, _ := first.Lease()
+	first.Finish()
+
+	second := b.Acquire()
+	<-second.Acquisition().Done()
+	l2, _ := second.Lease()
+	defer second.Finish()
+	fmt.Println("tokens increase:", l2.Token > l1.Token)
+	// Output: tokens increase: true
+}
+
+// A caller that only has the bulkhead.Bulkhead interface (an operator, a
+// middleware) reads the lease of its acquisition with LeaseOf.
+func ExampleLeaseOf() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-leaseof:"})
+	defer store.Close()
+	fleet, _ := rxredis.NewBulkhead(store, "acme", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 5}})
+
+	var bh bulkhead.Bulkhead = fleet
+	a := bh.AcquirePermissionAsync()
+	<-a.Done()
+	if lease, ok := rxredis.LeaseOf(bh, a); ok {
+		fmt.Println("lease of", lease.Bulkhead, "token > 0:", lease.Token > 0)
+	}
+	bh.FinishCall()
+	// Output: lease of acme token > 0: true
+}
+
+// FleetMetrics counts the leases and tickets of every replica.
+func ExampleBulkhead_FleetMetrics() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-metrics:"})
+	defer store.Close()
+	b, _ := rxredis.NewBulkhead(store, "acme", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 5}})
+
+	a := b.AcquirePermissionAsync()
+	<-a.Done()
+	m, err := b.FleetMetrics(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("fleet: %d of %d in flight, %d queued\n", m.InFlightCalls, m.MaxConcurrentCalls, m.QueuedCalls)
+	b.FinishCall()
+	// Output: fleet: 1 of 5 in flight, 0 queued
+}
+
+// With FailOver, a replica that cannot reach Redis admits calls through a
+// local semaphore of LocalFraction of the limit: with 4 replicas, 1/4.
+// With FailClosed (the zero value) it rejects them with ErrUnavailable.
+func ExampleConfig_failOver() {
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1}) // nothing listens there
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-failover:", Timeout: 200 * time.Millisecond})
+	defer store.Close()
+
+	closed, _ := rxredis.NewBulkhead(store, "closed", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 20}})
+	a := closed.AcquirePermissionAsync()
+	<-a.Done()
+	fmt.Println("fail-closed, unavailable:", errors.Is(a.Err(), rxredis.ErrUnavailable))
+
+	open, _ := rxredis.NewBulkhead(store, "open", rxredis.Config{
+		Config:      bulkhead.Config{MaxConcurrentCalls: 20},
+		Unreachable: rxredis.FailOver, LocalFraction: 0.25,
+	})
+	b := open.AcquirePermissionAsync()
+	<-b.Done()
+	fmt.Println("fail-over, granted locally:", b.Err() == nil)
+	open.FinishCall()
+	// Output:
+	// fail-closed, unavailable: true
+	// fail-over, granted locally: true
+}
+
+// A Registry keeps one fleet bulkhead per partner, from named configs.
+func ExampleNewRegistry() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-registry:"})
+	defer store.Close()
+
+	reg, err := rxredis.NewRegistry(store,
+		rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 10}},
+		rxredis.WithConfig("walmart", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: time.Second}}),
+	)
+	if err != nil {
+		panic(err)
+	}
+	acme, _ := reg.Get("acme")
+	walmart, _ := reg.GetWithConfig("walmart", "walmart")
+	fmt.Println(acme.Name(), acme.Config().MaxConcurrentCalls)
+	fmt.Println(walmart.Name(), walmart.Config().MaxConcurrentCalls)
+	// Output:
+	// acme 10
+	// walmart 20
+}
