@@ -110,7 +110,7 @@ func benchmarkQueuedWaiters(b *testing.B, srv *server, waiters int) {
 
 // roundTrips counts the round trips a client makes (a pipeline is one) and
 // the commands they carry.
-type roundTrips struct{ trips, cmds, renewals atomic.Int64 }
+type roundTrips struct{ trips, cmds atomic.Int64 }
 
 func (h *roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 

@@ -54,7 +54,6 @@ func (s *Store) renew() {
 		return err
 	}
 	err := send()
-	s.renewals.Add(1)
 	if goredis.HasErrorPrefix(err, "NOSCRIPT") {
 		if loadScripts(ctx, s.client) != nil {
 			return

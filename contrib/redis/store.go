@@ -48,9 +48,6 @@ type Store struct {
 	list      atomic.Pointer[[]*Bulkhead] // copy-on-write, read by the loops
 
 	deliveries deliveryQueue
-
-	// Round trips made by the loops, for tests and benchmarks.
-	rounds, renewals atomic.Int64
 }
 
 // NewStore returns a Store over client and starts its goroutines. It fails
@@ -153,11 +150,12 @@ func (s *Store) Available() bool { return !s.down.Load() }
 // nothing), and the goroutines stop before Close returns. Close does not
 // close the client. It is idempotent.
 func (s *Store) Close() error {
-	if !s.closed.CompareAndSwap(false, true) {
+	s.mu.Lock() // add checks closed under mu: no bulkhead is added from now on
+	first := s.closed.CompareAndSwap(false, true)
+	s.mu.Unlock()
+	if !first {
 		return nil
 	}
-	s.mu.Lock() // no bulkhead is added from now on
-	s.mu.Unlock()
 	close(s.done)
 	s.wg.Wait()
 	var works []*work
@@ -254,7 +252,6 @@ func (s *Store) round() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	err := s.exec(ctx, works)
 	cancel()
-	s.rounds.Add(1)
 	if err != nil && unreachable(err) {
 		for _, w := range works {
 			w.b.fail(w, err)
