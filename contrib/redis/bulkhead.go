@@ -151,7 +151,7 @@ func (b *Bulkhead) Acquire() *Permit {
 		b.mu.Unlock()
 		b.reject(p, b.errUnavailable, 0)
 		return p
-	case b.cfg.MaxWaitDuration > 0 && b.cfg.MaxQueuedCalls > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
+	case b.cfg.MaxWaitDuration > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
 		p.state = stDone
 		b.mu.Unlock()
 		b.reject(p, b.errQueueFull, bulkhead.QueueFull)

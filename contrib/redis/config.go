@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -44,7 +43,8 @@ type Config struct {
 	//   - MaxConcurrentCalls is the fleet-wide number of permits (>= 1).
 	//   - MaxWaitDuration is how long a call may wait (0: never wait).
 	//   - MaxQueuedCalls bounds the calls queued by this process (0: no
-	//     bound); the fleet-wide queue is the sum over the replicas.
+	//     queue, only with no wait; bulkhead.Unbounded: no bound); the
+	//     fleet-wide queue is the sum over the replicas.
 	//   - QueueOrder must be FIFO: the fleet grants the oldest ticket first.
 	bulkhead.Config
 	// Unreachable is the policy while Redis cannot be reached (FailClosed,
@@ -73,11 +73,23 @@ func (c Config) validateFor(name string) error {
 			err = &bulkhead.ConfigError{Field: "LocalFraction", Value: c.LocalFraction, Rule: "must be 0 with FailClosed (it is the FailOver share)"}
 		}
 	}
-	var ce *bulkhead.ConfigError
-	if errors.As(err, &ce) && name != "" {
-		ce.Name = name
+	if name != "" {
+		nameConfigErrors(err, name)
 	}
 	return err
+}
+
+// nameConfigErrors sets Name on every *bulkhead.ConfigError in err (one, or
+// several joined by Validate).
+func nameConfigErrors(err error, name string) {
+	if ce, ok := err.(*bulkhead.ConfigError); ok {
+		ce.Name = name
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			nameConfigErrors(e, name)
+		}
+	}
 }
 
 // localLimit is the number of permits of the FailOver semaphore.

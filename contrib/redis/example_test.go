@@ -27,7 +27,7 @@ func Example() {
 	defer store.Close()
 
 	walmart, err := rxredis.NewBulkhead(store, "walmart", rxredis.Config{
-		Config: bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: time.Second},
+		Config: bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: time.Second, MaxQueuedCalls: 100},
 	})
 	if err != nil {
 		panic(err)
@@ -143,7 +143,7 @@ func ExampleNewRegistry() {
 
 	reg, err := rxredis.NewRegistry(store,
 		rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 10}},
-		rxredis.WithConfig("walmart", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: time.Second}}),
+		rxredis.WithConfig("walmart", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 20, MaxWaitDuration: time.Second, MaxQueuedCalls: 100}}),
 	)
 	if err != nil {
 		panic(err)

@@ -108,8 +108,14 @@ func newBulkhead(t testing.TB, s *rxredis.Store, name string, cfg rxredis.Config
 	return b
 }
 
+// fleetConfig is a FailClosed config of permits; a positive wait comes
+// with an unbounded queue.
 func fleetConfig(permits int, wait time.Duration) rxredis.Config {
-	return rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: wait}}
+	c := rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: permits, MaxWaitDuration: wait}}
+	if wait > 0 {
+		c.MaxQueuedCalls = bulkhead.Unbounded
+	}
+	return c
 }
 
 // await waits for a's outcome, failing the test after outcomeTimeout.

@@ -67,8 +67,8 @@ func (b *Bulkhead) collect() *work {
 		p.inFlight = true
 		w.reqs = append(w.reqs, p)
 	}
-	room := -1
-	if b.cfg.MaxQueuedCalls > 0 {
+	room := -1 // Unbounded
+	if b.cfg.MaxQueuedCalls != bulkhead.Unbounded {
 		room = max(0, b.cfg.MaxQueuedCalls-b.ticketed)
 	}
 	s := b.s
