@@ -11,10 +11,15 @@ import (
 // configuration is f's "default" (bulkhead.DefaultConfig() if f has none),
 // with every config of f added and every instance of f created. opts are
 // applied first, so a config of f replaces a bulkhead.WithConfig of the
-// same name. It fails, creating nothing, with the error of Resolve.
+// same name. It fails, creating nothing, with the error of Resolve, or an
+// *Error for every entry whose store is redis (a fleet bulkhead: see
+// Store).
 func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, error) {
 	res, err := f.Resolve()
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseRedis(res); err != nil {
 		return nil, err
 	}
 	r, err := bulkhead.NewRegistry(res.Configs[bulkhead.DefaultConfigName].Config, opts...)
@@ -50,6 +55,9 @@ func Apply(r *bulkhead.Registry, f File) error {
 	}
 	res, err := f.Resolve()
 	if err != nil {
+		return err
+	}
+	if err := refuseRedis(res); err != nil {
 		return err
 	}
 	return applyResolved(r, res)

@@ -55,6 +55,14 @@ var specFields = []specField{
 		decodeCount, func(e *Entry, n int) { e.Config.MaxQueuedCalls = n }),
 	setting("queueOrder", "QueueOrder", func(s *Spec) **bulkhead.QueueOrder { return &s.QueueOrder },
 		decodeQueueOrder, func(e *Entry, o bulkhead.QueueOrder) { e.Config.QueueOrder = o }),
+	withCheck(setting("store", "", func(s *Spec) **Store { return &s.Store },
+		decodeStore, func(e *Entry, st Store) { e.Store = st }), checkStore),
+}
+
+// withCheck adds a check to a row.
+func withCheck(f specField, check func(e Entry) []problem) specField {
+	f.check = check
+	return f
 }
 
 // setting builds the row of a pointer field of Spec: field returns the

@@ -54,6 +54,8 @@ type Spec struct {
 	MaxQueuedCalls *int `json:"maxQueuedCalls,omitempty" yaml:"maxQueuedCalls,omitempty"`
 	// QueueOrder overrides Config.QueueOrder.
 	QueueOrder *bulkhead.QueueOrder `json:"queueOrder,omitempty" yaml:"queueOrder,omitempty"`
+	// Store overrides where the permits live (see Store); nil inherits.
+	Store *Store `json:"store,omitempty" yaml:"store,omitempty"`
 }
 
 // Entry is a resolved config or instance: what its bulkhead is built from,
@@ -63,6 +65,8 @@ type Spec struct {
 type Entry struct {
 	// Config is the configuration of the instance's Semaphore.
 	Config bulkhead.Config
+	// Store is where the permits live: the zero Store is local.
+	Store Store
 }
 
 // Resolved is a File with inheritance applied and every entry checked.

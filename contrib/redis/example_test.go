@@ -2,12 +2,14 @@ package redis_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/fileconfig"
 
 	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
 )
@@ -155,4 +157,32 @@ func ExampleNewRegistry() {
 	// Output:
 	// acme 10
 	// walmart 20
+}
+
+// The same configuration file format as fileconfig, with store: redis.
+func ExampleNewRegistryFromFile() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-file:"})
+	defer store.Close()
+
+	var file fileconfig.File
+	err := json.Unmarshal([]byte(`{
+	  "configs": {
+	    "default": {"maxConcurrentCalls": 20, "maxWaitDuration": "50ms", "maxQueuedCalls": 100, "store": "redis"}
+	  },
+	  "instances": {
+	    "walmart": {"store": {"type": "redis", "unreachable": "fail-over", "localFraction": 0.25}}
+	  }
+	}`), &file)
+	if err != nil {
+		panic(err)
+	}
+	reg, err := rxredis.NewRegistryFromFile(store, file)
+	if err != nil {
+		panic(err)
+	}
+	walmart, _ := reg.Find("walmart")
+	fmt.Println(walmart.Name(), walmart.Config().MaxConcurrentCalls, walmart.Config().Unreachable)
+	// Output: walmart 20 fail-over
 }

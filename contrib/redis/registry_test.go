@@ -1,12 +1,14 @@
 package redis_test
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/fileconfig"
 	"github.com/rxbulkhead/bulkhead/testkit"
 
 	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
@@ -64,4 +66,44 @@ func (l *eventTypes) get() []bulkhead.EventType {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]bulkhead.EventType(nil), l.ts...)
+}
+
+func TestNewRegistryFromFileCreatesFleetBulkheadsFromTheCoreFormat(t *testing.T) {
+	s, _ := newStore(t, sharedServer(t), fastStore())
+	var f fileconfig.File
+	err := json.Unmarshal([]byte(`{
+	  "configs": {"default": {"maxConcurrentCalls": 20, "store": "redis"},
+	              "edi": {"maxConcurrentCalls": 5, "maxWaitDuration": "1s", "maxQueuedCalls": 50,
+	                      "store": {"type": "redis", "unreachable": "fail-over", "localFraction": 0.2}}},
+	  "instances": {"walmart": {"baseConfig": "edi"}, "acme": {}}
+	}`), &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := rxredis.NewRegistryFromFile(s, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckPermits(t, reg.All()...)
+	w, ok := reg.Find("walmart")
+	if !ok {
+		t.Fatal("instance walmart not created")
+	}
+	if c := w.Config(); c.MaxConcurrentCalls != 5 || c.Unreachable != rxredis.FailOver || c.LocalFraction != 0.2 || c.MaxQueuedCalls != 50 {
+		t.Errorf("walmart config %+v", c)
+	}
+	if a, _ := reg.Find("acme"); a == nil || a.Config().Unreachable != rxredis.FailClosed || a.Config().MaxConcurrentCalls != 20 {
+		t.Errorf("acme not created from default")
+	}
+	if later, _ := reg.Get("later"); later.Config().MaxConcurrentCalls != 20 {
+		t.Errorf("a bulkhead created later does not use the file's default")
+	}
+
+	var local fileconfig.File
+	if err := json.Unmarshal([]byte(`{"instances": {"lab": {"maxConcurrentCalls": 2}}}`), &local); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rxredis.NewRegistryFromFile(s, local); err == nil || !strings.Contains(err.Error(), `instance "lab": store is local`) {
+		t.Errorf("a local entry: %v", err)
+	}
 }
