@@ -400,8 +400,12 @@ func (b *Bulkhead) acquireLocal(p *Permit) {
 	la := b.local.AcquirePermissionAsync()
 	b.mu.Lock()
 	p.local = la
+	withdrawn := p.state != stLocal // Cancel ran before p.local was set
 	b.mu.Unlock()
 	la.OnDone(func(err error) { b.localDone(p, err) })
+	if withdrawn {
+		la.Cancel() // a grant that won is given back by localDone
+	}
 }
 
 // localDone runs on the goroutine that decided the local acquisition.

@@ -229,3 +229,41 @@ func TestUnreachableRedisFailsClosedWithAnErrorThatSaysSo(t *testing.T) {
 		t.Errorf("%d outcomes delivered, want 1", calls.Load())
 	}
 }
+
+// Regression: the probe was armed by a timer that every kick reset, so a
+// steady stream of releases while Redis was away postponed recovery until
+// the stream stopped.
+func TestRecoveryIsNotPostponedByASteadyStreamOfReleases(t *testing.T) {
+	srv := withServer(t)
+	s, c := newStore(t, srv, fastStore()) // ProbeInterval 50ms
+	b := newBulkhead(t, s, "p", fleetConfig(100, time.Second))
+	var held []*rxredis.Permit
+	for range 100 {
+		held = append(held, b.Acquire())
+	}
+	for _, p := range held {
+		if err := await(t, p.Acquisition()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.kill()
+	held[0].Finish() // the round trip that fails: the store is down
+	eventually(t, outcomeTimeout, "store down", func() bool { return !s.Available() })
+	if err := srv.start(); err != nil {
+		t.Fatal(err)
+	}
+	// One release every 5ms for about 500ms: ten times the probe interval.
+	recovered := time.Duration(-1)
+	start := time.Now()
+	for _, p := range held[1:] {
+		p.Finish()
+		if recovered < 0 && s.Available() {
+			recovered = time.Since(start)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if recovered < 0 || recovered > 300*time.Millisecond {
+		t.Errorf("recovered after %v while releases kept coming, want within a few probe intervals (50ms)", recovered)
+	}
+	fleetIdle(t, c, prefixFor(t), "p", outcomeTimeout)
+}

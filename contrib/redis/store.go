@@ -182,37 +182,48 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// dispatch is the dispatcher goroutine.
+// dispatch is the dispatcher goroutine. Polls and probes are due by the
+// clock, not by the timer alone, so that a steady stream of kicks cannot
+// postpone them.
 func (s *Store) dispatch() {
 	t := time.NewTimer(s.cfg.PollInterval)
 	defer t.Stop()
+	nextPoll := time.Now().Add(s.cfg.PollInterval)
+	nextProbe := time.Now()
 	for {
-		wait := s.cfg.PollInterval
+		due := nextPoll
 		if s.down.Load() {
-			wait = s.cfg.ProbeInterval
+			due = nextProbe
 		}
-		t.Reset(wait)
-		polled := false
+		t.Reset(max(0, time.Until(due)))
 		select {
 		case <-s.done:
 			return
 		case <-s.kickc:
 		case <-t.C:
-			polled = true
 		}
+		now := time.Now()
 		if s.down.Load() {
-			if !polled || !s.probe() {
+			if now.Before(nextProbe) {
+				continue
+			}
+			nextProbe = now.Add(s.cfg.ProbeInterval)
+			if !s.probe() {
 				continue
 			}
 			for _, b := range s.all() {
 				b.setWake()
 			}
-		} else if polled {
+		} else if !now.Before(nextPoll) {
+			nextPoll = now.Add(s.cfg.PollInterval)
 			for _, b := range s.all() {
 				b.setWakeIfWaiting()
 			}
 		}
 		for s.round() {
+		}
+		if s.down.Load() {
+			nextProbe = time.Now().Add(s.cfg.ProbeInterval)
 		}
 	}
 }
