@@ -5,14 +5,17 @@
 // completable, the HTTP and gRPC integrations) works over it unchanged.
 //
 // A process creates one Store over its go-redis client and one Bulkhead per
-// partner (NewBulkhead, or a Registry). Acquiring never blocks and never
+// partner (NewBulkhead, a Registry, or NewRegistryFromFile for the
+// configuration files of package fileconfig with store: redis). Acquiring never blocks and never
 // makes a round trip on the caller's goroutine: a waiting call is a record
 // in this process, sent to Redis with the others of the moment by the
 // Store's dispatcher, one pipelined round trip at a time. Redis keeps a
 // ticket per waiting call, so the oldest waiter of the whole fleet gets the
 // next permit; waiters are woken by a pub/sub message when a permit comes
 // back anywhere, and by a poll every StoreConfig.PollInterval because
-// pub/sub is lossy and expiries publish nothing.
+// pub/sub is lossy and expiries publish nothing. The callbacks of grants
+// decided by a round trip run on the Store's delivery goroutine: they must
+// not block for long, and a panic there is not recovered.
 //
 // Each grant is a lease with an id, an expiry (StoreConfig.LeaseTTL) and a
 // fencing token that increases with every grant of the bulkhead
