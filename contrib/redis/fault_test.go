@@ -42,6 +42,17 @@ func (o *outcomes) check(t *testing.T, as []*bulkhead.Acquisition) {
 	for _, a := range as {
 		await(t, a)
 	}
+	// Done is closed just before the callbacks run: wait for them.
+	eventually(t, outcomeTimeout, "every callback ran", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, a := range as {
+			if o.count[a] == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for i, a := range as {
@@ -225,6 +236,7 @@ func TestUnreachableRedisFailsClosedWithAnErrorThatSaysSo(t *testing.T) {
 	if err := b.Check(context.Background()); !errors.Is(err, rxredis.ErrUnavailable) {
 		t.Errorf("Check = %v, want ErrUnavailable", err)
 	}
+	eventually(t, outcomeTimeout, "the callback ran", func() bool { return calls.Load() >= 1 })
 	if calls.Load() != 1 {
 		t.Errorf("%d outcomes delivered, want 1", calls.Load())
 	}

@@ -1,0 +1,99 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/rxbulkhead/bulkhead"
+
+	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
+)
+
+func TestAReleaseWakesAWaiterOfAnotherReplicaThroughPubSub(t *testing.T) {
+	srv := sharedServer(t)
+	cfg := fastStore()
+	cfg.KeyPrefix = prefixFor(t)
+	sa, _ := newStore(t, srv, cfg)
+	cfg.PollInterval = time.Hour // only the release message can wake it
+	sb, _ := newStore(t, srv, cfg)
+	a := newBulkhead(t, sa, "p", fleetConfig(1, 30*time.Second))
+	b := newBulkhead(t, sb, "p", fleetConfig(1, 30*time.Second))
+	held := a.Acquire()
+	if err := await(t, held.Acquisition()); err != nil {
+		t.Fatal(err)
+	}
+	w := b.AcquirePermissionAsync()
+	eventually(t, outcomeTimeout, "waiter queued", func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 1 })
+	time.Sleep(100 * time.Millisecond) // the subscriber of b is subscribed by now
+	released := time.Now()
+	held.Finish()
+	if err := await(t, w); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(released); d > 2*time.Second {
+		t.Errorf("woken after %v with polling off: the release message did not arrive", d)
+	}
+	b.FinishCall()
+}
+
+func TestALeaseTakenByAnotherHolderWhileExpiredIsReportedLost(t *testing.T) {
+	srv := sharedServer(t)
+	cfg := fastStore()
+	s, c := newStore(t, srv, cfg)
+	b := newBulkhead(t, s, "p", fleetConfig(1, time.Second))
+	p := b.Acquire()
+	if err := await(t, p.Acquisition()); err != nil {
+		t.Fatal(err)
+	}
+	lease, _ := p.Lease()
+	// What a long pause of this process looks like from Redis: the lease
+	// expired and another holder took the permit.
+	ctx := context.Background()
+	key := prefixFor(t) + "{p}:leases"
+	c.ZRem(ctx, key, lease.ID)
+	c.ZAdd(ctx, key, goredisZ(float64(time.Now().Add(time.Minute).UnixMilli()), "other-holder"))
+	eventually(t, outcomeTimeout, "lease reported lost", p.Lost)
+	m, _ := b.FleetMetrics(ctx)
+	if m.LeasesLost != 1 || m.InFlightCalls != 1 {
+		t.Errorf("FleetMetrics %+v, want 1 lost and only the other holder's lease", m)
+	}
+	p.Finish()
+	c.ZRem(ctx, key, "other-holder")
+}
+
+func TestCloseRejectsWaitersAndGivesBackEveryLease(t *testing.T) {
+	srv := sharedServer(t)
+	s, c := newStore(t, srv, fastStore())
+	b, err := rxredis.NewBulkhead(s, "p", fleetConfig(2, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := await(t, b.AcquirePermissionAsync()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := newOutcomes()
+	w := o.watch(b.AcquirePermissionAsync())
+	eventually(t, outcomeTimeout, "waiter queued", func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 1 })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.check(t, []*bulkhead.Acquisition{w})
+	if !errors.Is(w.Err(), rxredis.ErrClosed) {
+		t.Errorf("waiter at Close: %v, want ErrClosed", w.Err())
+	}
+	fleetIdle(t, c, prefixFor(t), "p", outcomeTimeout)
+	b.FinishCall() // after Close: does nothing
+	if err := await(t, b.AcquirePermissionAsync()); !errors.Is(err, rxredis.ErrClosed) {
+		t.Errorf("acquisition after Close: %v, want ErrClosed", err)
+	}
+	if m := b.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+		t.Errorf("after Close: %+v", m)
+	}
+}
+
+func goredisZ(score float64, member string) goredis.Z { return goredis.Z{Score: score, Member: member} }
