@@ -253,11 +253,14 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	}
 }
 
-// reject delivers a rejection on the calling goroutine and publishes it.
+// reject delivers a rejection on the calling goroutine. CallRejected is
+// published before the callbacks run, as a Semaphore does (a Cancel that
+// wins the race after it is followed by CallCancelled).
 func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
-	if p.r.Reject(err) {
+	if p.a.Err() == bulkhead.ErrPending {
 		b.publish(bulkhead.CallRejected, r)
 	}
+	p.r.Reject(err)
 }
 
 // grant delivers a grant decided by this process on the calling goroutine;

@@ -186,3 +186,51 @@ func ExampleNewRegistryFromFile() {
 	fmt.Println(walmart.Name(), walmart.Config().MaxConcurrentCalls, walmart.Config().Unreachable)
 	// Output: walmart 20 fail-over
 }
+
+// A Store with its knobs: a crashed holder's permits come back within
+// LeaseTTL + RenewInterval; waiters ask again every PollInterval if no
+// release message arrives; a round trip slower than Timeout counts as
+// Redis being unreachable.
+func ExampleNewStore() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr(), DialerRetries: 1, MaxRetries: -1})
+	defer client.Close()
+	store, err := rxredis.NewStore(client, rxredis.StoreConfig{
+		KeyPrefix:     "example-store:",
+		LeaseTTL:      5 * time.Second,
+		RenewInterval: time.Second,
+		PollInterval:  100 * time.Millisecond,
+		Timeout:       500 * time.Millisecond,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("available:", store.Available())
+	fmt.Println("close:", store.Close()) // stops its goroutines; the client stays open
+	// Output:
+	// available: true
+	// close: <nil>
+}
+
+// Events are the core's, published in this process.
+func ExampleBulkhead_OnEvent() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-events:"})
+	defer store.Close()
+	b, _ := rxredis.NewBulkhead(store, "acme", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 1}})
+
+	events := make(chan bulkhead.EventType, 4)
+	b.OnEvent(func(e bulkhead.Event) { events <- e.Type })
+	a := b.AcquirePermissionAsync()
+	<-a.Done()
+	full := b.AcquirePermissionAsync() // MaxWaitDuration 0: no wait
+	<-full.Done()
+	b.FinishCall()
+	for range 3 {
+		fmt.Println(<-events)
+	}
+	// Output:
+	// permitted
+	// rejected
+	// finished
+}
