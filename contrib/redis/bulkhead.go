@@ -233,23 +233,30 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	b.unlinkHeldLocked(p)
 	p.state = stDone
 	isLocal := p.isLocal
+	b.mu.Unlock()
+	// CallFinished comes before the permit is handed on, so that it
+	// precedes the CallPermitted of the call that gets it, as in a
+	// Semaphore.
+	if finished {
+		b.publish(bulkhead.CallFinished, 0)
+	}
+	if isLocal {
+		b.local.ReleasePermission()
+		return
+	}
+	b.mu.Lock()
+	b.releases = append(b.releases, p.n)
 	// Nobody known to wait: the release rides with the next round trip of
 	// this process, at most releaseLinger later.
 	urgent := b.fleetQueued > 0 || b.qhead != nil
-	if !isLocal {
-		b.releases = append(b.releases, p.n)
-	}
+	closed := b.closed
 	b.mu.Unlock()
 	switch {
-	case isLocal:
-		b.local.ReleasePermission()
+	case closed:
 	case urgent:
 		b.s.kick()
 	default:
 		b.s.kickSoon()
-	}
-	if finished {
-		b.publish(bulkhead.CallFinished, 0)
 	}
 }
 
