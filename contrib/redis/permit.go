@@ -47,7 +47,8 @@ type Permit struct {
 
 // Lease is the grant of one permit: its id in Redis and its fencing token.
 // Tokens are unique and increase with every grant of a bulkhead, across the
-// fleet and across Redis restarts (see keys).
+// fleet and across Redis restarts (the counter then restarts from the
+// server clock in microseconds).
 type Lease struct {
 	Bulkhead string // the bulkhead's name
 	ID       string // the member of the leases sorted set

@@ -1,0 +1,43 @@
+package redis
+
+import "github.com/rxbulkhead/bulkhead"
+
+// acquireLocal sends p, already in stLocal, to the FailOver semaphore.
+func (b *Bulkhead) acquireLocal(p *Permit) {
+	la := b.local.AcquirePermissionAsync()
+	b.mu.Lock()
+	p.local = la
+	withdrawn := p.state != stLocal // Cancel ran before p.local was set
+	b.mu.Unlock()
+	la.OnDone(func(err error) { b.localDone(p, err) })
+	if withdrawn {
+		la.Cancel() // a grant that won is given back by localDone
+	}
+}
+
+// localDone runs on the goroutine that decided the local acquisition.
+func (b *Bulkhead) localDone(p *Permit, err error) {
+	b.mu.Lock()
+	if p.state != stLocal {
+		// Withdrawn (or the Store closed) meanwhile.
+		b.mu.Unlock()
+		if err == nil {
+			b.local.ReleasePermission()
+		}
+		return
+	}
+	if err != nil {
+		p.state = stDone
+		b.mu.Unlock()
+		r := bulkhead.Reason(0)
+		if fe, ok := err.(*bulkhead.FullError); ok {
+			r = fe.Reason
+		}
+		b.reject(p, err, r)
+		return
+	}
+	p.isLocal = true
+	b.linkHeldLocked(p)
+	b.mu.Unlock()
+	b.grant(p)
+}
