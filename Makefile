@@ -104,3 +104,6 @@ fuzz:
 
 clean:
 	rm -rf $(BIN) cover.out
+
+# contrib/redis: test-redis and bench-redis
+include contrib/redis/redis.mk
