@@ -1,0 +1,89 @@
+package adaptive
+
+import (
+	"math"
+	"time"
+)
+
+// Sample is what an Algorithm learns from one window of calls (see
+// Config.Window): how long calls took, how many ran at once, and whether the
+// partner showed overload.
+type Sample struct {
+	// RTT is the mean time from grant to finish of the window's calls:
+	// measured per call through Bulkhead.Acquire/TryAcquire, estimated with
+	// Little's law for calls made through the plain bulkhead.Bulkhead
+	// methods (see Bulkhead). It is always positive.
+	RTT time.Duration
+	// InFlight is the most calls that held a permit at once during the
+	// window (for a single call: the calls in flight when it started,
+	// itself included). It is at least 1.
+	InFlight int
+	// Dropped reports that a call of the window ended in overload: marked by
+	// the caller (Call.Finish with an error that Config.IsOverload accepts,
+	// or Bulkhead.MarkOverload).
+	Dropped bool
+}
+
+// An Algorithm turns samples into a concurrency limit. Update receives the
+// limit in force (already within the controller's floor and ceiling) and
+// one sample, and returns the limit it wants next; the controller clamps,
+// smooths and applies it.
+//
+// An Algorithm keeps its own measurements (a no-load RTT, say), so each
+// bulkhead needs its own value; Config.Algorithm makes one per bulkhead.
+// The controller calls Update under its lock, never concurrently. Update
+// must return a finite number for every sample (the controller treats
+// anything else as "keep the limit").
+type Algorithm interface {
+	Update(limit float64, s Sample) float64
+}
+
+// Names of the built-in algorithms, as configuration files spell them.
+const (
+	NameAIMD      = "aimd"
+	NameVegas     = "vegas"
+	NameGradient2 = "gradient2"
+	NameCapacity  = "capacity"
+)
+
+// ByName returns a constructor of the built-in algorithm called name
+// (NameAIMD, NameVegas, NameGradient2 or NameCapacity), each with its
+// defaults, and false for any other name.
+func ByName(name string) (func() Algorithm, bool) {
+	switch name {
+	case NameAIMD:
+		return func() Algorithm { return &AIMD{} }, true
+	case NameVegas:
+		return func() Algorithm { return &Vegas{} }, true
+	case NameGradient2:
+		return func() Algorithm { return &Gradient2{} }, true
+	case NameCapacity:
+		return func() Algorithm { return &Capacity{} }, true
+	}
+	return nil, false
+}
+
+// Names lists the built-in algorithms in the order ByName knows them.
+func Names() []string { return []string{NameAIMD, NameVegas, NameGradient2, NameCapacity} }
+
+// rttNanos is s.RTT in nanoseconds as a float, at least 1.
+func rttNanos(s Sample) float64 { return math.Max(1, float64(s.RTT)) }
+
+// log10Root is Netflix's Log10RootFunction: max(1, floor(log10 n)) below
+// 1000 and floor(sqrt n) from there on.
+func log10Root(limit float64) float64 {
+	n := int(limit)
+	if n < 1000 {
+		return math.Max(1, math.Floor(math.Log10(math.Max(1, float64(n)))))
+	}
+	return math.Floor(math.Sqrt(float64(n)))
+}
+
+// orDefault returns v, or def when v is zero (the "zero means default"
+// rule of every parameter).
+func orDefault[T int | float64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}

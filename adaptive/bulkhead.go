@@ -1,0 +1,359 @@
+package adaptive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// Bulkhead is a *bulkhead.Semaphore whose MaxConcurrentCalls follows the
+// partner: it times the calls, sums them up per window, gives each window to
+// its Algorithm and applies the new limit with Semaphore.ChangeConfig.
+// It implements bulkhead.Bulkhead, so every operator takes it as it is.
+//
+// There are two ways to make calls:
+//
+//   - Acquire and TryAcquire return a Call that knows its grant time; its
+//     Finish measures the RTT exactly and classifies the call's error
+//     (Config.IsOverload). Use them when you call the bulkhead yourself.
+//   - The plain bulkhead.Bulkhead methods (AcquirePermissionAsync,
+//     FinishCall, ReleasePermission), which the operators use, carry no
+//     per-call identity: each FinishCall is matched with the oldest grant
+//     still in flight, which makes a window's mean RTT exact when calls
+//     finish in the order they started and nearly so otherwise (see the
+//     accuracy note on grants). MarkOverload reports an overload for them.
+//
+// Both may be mixed. No goroutine and no timer are started: windows close on
+// the goroutine of the call that finishes them, and the time is read from
+// the Clock given with WithClock.
+//
+// Invariants:
+//   - mu guards the controller state (algorithm, limit, window, counters);
+//     it is never held while calling the Semaphore, so callbacks that the
+//     Semaphore runs (grants delivered by FinishCall or ChangeConfig) may
+//     re-enter the Bulkhead.
+//   - inFlight counts the permits granted through this Bulkhead and not yet
+//     given back; it is decremented before the permit goes back to the
+//     Semaphore and incremented when the grant is seen (at once, or in the
+//     Acquisition's first OnDone callback, registered before the caller's).
+//   - the newest limit wins: every window stores its limit in desired, and
+//     whoever wins the applying CAS applies desired until it stops changing,
+//     so a ChangeConfig that re-enters (through a grant callback) or runs
+//     concurrently never leaves an older limit in force.
+//
+// While a Bulkhead wraps a Semaphore it owns MaxConcurrentCalls; changing
+// the other fields with Semaphore.ChangeConfig meanwhile is allowed, but a
+// window closing at the same moment may write back the old values.
+type Bulkhead struct {
+	sem       *bulkhead.Semaphore
+	clock     bulkhead.Clock
+	cfg       resolved
+	epoch     time.Time
+	onDecided func(error) // bound once, so a pending acquisition costs no closure
+
+	mu        sync.Mutex
+	alg       Algorithm
+	inFlight  int
+	limit     float64 // the smoothed, clamped limit
+	estimate  float64 // the algorithm's last output
+	w         window
+	plain     grants // grant times of plain calls in flight
+	lastRTT   time.Duration
+	lastMin   time.Duration // shortest RTT of the last window
+	windows   int64
+	rejected  int64
+	overloads int64
+
+	desired  atomic.Int64
+	applying atomic.Bool
+}
+
+// New wraps sem with an adaptive limit. It fails with a *ConfigError if cfg
+// is invalid, and panics if sem is nil. If the initial limit differs from
+// sem's MaxConcurrentCalls, it is applied at once.
+func New(sem *bulkhead.Semaphore, cfg Config, opts ...Option) (*Bulkhead, error) {
+	if sem == nil {
+		panic("adaptive: New called with a nil *bulkhead.Semaphore")
+	}
+	r, err := cfg.resolve()
+	if err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.Name = sem.Name()
+		}
+		return nil, err
+	}
+	o := options{clock: realClock{}}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.clock == nil {
+		return nil, fmt.Errorf("adaptive bulkhead %q: WithClock: clock must not be nil", sem.Name())
+	}
+	alg := r.newAlgorithm()
+	if alg == nil {
+		return nil, &ConfigError{Name: sem.Name(), Field: "Algorithm", Value: nil, Rule: "must return an Algorithm"}
+	}
+	initial := r.initial
+	if initial == 0 {
+		initial = sem.Config().MaxConcurrentCalls
+	}
+	initial = min(max(initial, r.min), r.max)
+	b := &Bulkhead{sem: sem, clock: o.clock, cfg: r, epoch: o.clock.Now(), alg: alg, limit: float64(initial), estimate: float64(initial)}
+	b.onDecided = b.decided
+	b.desired.Store(int64(initial))
+	b.apply()
+	return b, nil
+}
+
+// now is the clock's time as an offset from epoch.
+func (b *Bulkhead) now() time.Duration { return b.clock.Now().Sub(b.epoch) }
+
+// Name returns the semaphore's name.
+func (b *Bulkhead) Name() string { return b.sem.Name() }
+
+// Semaphore returns the wrapped semaphore.
+func (b *Bulkhead) Semaphore() *bulkhead.Semaphore { return b.sem }
+
+// Metrics returns the semaphore's metrics, so that testkit.CheckPermits and
+// the collectors take a Bulkhead as they take a Semaphore.
+func (b *Bulkhead) Metrics() bulkhead.Metrics { return b.sem.Metrics() }
+
+// Stats is a snapshot of the controller.
+type Stats struct {
+	// Limit is the limit in force: the MaxConcurrentCalls the controller
+	// applied last.
+	Limit int
+	// Estimate is the algorithm's last output, before the floor, the
+	// ceiling and the smoothing.
+	Estimate float64
+	// RTT is the last window's mean RTT (0 before the first window).
+	RTT time.Duration
+	// InFlight is the number of calls holding a permit of this Bulkhead.
+	InFlight int
+	// Windows is the number of samples given to the algorithm.
+	Windows int64
+	// Rejected counts calls the semaphore rejected (no wait, queue full,
+	// wait timeout, evicted) through this Bulkhead.
+	Rejected int64
+	// Overloads counts calls marked as overload.
+	Overloads int64
+}
+
+// Stats returns a consistent snapshot of the controller.
+func (b *Bulkhead) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Stats{
+		Limit: int(b.desired.Load()), Estimate: b.estimate, RTT: b.lastRTT, InFlight: b.inFlight,
+		Windows: b.windows, Rejected: b.rejected, Overloads: b.overloads,
+	}
+}
+
+// Call is one call granted through Acquire or TryAcquire. Give it back
+// exactly once, with Finish if it ran or Release if it did not; the zero
+// Call is not usable.
+type Call struct {
+	b     *Bulkhead
+	start time.Duration
+}
+
+// TryAcquire takes a permit if one is free and nobody waits (see
+// Semaphore.TryAcquirePermission). A refusal counts as a rejection.
+func (b *Bulkhead) TryAcquire() (Call, bool) {
+	if !b.sem.TryAcquirePermission() {
+		b.countRejected()
+		return Call{}, false
+	}
+	return Call{b: b, start: b.granted(false)}, true
+}
+
+// Acquire blocks until a permit is granted, the call is rejected (a
+// *bulkhead.FullError, counted as a rejection) or ctx ends (ctx.Err()), as
+// Semaphore.AcquirePermission does.
+func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
+	if err := b.sem.AcquirePermission(ctx); err != nil {
+		if errors.Is(err, bulkhead.ErrBulkheadFull) {
+			b.countRejected()
+		}
+		return Call{}, err
+	}
+	return Call{b: b, start: b.granted(false)}, nil
+}
+
+// Finish gives the permit back after the call ran and records its RTT.
+// err is the call's outcome: an error that Config.IsOverload accepts marks
+// the window as dropped; any other error, or nil, is a normal sample.
+func (c Call) Finish(err error) {
+	overload := err != nil && c.b.cfg.isOverload(err)
+	c.b.returned(func(b *Bulkhead, now time.Duration) { b.w.add(now - c.start) }, overload)
+	c.b.sem.FinishCall()
+}
+
+// Release gives the permit back when the call did not run: no sample.
+func (c Call) Release() {
+	c.b.returned(nil, false)
+	c.b.sem.ReleasePermission()
+}
+
+// AcquirePermissionAsync implements bulkhead.Bulkhead: it asks the
+// semaphore and counts the grant (when it happens) or the rejection.
+func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition {
+	a := b.sem.AcquirePermissionAsync()
+	switch err := a.Err(); {
+	case err == nil:
+		b.granted(true)
+	case errors.Is(err, bulkhead.ErrPending):
+		// Registered before the caller can register its own callbacks, so
+		// the grant is counted before any FinishCall of the call.
+		a.OnDone(b.onDecided)
+	default:
+		b.countRejected()
+	}
+	return a
+}
+
+// decided is the OnDone callback of a pending acquisition.
+func (b *Bulkhead) decided(err error) {
+	switch {
+	case err == nil:
+		b.granted(true)
+	case errors.Is(err, bulkhead.ErrBulkheadFull):
+		b.countRejected()
+	}
+}
+
+// FinishCall implements bulkhead.Bulkhead: the permit of a call that ran
+// comes back; its RTT is estimated (see Bulkhead).
+func (b *Bulkhead) FinishCall() {
+	b.returned(finishPlain, false)
+	b.sem.FinishCall()
+}
+
+// ReleasePermission implements bulkhead.Bulkhead: the permit of a call that
+// did not run comes back.
+func (b *Bulkhead) ReleasePermission() {
+	b.returned(func(b *Bulkhead, _ time.Duration) { b.plain.popNewest() }, false)
+	b.sem.ReleasePermission()
+}
+
+// MarkOverload records that a call failed because the partner is
+// overloaded (a timeout, an HTTP 503...), for calls made through the plain
+// methods; the current window is then a drop for the algorithm. Call it
+// before FinishCall.
+func (b *Bulkhead) MarkOverload() {
+	b.mu.Lock()
+	b.w.dropped = true
+	b.overloads++
+	b.mu.Unlock()
+}
+
+func (b *Bulkhead) countRejected() {
+	b.mu.Lock()
+	b.rejected++
+	b.mu.Unlock()
+}
+
+// granted counts a grant and returns its time; the grant time of a plain
+// call is queued for matching (see grants).
+func (b *Bulkhead) granted(plain bool) time.Duration {
+	now := b.now()
+	b.mu.Lock()
+	b.inFlight++
+	b.w.maxInFlight = max(b.w.maxInFlight, b.inFlight)
+	if plain {
+		b.plain.push(now)
+	}
+	b.mu.Unlock()
+	return now
+}
+
+// finishPlain records a plain call's RTT, matched with the oldest grant.
+func finishPlain(b *Bulkhead, now time.Duration) {
+	if start, ok := b.plain.popOldest(); ok {
+		b.w.add(now - start)
+	}
+}
+
+// returned counts a permit coming back (record, if not nil, updates the
+// window under mu), closes the window when it is due, and applies the new
+// limit outside the lock.
+func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload bool) {
+	now := b.now()
+	b.mu.Lock()
+	b.inFlight--
+	if record != nil {
+		record(b, now)
+	}
+	if overload {
+		b.w.dropped = true
+		b.overloads++
+	}
+	changed := b.closeWindowLocked(now)
+	b.mu.Unlock()
+	if changed {
+		b.apply()
+	}
+}
+
+// closeWindowLocked turns the window into a sample if it is due, updates the
+// limit, and reports whether the applied limit changed.
+func (b *Bulkhead) closeWindowLocked(now time.Duration) bool {
+	w := &b.w
+	n := w.n
+	elapsed := now - w.start
+	due := max(b.cfg.minWindow, min(2*b.lastMin, b.cfg.maxWindow))
+	if n == 0 || (elapsed < b.cfg.maxWindow && (n < b.cfg.minSamples || elapsed < due)) {
+		return false
+	}
+	s := Sample{RTT: w.rtt(), InFlight: max(1, w.maxInFlight), Dropped: w.dropped}
+	b.lastRTT = s.RTT
+	b.lastMin = w.minRTT
+	b.windows++
+	w.reset(now, b.inFlight)
+
+	est := b.alg.Update(b.limit, s)
+	if math.IsNaN(est) || math.IsInf(est, 0) {
+		est = b.limit
+	}
+	b.estimate = est
+	next := b.cfg.smoothing*b.limit + (1-b.cfg.smoothing)*est
+	b.limit = min(max(next, float64(b.cfg.min)), float64(b.cfg.max))
+	applied := int64(math.Floor(b.limit))
+	if applied == b.desired.Load() {
+		return false
+	}
+	b.desired.Store(applied)
+	return true
+}
+
+// apply makes desired the semaphore's MaxConcurrentCalls. See the
+// invariants on Bulkhead: the CAS on applying elects one goroutine, which
+// loops until desired stops changing.
+func (b *Bulkhead) apply() {
+	for {
+		if !b.applying.CompareAndSwap(false, true) {
+			return // the goroutine applying will see our value
+		}
+		want := int(b.desired.Load())
+		if cfg := b.sem.Config(); cfg.MaxConcurrentCalls != want {
+			cfg.MaxConcurrentCalls = want
+			// Cannot fail: want >= 1 and the other fields come from a
+			// config the semaphore accepted.
+			_ = b.sem.ChangeConfig(cfg)
+		}
+		b.applying.Store(false)
+		if int(b.desired.Load()) == want {
+			return
+		}
+	}
+}
+
+// Compile-time check: an adaptive Bulkhead is a bulkhead.Bulkhead.
+var _ bulkhead.Bulkhead = (*Bulkhead)(nil)

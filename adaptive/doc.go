@@ -1,0 +1,20 @@
+// Package adaptive makes a bulkhead's limit follow its partner: a
+// controller times the calls of a *bulkhead.Semaphore, gives them window by
+// window to a limit Algorithm and applies the limit it returns with
+// ChangeConfig, between a floor and a ceiling.
+//
+// The algorithms are small values behind one interface (a Sample in, a
+// limit out): AIMD, Vegas and Gradient2 follow Netflix concurrency-limits
+// with its defaults; Capacity, the default, is this package's own, built to
+// settle on the partner's true capacity (docs/benchmarks.md, "Adaptive
+// limits", compares them with static limits and failsafe-go on a simulated
+// partner).
+//
+// New wraps one Semaphore; NewRegistry wraps a *bulkhead.Registry so that
+// every partner adapts on its own. A Bulkhead implements bulkhead.Bulkhead,
+// so the operators take it unchanged; its Acquire and TryAcquire return a
+// Call that measures its RTT exactly, while the plain interface's calls are
+// timed with Little's law (see Bulkhead). Nothing runs in the background:
+// windows close on the goroutine of a finishing call, and time comes from the
+// injected bulkhead.Clock (WithClock), so tests run on a testkit.VirtualClock.
+package adaptive

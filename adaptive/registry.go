@@ -1,0 +1,90 @@
+package adaptive
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// Registry gives every bulkhead of a *bulkhead.Registry its own adaptive
+// limit: Get returns the adaptive Bulkhead of a partner, created on first
+// use over reg.Get(name), with its own Algorithm (Config.Algorithm is called
+// once per partner), so each partner adapts on its own. It is safe for
+// concurrent use.
+//
+// A semaphore removed from reg and created again gets a new Bulkhead on the
+// next Get; the old one keeps working on the old semaphore.
+type Registry struct {
+	reg  *bulkhead.Registry
+	cfg  Config
+	opts []Option
+
+	mu    sync.Mutex
+	items map[string]*Bulkhead
+}
+
+// NewRegistry returns a Registry over reg whose bulkheads use cfg and opts
+// (give it the clock of reg's semaphores with WithClock). It fails with a
+// *ConfigError if cfg is invalid, and panics if reg is nil.
+func NewRegistry(reg *bulkhead.Registry, cfg Config, opts ...Option) (*Registry, error) {
+	if reg == nil {
+		panic("adaptive: NewRegistry called with a nil *bulkhead.Registry")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{clock: realClock{}}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.clock == nil {
+		return nil, errors.New("adaptive: NewRegistry: WithClock: clock must not be nil")
+	}
+	return &Registry{reg: reg, cfg: cfg, opts: opts, items: map[string]*Bulkhead{}}, nil
+}
+
+// Get returns the adaptive Bulkhead of the partner called name, creating the
+// semaphore (reg.Get) and its controller on first use. It fails as
+// bulkhead.Registry.Get does.
+func (r *Registry) Get(name string) (*Bulkhead, error) {
+	sem, err := r.reg.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.items[name]; ok && b.sem == sem {
+		return b, nil
+	}
+	b, err := New(sem, r.cfg, r.opts...)
+	if err != nil {
+		return nil, err
+	}
+	r.items[name] = b
+	return b, nil
+}
+
+// Find returns the adaptive Bulkhead called name if Get created it.
+func (r *Registry) Find(name string) (*Bulkhead, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.items[name]
+	return b, ok
+}
+
+// All returns the adaptive Bulkheads created so far, sorted by name.
+func (r *Registry) All() []*Bulkhead {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Bulkhead, 0, len(r.items))
+	for _, name := range slices.Sorted(maps.Keys(r.items)) {
+		out = append(out, r.items[name])
+	}
+	return out
+}
+
+// Semaphores returns the underlying registry.
+func (r *Registry) Semaphores() *bulkhead.Registry { return r.reg }

@@ -1,0 +1,141 @@
+package adaptivesim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/adaptive"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Static is a bulkhead.Semaphore with a fixed limit and no wait.
+type Static struct{ sem *bulkhead.Semaphore }
+
+// NewStatic returns a Static limiter of n permits.
+func NewStatic(n int) *Static {
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: n})
+	if err != nil {
+		panic(err)
+	}
+	return &Static{sem}
+}
+
+func (s *Static) Advance(time.Duration) {}
+func (s *Static) Try() (any, bool)      { return nil, s.sem.TryAcquirePermission() }
+func (s *Static) Done(any, bool)        { s.sem.FinishCall() }
+func (s *Static) Limit() int            { return s.sem.Config().MaxConcurrentCalls }
+
+// Adaptive is an adaptive.Bulkhead on a virtual clock. Typed uses
+// TryAcquire and Call.Finish (exact RTTs); otherwise the plain
+// bulkhead.Bulkhead methods (Little's-law RTTs) and MarkOverload.
+type Adaptive struct {
+	b     *adaptive.Bulkhead
+	clock *testkit.VirtualClock
+	typed bool
+}
+
+// NewAdaptive returns an Adaptive limiter with cfg, starting at 20 permits.
+func NewAdaptive(cfg adaptive.Config, typed bool) *Adaptive {
+	clock := testkit.NewVirtualClock(epoch)
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 20}, bulkhead.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	b, err := adaptive.New(sem, cfg, adaptive.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	return &Adaptive{b: b, clock: clock, typed: typed}
+}
+
+// Bulkhead returns the adaptive bulkhead.
+func (a *Adaptive) Bulkhead() *adaptive.Bulkhead { return a.b }
+
+func (a *Adaptive) Advance(now time.Duration) { a.clock.AdvanceTo(epoch.Add(now)) }
+
+func (a *Adaptive) Try() (any, bool) {
+	if a.typed {
+		c, ok := a.b.TryAcquire()
+		return c, ok
+	}
+	return nil, a.b.AcquirePermissionAsync().Granted()
+}
+
+func (a *Adaptive) Done(token any, timedOut bool) {
+	if a.typed {
+		var err error
+		if timedOut {
+			err = context.DeadlineExceeded
+		}
+		token.(adaptive.Call).Finish(err)
+		return
+	}
+	if timedOut {
+		a.b.MarkOverload()
+	}
+	a.b.FinishCall()
+}
+
+func (a *Adaptive) Limit() int { return a.b.Stats().Limit }
+
+// Failsafe is failsafe-go's adaptivelimiter (v0.9.8) with its defaults. It
+// reads time.Now, so it must run inside a testing/synctest bubble, where
+// Advance sleeps until the virtual time of the next event.
+type Failsafe struct {
+	l     adaptivelimiter.AdaptiveLimiter[any]
+	start time.Time
+}
+
+// NewFailsafe returns the limiter; call it inside the bubble.
+func NewFailsafe() *Failsafe {
+	return &Failsafe{l: adaptivelimiter.NewWithDefaults[any](), start: time.Now()}
+}
+
+func (f *Failsafe) Advance(now time.Duration) {
+	if d := now - time.Since(f.start); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+func (f *Failsafe) Try() (any, bool) {
+	p, ok := f.l.TryAcquirePermit()
+	return p, ok
+}
+
+func (f *Failsafe) Done(token any, timedOut bool) {
+	p := token.(adaptivelimiter.Permit)
+	if timedOut {
+		p.Drop()
+		return
+	}
+	p.Record()
+}
+
+func (f *Failsafe) Limit() int { return f.l.Limit() }
+
+// Contender names an algorithm configuration of package adaptive.
+type Contender struct {
+	Name  string
+	Cfg   adaptive.Config
+	Typed bool
+}
+
+// AdaptiveContenders are the algorithms of package adaptive with their
+// defaults, the controller's defaults (floor 1, ceiling 1000) and a start at
+// 20 permits; Capacity also through the plain interface.
+func AdaptiveContenders() []Contender {
+	var cs []Contender
+	for _, name := range adaptive.Names() {
+		newAlg, _ := adaptive.ByName(name)
+		cs = append(cs, Contender{Name: name, Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}, Typed: true})
+	}
+	newAlg, _ := adaptive.ByName(adaptive.NameCapacity)
+	cs = append(cs, Contender{Name: fmt.Sprintf("%s (plain interface)", adaptive.NameCapacity), Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}})
+	return cs
+}
