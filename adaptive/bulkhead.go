@@ -192,13 +192,17 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 // the window as dropped; any other error, or nil, is a normal sample.
 func (c Call) Finish(err error) {
 	overload := err != nil && c.b.cfg.isOverload(err)
-	c.b.returned(func(b *Bulkhead, now time.Duration) { b.w.add(now - c.start) }, overload)
+	if c.b.returned(func(b *Bulkhead, now time.Duration) { b.w.add(now - c.start) }, overload) {
+		defer c.b.apply()
+	}
 	c.b.sem.FinishCall()
 }
 
 // Release gives the permit back when the call did not run: no sample.
 func (c Call) Release() {
-	c.b.returned(nil, false)
+	if c.b.returned(nil, false) {
+		defer c.b.apply()
+	}
 	c.b.sem.ReleasePermission()
 }
 
@@ -232,14 +236,18 @@ func (b *Bulkhead) decided(err error) {
 // FinishCall implements bulkhead.Bulkhead: the permit of a call that ran
 // comes back; its RTT is estimated (see Bulkhead).
 func (b *Bulkhead) FinishCall() {
-	b.returned(finishPlain, false)
+	if b.returned(finishPlain, false) {
+		defer b.apply()
+	}
 	b.sem.FinishCall()
 }
 
 // ReleasePermission implements bulkhead.Bulkhead: the permit of a call that
 // did not run comes back.
 func (b *Bulkhead) ReleasePermission() {
-	b.returned(func(b *Bulkhead, _ time.Duration) { b.plain.popNewest() }, false)
+	if b.returned(popNewest, false) {
+		defer b.apply()
+	}
 	b.sem.ReleasePermission()
 }
 
@@ -281,10 +289,15 @@ func finishPlain(b *Bulkhead, now time.Duration) {
 	}
 }
 
+// popNewest forgets the newest plain grant (a call that did not run).
+func popNewest(b *Bulkhead, _ time.Duration) { b.plain.popNewest() }
+
 // returned counts a permit coming back (record, if not nil, updates the
-// window under mu), closes the window when it is due, and applies the new
-// limit outside the lock.
-func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload bool) {
+// window under mu), closes the window when it is due, and reports whether
+// the limit changed. The caller then gives the permit back to the
+// Semaphore and, deferred so that it happens even if a grant callback run
+// by the Semaphore panics, calls apply.
+func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload bool) (changed bool) {
 	now := b.now()
 	b.mu.Lock()
 	b.inFlight--
@@ -295,11 +308,9 @@ func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overloa
 		b.w.dropped = true
 		b.overloads++
 	}
-	changed := b.closeWindowLocked(now)
+	changed = b.closeWindowLocked(now)
 	b.mu.Unlock()
-	if changed {
-		b.apply()
-	}
+	return changed
 }
 
 // closeWindowLocked turns the window into a sample if it is due, updates the
@@ -335,23 +346,31 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) bool {
 
 // apply makes desired the semaphore's MaxConcurrentCalls. See the
 // invariants on Bulkhead: the CAS on applying elects one goroutine, which
-// loops until desired stops changing.
+// loops until desired stops changing. ChangeConfig may run grant callbacks
+// on this goroutine; if one panics, applying is reset before the panic goes
+// on, so later windows still apply their limits.
 func (b *Bulkhead) apply() {
 	for {
 		if !b.applying.CompareAndSwap(false, true) {
 			return // the goroutine applying will see our value
 		}
 		want := int(b.desired.Load())
-		if cfg := b.sem.Config(); cfg.MaxConcurrentCalls != want {
-			cfg.MaxConcurrentCalls = want
-			// Cannot fail: want >= 1 and the other fields come from a
-			// config the semaphore accepted.
-			_ = b.sem.ChangeConfig(cfg)
-		}
-		b.applying.Store(false)
+		b.changeLimit(want)
 		if int(b.desired.Load()) == want {
 			return
 		}
+	}
+}
+
+// changeLimit sets MaxConcurrentCalls to want and clears applying, also
+// when a callback panics.
+func (b *Bulkhead) changeLimit(want int) {
+	defer b.applying.Store(false)
+	if cfg := b.sem.Config(); cfg.MaxConcurrentCalls != want {
+		cfg.MaxConcurrentCalls = want
+		// Cannot fail: want >= 1 and the other fields come from a config
+		// the semaphore accepted.
+		_ = b.sem.ChangeConfig(cfg)
 	}
 }
 

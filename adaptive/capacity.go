@@ -7,9 +7,9 @@ import "math"
 //
 //   - The no-load RTT is the average RTT of windows without queueing (RTT at
 //     most Tolerance × the no-load RTT), followed with weight 0.1. Windows
-//     with queueing pull it up with weight 0.001 only (by at most 1 % per
-//     window), so that a lasting rise of the partner's base latency is
-//     learnt in a few thousand windows rather than never. The first sample
+//     with queueing pull it up with weight 0.01 and by at most 1 % per
+//     window, so that a lasting rise of the partner's base latency is learnt
+//     (in a few hundred windows for a tenfold rise) rather than never. The first sample
 //     is skipped: its calls started together and the fastest finish first,
 //     so its mean is biased low.
 //   - With queueing, the partner serves about InFlight × noLoad/RTT calls
@@ -68,7 +68,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 	}
 	queued := rtt > param(c.Tolerance, 1.05, 1, math.Inf(1))*c.noLoad
 	if queued {
-		c.noLoad += math.Min(rtt-c.noLoad, c.noLoad*10) * 0.001
+		c.noLoad += math.Min(rtt-c.noLoad, c.noLoad) * 0.01
 	} else {
 		c.noLoad += (rtt - c.noLoad) * 0.1
 	}
@@ -80,7 +80,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		estimate := float64(s.InFlight) * c.noLoad / rtt * (1 - param(c.Growth, 0.1, 0, 1)/2)
 		next = math.Min(limit, math.Max(limit/2, estimate))
 		c.capacity = next
-	case float64(s.InFlight) < 0.9*limit || observing:
+	case float64(s.InFlight) < 0.9*math.Floor(limit) || observing:
 		// a lull, or the sample after a careful step: hold
 	case c.capacity > 0 && limit > c.capacity*(1+1.5*param(c.Growth, 0.1, 0, 1)):
 		c.capacity = 0 // past the old capacity without queueing: it grew

@@ -1,6 +1,9 @@
 package adaptive
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // window accumulates what the calls of one window did. All fields are
 // guarded by Bulkhead.mu; times are offsets from Bulkhead.epoch. Every
@@ -9,7 +12,7 @@ import "time"
 type window struct {
 	start       time.Duration
 	n           int // calls finished
-	sum         time.Duration
+	sum         float64 // of RTTs in ns (a float: huge RTTs must not overflow)
 	minRTT      time.Duration // shortest RTT; 0: none
 	maxInFlight int
 	dropped     bool
@@ -19,14 +22,16 @@ type window struct {
 func (w *window) add(rtt time.Duration) {
 	rtt = max(rtt, 1)
 	w.n++
-	w.sum += rtt
+	w.sum += float64(rtt)
 	if w.minRTT == 0 || rtt < w.minRTT {
 		w.minRTT = rtt
 	}
 }
 
 // rtt is the window's mean RTT (at least 1 ns).
-func (w *window) rtt() time.Duration { return max(w.sum/time.Duration(max(w.n, 1)), 1) }
+func (w *window) rtt() time.Duration {
+	return time.Duration(max(min(w.sum/float64(max(w.n, 1)), math.MaxInt64), 1))
+}
 
 // reset starts a new window at now with inFlight calls in flight.
 func (w *window) reset(now time.Duration, inFlight int) {
