@@ -40,8 +40,9 @@ import (
 //     re-enter the Bulkhead.
 //   - inFlight counts the permits granted through this Bulkhead and not yet
 //     given back; it is decremented before the permit goes back to the
-//     Semaphore and incremented when the grant is seen (at once, or in the
-//     Acquisition's first OnDone callback, registered before the caller's).
+//     Semaphore and incremented before the caller can see the grant (at
+//     once, or before the proxy of a queued acquisition is granted), so it
+//     is never negative.
 //   - the newest limit wins: every window stores its limit in desired, and
 //     whoever wins the applying CAS applies desired until it stops changing,
 //     so a ChangeConfig that re-enters (through a grant callback) or runs
@@ -55,7 +56,6 @@ type Bulkhead struct {
 	clock     bulkhead.Clock
 	cfg       resolved
 	epoch     time.Time
-	onDecided func(error) // bound once, so a pending acquisition costs no closure
 
 	mu        sync.Mutex
 	alg       Algorithm
@@ -106,7 +106,6 @@ func New(sem *bulkhead.Semaphore, cfg Config, opts ...Option) (*Bulkhead, error)
 	}
 	initial = min(max(initial, r.min), r.max)
 	b := &Bulkhead{sem: sem, clock: o.clock, cfg: r, epoch: o.clock.Now(), alg: alg, limit: float64(initial), estimate: float64(initial)}
-	b.onDecided = b.decided
 	b.desired.Store(int64(initial))
 	b.apply()
 	return b, nil
@@ -207,30 +206,44 @@ func (c Call) Release() {
 }
 
 // AcquirePermissionAsync implements bulkhead.Bulkhead: it asks the
-// semaphore and counts the grant (when it happens) or the rejection.
+// semaphore and counts the grant or the rejection. An acquisition decided at
+// once is returned as the semaphore made it (no allocation on the fast
+// path). A queued one is returned behind a proxy Acquisition
+// (bulkhead.PendingAcquisition) that the controller grants only after it
+// counted the grant, so no caller can finish a call the controller has not
+// yet seen start: the semaphore closes Done before it runs callbacks, so
+// counting in a callback of its Acquisition would be too late. Cancel on the
+// proxy cancels the queued acquisition; a grant that wins that race is
+// given back with ReleasePermission.
 func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition {
-	a := b.sem.AcquirePermissionAsync()
-	switch err := a.Err(); {
+	inner := b.sem.AcquirePermissionAsync()
+	switch err := inner.Err(); {
 	case err == nil:
 		b.granted(true)
+		return inner
 	case errors.Is(err, bulkhead.ErrPending):
-		// Registered before the caller can register its own callbacks, so
-		// the grant is counted before any FinishCall of the call.
-		a.OnDone(b.onDecided)
 	default:
 		b.countRejected()
+		return inner
 	}
-	return a
-}
-
-// decided is the OnDone callback of a pending acquisition.
-func (b *Bulkhead) decided(err error) {
-	switch {
-	case err == nil:
-		b.granted(true)
-	case errors.Is(err, bulkhead.ErrBulkheadFull):
-		b.countRejected()
-	}
+	outer, r := bulkhead.PendingAcquisition(func() { inner.Cancel() })
+	inner.OnDone(func(err error) {
+		switch {
+		case err == nil:
+			b.granted(true)
+			if !r.Grant() { // the proxy was cancelled first: nobody owns the permit
+				b.ReleasePermission()
+			}
+		case errors.Is(err, bulkhead.ErrCancelled):
+			// withdrawn through the proxy, which is already cancelled
+		default:
+			if errors.Is(err, bulkhead.ErrBulkheadFull) {
+				b.countRejected()
+			}
+			r.Reject(err)
+		}
+	})
+	return outer
 }
 
 // FinishCall implements bulkhead.Bulkhead: the permit of a call that ran

@@ -11,8 +11,8 @@ import (
 // the oldest grant for plain ones (see grants).
 type window struct {
 	start       time.Duration
-	n           int // calls finished
-	sum         float64 // of RTTs in ns (a float: huge RTTs must not overflow)
+	n           int           // calls finished
+	sum         float64       // of RTTs in ns (a float: huge RTTs must not overflow)
 	minRTT      time.Duration // shortest RTT; 0: none
 	maxInFlight int
 	dropped     bool
