@@ -52,10 +52,10 @@ import (
 // the other fields with Semaphore.ChangeConfig meanwhile is allowed, but a
 // window closing at the same moment may write back the old values.
 type Bulkhead struct {
-	sem       *bulkhead.Semaphore
-	clock     bulkhead.Clock
-	cfg       resolved
-	epoch     time.Time
+	sem   *bulkhead.Semaphore
+	clock bulkhead.Clock
+	cfg   resolved
+	epoch time.Time
 
 	mu        sync.Mutex
 	alg       Algorithm
