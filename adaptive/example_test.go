@@ -1,0 +1,171 @@
+package adaptive_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/adaptive"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+// partner answers in 100 ms while at most capacity calls run, and queues
+// the rest: n calls at once take 100 ms × n/capacity.
+func partner(n, capacity int) time.Duration {
+	return 100 * time.Millisecond * time.Duration(max(n, capacity)) / time.Duration(capacity)
+}
+
+// saturate makes windows of calls that use every permit and take what the
+// partner needs for them.
+func saturate(b *adaptive.Bulkhead, clock *testkit.VirtualClock, capacity, windows int) {
+	for range windows {
+		var calls []adaptive.Call
+		for {
+			c, ok := b.TryAcquire()
+			if !ok {
+				break
+			}
+			calls = append(calls, c)
+		}
+		clock.Advance(partner(len(calls), capacity))
+		for _, c := range calls {
+			c.Finish(nil)
+		}
+	}
+}
+
+func ExampleNew() {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	sem, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
+	b, _ := adaptive.New(sem, adaptive.Config{Min: 2, Max: 200}, adaptive.WithClock(clock))
+
+	saturate(b, clock, 40, 20) // walmart serves 40 calls at once
+	fmt.Println("limit while walmart serves 40:", sem.Config().MaxConcurrentCalls)
+	saturate(b, clock, 8, 20) // walmart slows down to 8
+	fmt.Println("limit while walmart serves 8:", sem.Config().MaxConcurrentCalls)
+	// Output:
+	// limit while walmart serves 40: 40
+	// limit while walmart serves 8: 8
+}
+
+func ExampleBulkhead_TryAcquire() {
+	sem, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 5})
+	b, _ := adaptive.New(sem, adaptive.Config{})
+
+	call, ok := b.TryAcquire()
+	if !ok {
+		fmt.Println("rejected")
+		return
+	}
+	err := sendOrder(context.Background()) // the call the permit protects
+	call.Finish(err)                      // measures the RTT; a timeout counts as overload
+	fmt.Println("in flight:", b.Stats().InFlight)
+	// Output:
+	// in flight: 0
+}
+
+func sendOrder(context.Context) error { return nil }
+
+func ExampleBulkhead_Acquire() {
+	sem, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+	b, _ := adaptive.New(sem, adaptive.Config{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	call, err := b.Acquire(ctx) // waits for a permit, up to MaxWaitDuration
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	call.Release() // the call did not run after all: no sample
+	fmt.Println("limit:", b.Stats().Limit)
+	// Output:
+	// limit: 1
+}
+
+func ExampleBulkhead_MarkOverload() {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	sem, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 20}, bulkhead.WithClock(clock))
+	b, _ := adaptive.New(sem, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.AIMD{} }}, adaptive.WithClock(clock))
+
+	// A caller of the plain bulkhead.Bulkhead methods (as the operators are)
+	// reports a timeout before giving the permit back.
+	for range 10 {
+		b.AcquirePermissionAsync()
+		clock.Advance(20 * time.Millisecond)
+		b.MarkOverload()
+		b.FinishCall()
+	}
+	fmt.Println("limit after a window with timeouts:", b.Stats().Limit)
+	// Output:
+	// limit after a window with timeouts: 18
+}
+
+func ExampleNewRegistry() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	partners, _ := adaptive.NewRegistry(reg, adaptive.Config{Min: 5, Max: 200})
+
+	walmart, _ := partners.Get("walmart") // its own limit, its own algorithm
+	target, _ := partners.Get("target")
+	fmt.Println(walmart.Name(), walmart.Stats().Limit)
+	fmt.Println(target.Name(), target.Stats().Limit)
+	fmt.Println(len(reg.All()), "semaphores")
+	// Output:
+	// walmart 20
+	// target 20
+	// 2 semaphores
+}
+
+func ExampleByName() {
+	newAlgorithm, ok := adaptive.ByName("gradient2") // as a configuration file names it
+	fmt.Println(ok, adaptive.Names())
+	cfg := adaptive.Config{Algorithm: newAlgorithm, Min: 5, Max: 200}
+	fmt.Println(cfg.Validate())
+	// Output:
+	// true [aimd vegas gradient2 capacity]
+	// <nil>
+}
+
+// Algorithms are plain values; an Algorithm can be driven by hand.
+func ExampleCapacity() {
+	var c adaptive.Capacity
+	limit := 20.0
+	for _, s := range []adaptive.Sample{
+		{RTT: 100 * time.Millisecond, InFlight: 20}, // first sample: skipped
+		{RTT: 100 * time.Millisecond, InFlight: 20}, // no queue, limit used: grow
+		{RTT: 200 * time.Millisecond, InFlight: 25}, // RTT doubled: about 12 served at once
+	} {
+		limit = c.Update(limit, s)
+		fmt.Printf("%.1f\n", limit)
+	}
+	// Output:
+	// 20.0
+	// 25.0
+	// 12.5
+}
+
+func ExampleAIMD() {
+	a := adaptive.AIMD{BackoffRatio: 0.5}
+	fmt.Println(a.Update(10, adaptive.Sample{RTT: time.Millisecond, InFlight: 10}))
+	fmt.Println(a.Update(11, adaptive.Sample{RTT: time.Millisecond, InFlight: 10, Dropped: true}))
+	// Output:
+	// 11
+	// 5
+}
+
+func ExampleVegas() {
+	var v adaptive.Vegas
+	fmt.Println(v.Update(20, adaptive.Sample{RTT: 100 * time.Millisecond, InFlight: 20})) // learns the no-load RTT
+	fmt.Println(v.Update(20, adaptive.Sample{RTT: 100 * time.Millisecond, InFlight: 20})) // no queue: +6
+	// Output:
+	// 20
+	// 26
+}
+
+func ExampleGradient2() {
+	var g adaptive.Gradient2
+	fmt.Printf("%.1f\n", g.Update(20, adaptive.Sample{RTT: 100 * time.Millisecond, InFlight: 20}))
+	// Output:
+	// 20.8
+}
