@@ -59,7 +59,7 @@ func ExampleBulkhead_TryAcquire() {
 		return
 	}
 	err := sendOrder(context.Background()) // the call the permit protects
-	call.Finish(err)                      // measures the RTT; a timeout counts as overload
+	call.Finish(err)                       // measures the RTT; a timeout counts as overload
 	fmt.Println("in flight:", b.Stats().InFlight)
 	// Output:
 	// in flight: 0
