@@ -142,7 +142,7 @@ func TestRejectionsAreCountedOnEveryPath(t *testing.T) {
 }
 
 func TestQueuedGrantIsCountedBeforeTheCallersCallback(t *testing.T) {
-	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute}, adaptive.Config{})
+	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded}, adaptive.Config{})
 	first := b.AcquirePermissionAsync()
 	require.NoError(t, first.Err())
 	second := b.AcquirePermissionAsync()

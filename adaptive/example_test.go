@@ -68,7 +68,7 @@ func ExampleBulkhead_TryAcquire() {
 func sendOrder(context.Context) error { return nil }
 
 func ExampleBulkhead_Acquire() {
-	sem, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second})
+	sem, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: 10})
 	b, _ := adaptive.New(sem, adaptive.Config{})
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -17,7 +17,7 @@ import (
 // limit the controller applies is the one the operator waits on.
 func TestFlowableOperatorRunsOnAnAdaptiveBulkhead(t *testing.T) {
 	alg := &fixed{next: 2}
-	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute},
+	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: bulkhead.Unbounded},
 		adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{MinSamples: 1}})
 
 	held, _ := b.TryAcquire() // the only permit
