@@ -1,10 +1,18 @@
 package adaptivesim
 
 import (
+	"flag"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
+	"time"
 )
+
+var update = flag.Bool("update", false, "rewrite the Adaptive limits section of docs/benchmarks.md and the plots in docs/img")
+
+// Command is how the published figures are produced.
+const Command = "cd bench && go test ./adaptivesim -run TestSimulation -count=1 -v -update"
 
 func runAll(t *testing.T, sc Scenario) ([]Run, []Result, Result) {
 	var runs []Run
@@ -18,8 +26,6 @@ func runAll(t *testing.T, sc Scenario) ([]Run, []Result, Result) {
 			best, bestN = r, n
 		}
 	}
-	best.Name = fmt.Sprintf("static %d (best with hindsight)", bestN)
-	bestRun := Simulate(sc, best.Name, NewStatic(bestN))
 	for _, c := range AdaptiveContenders() {
 		run := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.Typed))
 		runs = append(runs, run)
@@ -30,17 +36,81 @@ func runAll(t *testing.T, sc Scenario) ([]Run, []Result, Result) {
 		runs = append(runs, run)
 		results = append(results, Measure(sc, run))
 	})
-	runs = append(runs, bestRun)
-	results = append(results, best)
-	high := 5 * bestN
-	run := Simulate(sc, fmt.Sprintf("static %d (5x too high)", high), NewStatic(high))
-	runs = append(runs, run)
-	results = append(results, Measure(sc, run))
+	for _, n := range []int{bestN, 5 * bestN} {
+		name := fmt.Sprintf("static %d (best with hindsight)", n)
+		if n != bestN {
+			name = fmt.Sprintf("static %d (5x too high)", n)
+		}
+		run := Simulate(sc, name, NewStatic(n))
+		runs = append(runs, run)
+		results = append(results, Measure(sc, run))
+	}
 	return runs, results, best
 }
 
+func find(t *testing.T, results []Result, name string) Result {
+	for _, r := range results {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no result named %q", name)
+	return Result{}
+}
+
+// TestSimulation runs every limiter on DefaultScenario and checks the goals
+// of the best algorithm (Capacity, the default): it converges within 5 s
+// after the start and after each change of capacity, reaches at least 0.9x
+// the goodput of the best static limit, keeps the steady-state p99 within
+// 2x the base latency, and is at least as good as failsafe-go's
+// adaptivelimiter on goodput and p99.
 func TestSimulation(t *testing.T) {
 	sc := DefaultScenario()
-	_, results, best := runAll(t, sc)
-	t.Logf("\n%s", Table(sc, results, best))
+	runs, results, best := runAll(t, sc)
+	table := Table(sc, results, best)
+	t.Logf("\n%s", table)
+
+	ours := find(t, results, "capacity")
+	fs := find(t, results, "failsafe-go adaptivelimiter v0.9.8")
+	for k, d := range ours.Converge {
+		if d < 0 || d > 5*time.Second {
+			t.Errorf("capacity: convergence %d took %v, want within 5 s", k, d)
+		}
+	}
+	if g := ours.Goodput / best.Goodput; g < 0.9 {
+		t.Errorf("capacity: goodput %.2fx the best static, want >= 0.9x", g)
+	}
+	if ours.P99 > 2 {
+		t.Errorf("capacity: p99 %.2fx the base latency, want <= 2x", ours.P99)
+	}
+	if ours.Goodput < fs.Goodput || ours.P99 > fs.P99 {
+		t.Errorf("capacity (goodput %.0f/s, p99 %.2fx) is not at least as good as failsafe-go (%.0f/s, %.2fx)",
+			ours.Goodput, ours.P99, fs.Goodput, fs.P99)
+	}
+
+	if *update {
+		docs := filepath.Join("..", "..", "docs")
+		if err := comparisonPlots(sc, runs[:len(runs)-1], filepath.Join(docs, "img", "adaptive-limits.png")); err != nil {
+			t.Fatal(err)
+		}
+		if err := guidePlot(sc, runs[0+3], filepath.Join(docs, "img", "adaptive-guide.png")); err != nil {
+			t.Fatal(err)
+		}
+		section := Section(sc, table, Command, time.Now().UTC().Format("2006-01-02"))
+		if err := UpdateSection(filepath.Join(docs, "benchmarks.md"), section); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSimulationIsDeterministic: two runs of the same contender on the same
+// scenario produce the same trace.
+func TestSimulationIsDeterministic(t *testing.T) {
+	sc := DefaultScenario()
+	c := AdaptiveContenders()[3]
+	a := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.Typed))
+	b := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.Typed))
+	if fmt.Sprint(a.Limits) != fmt.Sprint(b.Limits) || len(a.Calls) != len(b.Calls) {
+		t.Fatal("two runs differ")
+	}
 }
