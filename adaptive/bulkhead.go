@@ -72,12 +72,27 @@ type Bulkhead struct {
 
 	desired  atomic.Int64
 	applying atomic.Bool
+
+	// Set by Watch, before any event can arrive; read-only afterwards.
+	watched bool
+	stop    func()
+	excess  int // under mu: permits counted but not held, at the last window (watch)
 }
 
 // New wraps sem with an adaptive limit. It fails with a *ConfigError if cfg
 // is invalid, and panics if sem is nil. If the initial limit differs from
 // sem's MaxConcurrentCalls, it is applied at once.
 func New(sem *bulkhead.Semaphore, cfg Config, opts ...Option) (*Bulkhead, error) {
+	b, err := newBulkhead(sem, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	b.apply()
+	return b, nil
+}
+
+// newBulkhead is New without applying the initial limit.
+func newBulkhead(sem *bulkhead.Semaphore, cfg Config, opts []Option) (*Bulkhead, error) {
 	if sem == nil {
 		panic("adaptive: New called with a nil *bulkhead.Semaphore")
 	}
@@ -107,7 +122,6 @@ func New(sem *bulkhead.Semaphore, cfg Config, opts ...Option) (*Bulkhead, error)
 	initial = min(max(initial, r.min), r.max)
 	b := &Bulkhead{sem: sem, clock: o.clock, cfg: r, epoch: o.clock.Now(), alg: alg, limit: float64(initial), estimate: float64(initial)}
 	b.desired.Store(int64(initial))
-	b.apply()
 	return b, nil
 }
 
@@ -166,6 +180,9 @@ type Call struct {
 // TryAcquire takes a permit if one is free and nobody waits (see
 // Semaphore.TryAcquirePermission). A refusal counts as a rejection.
 func (b *Bulkhead) TryAcquire() (Call, bool) {
+	if b.watched {
+		return Call{b: b}, b.sem.TryAcquirePermission()
+	}
 	if !b.sem.TryAcquirePermission() {
 		b.countRejected()
 		return Call{}, false
@@ -177,6 +194,9 @@ func (b *Bulkhead) TryAcquire() (Call, bool) {
 // *bulkhead.FullError, counted as a rejection) or ctx ends (ctx.Err()), as
 // Semaphore.AcquirePermission does.
 func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
+	if b.watched {
+		return Call{b: b}, b.sem.AcquirePermission(ctx)
+	}
 	if err := b.sem.AcquirePermission(ctx); err != nil {
 		if errors.Is(err, bulkhead.ErrBulkheadFull) {
 			b.countRejected()
@@ -191,6 +211,13 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 // the window as dropped; any other error, or nil, is a normal sample.
 func (c Call) Finish(err error) {
 	overload := err != nil && c.b.cfg.isOverload(err)
+	if c.b.watched {
+		if overload {
+			c.b.MarkOverload()
+		}
+		c.b.sem.FinishCall()
+		return
+	}
 	if c.b.returned(func(b *Bulkhead, now time.Duration) { b.w.add(now - c.start) }, overload) {
 		defer c.b.apply()
 	}
@@ -199,6 +226,10 @@ func (c Call) Finish(err error) {
 
 // Release gives the permit back when the call did not run: no sample.
 func (c Call) Release() {
+	if c.b.watched {
+		c.b.ReleasePermission()
+		return
+	}
 	if c.b.returned(nil, false) {
 		defer c.b.apply()
 	}
@@ -217,6 +248,9 @@ func (c Call) Release() {
 // given back with ReleasePermission.
 func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition {
 	inner := b.sem.AcquirePermissionAsync()
+	if b.watched {
+		return inner
+	}
 	switch err := inner.Err(); {
 	case err == nil:
 		b.granted(true)
@@ -249,6 +283,10 @@ func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition {
 // FinishCall implements bulkhead.Bulkhead: the permit of a call that ran
 // comes back; its RTT is estimated (see Bulkhead).
 func (b *Bulkhead) FinishCall() {
+	if b.watched {
+		b.sem.FinishCall()
+		return
+	}
 	if b.returned(finishPlain, false) {
 		defer b.apply()
 	}
@@ -256,7 +294,8 @@ func (b *Bulkhead) FinishCall() {
 }
 
 // ReleasePermission implements bulkhead.Bulkhead: the permit of a call that
-// did not run comes back.
+// did not run comes back (the semaphore publishes no event for it, so a
+// watching controller learns it here).
 func (b *Bulkhead) ReleasePermission() {
 	if b.returned(popNewest, false) {
 		defer b.apply()
@@ -335,6 +374,9 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) bool {
 	due := max(b.cfg.minWindow, min(2*b.lastMin, b.cfg.maxWindow))
 	if n == 0 || (elapsed < b.cfg.maxWindow && (n < b.cfg.minSamples || elapsed < due)) {
 		return false
+	}
+	if b.watched {
+		b.reconcileLocked()
 	}
 	s := Sample{RTT: w.rtt(), InFlight: max(1, w.maxInFlight), Dropped: w.dropped}
 	b.lastRTT = s.RTT

@@ -24,6 +24,9 @@ type Registry struct {
 
 	mu    sync.Mutex
 	items map[string]*Bulkhead
+
+	watched bool   // set by WatchRegistry before any event
+	stop    func() // unsubscribes the registry listener (WatchRegistry)
 }
 
 // NewRegistry returns a Registry over reg whose bulkheads use cfg and opts
@@ -54,17 +57,8 @@ func (r *Registry) Get(name string) (*Bulkhead, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if b, ok := r.items[name]; ok && b.sem == sem {
-		return b, nil
-	}
-	b, err := New(sem, r.cfg, r.opts...)
-	if err != nil {
-		return nil, err
-	}
-	r.items[name] = b
-	return b, nil
+	b, _, err := r.getFor(sem)
+	return b, err
 }
 
 // Find returns the adaptive Bulkhead called name if Get created it.

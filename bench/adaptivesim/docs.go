@@ -73,7 +73,9 @@ concurrency-limits, whose minimum and maximum limits are replaced by the control
 and ceiling 1000) and start at 20 permits; failsafe-go's adaptivelimiter v0.9.8 runs with
 NewWithDefaults (limits 1 to 200, initial 20). "capacity (plain interface)" drives the same
 algorithm through the bulkhead.Bulkhead methods the operators use, whose RTTs are matched to
-grants without a per-call token.
+grants without a per-call token; "capacity (Watch on the semaphore)" calls the
+*bulkhead.Semaphore directly, as bulkheadhttp and contrib/grpc do, while adaptive.Watch
+learns from the semaphore's events.
 
 `, sc.Base, sc.Sigma, sc.Segments[0].Rate, sc.Deadline)
 	b.WriteString(table)

@@ -31,27 +31,44 @@ func (s *Static) Try() (any, bool)      { return nil, s.sem.TryAcquirePermission
 func (s *Static) Done(any, bool)        { s.sem.FinishCall() }
 func (s *Static) Limit() int            { return s.sem.Config().MaxConcurrentCalls }
 
-// Adaptive is an adaptive.Bulkhead on a virtual clock. Typed uses
-// TryAcquire and Call.Finish (exact RTTs); otherwise the plain
-// bulkhead.Bulkhead methods (Little's-law RTTs) and MarkOverload.
+// API is how a contender of package adaptive is called.
+type API int
+
+const (
+	// Typed: Bulkhead.TryAcquire and Call.Finish (exact RTTs).
+	Typed API = iota
+	// Plain: the bulkhead.Bulkhead methods, as the operators call them
+	// (RTTs matched to grants), and MarkOverload.
+	Plain
+	// Watched: the *bulkhead.Semaphore itself, as an integration holding
+	// it does, with adaptive.Watch learning from its events.
+	Watched
+)
+
+// Adaptive is an adaptive.Bulkhead on a virtual clock, called through api.
 type Adaptive struct {
 	b     *adaptive.Bulkhead
+	sem   *bulkhead.Semaphore
 	clock *testkit.VirtualClock
-	typed bool
+	api   API
 }
 
 // NewAdaptive returns an Adaptive limiter with cfg, starting at 20 permits.
-func NewAdaptive(cfg adaptive.Config, typed bool) *Adaptive {
+func NewAdaptive(cfg adaptive.Config, api API) *Adaptive {
 	clock := testkit.NewVirtualClock(epoch)
 	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 20}, bulkhead.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
-	b, err := adaptive.New(sem, cfg, adaptive.WithClock(clock))
+	wrap := adaptive.New
+	if api == Watched {
+		wrap = adaptive.Watch
+	}
+	b, err := wrap(sem, cfg, adaptive.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
-	return &Adaptive{b: b, clock: clock, typed: typed}
+	return &Adaptive{b: b, sem: sem, clock: clock, api: api}
 }
 
 // Bulkhead returns the adaptive bulkhead.
@@ -60,20 +77,30 @@ func (a *Adaptive) Bulkhead() *adaptive.Bulkhead { return a.b }
 func (a *Adaptive) Advance(now time.Duration) { a.clock.AdvanceTo(epoch.Add(now)) }
 
 func (a *Adaptive) Try() (any, bool) {
-	if a.typed {
+	switch a.api {
+	case Typed:
 		c, ok := a.b.TryAcquire()
 		return c, ok
+	case Watched:
+		return nil, a.sem.TryAcquirePermission()
 	}
 	return nil, a.b.AcquirePermissionAsync().Granted()
 }
 
 func (a *Adaptive) Done(token any, timedOut bool) {
-	if a.typed {
+	switch a.api {
+	case Typed:
 		var err error
 		if timedOut {
 			err = context.DeadlineExceeded
 		}
 		token.(adaptive.Call).Finish(err)
+		return
+	case Watched:
+		if timedOut {
+			a.b.MarkOverload()
+		}
+		a.sem.FinishCall()
 		return
 	}
 	if timedOut {
@@ -121,21 +148,24 @@ func (f *Failsafe) Limit() int { return f.l.Limit() }
 
 // Contender names an algorithm configuration of package adaptive.
 type Contender struct {
-	Name  string
-	Cfg   adaptive.Config
-	Typed bool
+	Name string
+	Cfg  adaptive.Config
+	API  API
 }
 
 // AdaptiveContenders are the algorithms of package adaptive with their
 // defaults, the controller's defaults (floor 1, ceiling 1000) and a start at
-// 20 permits; Capacity also through the plain interface.
+// 20 permits; Capacity also through the plain interface and watching a
+// semaphore used directly.
 func AdaptiveContenders() []Contender {
 	var cs []Contender
 	for _, name := range adaptive.Names() {
 		newAlg, _ := adaptive.ByName(name)
-		cs = append(cs, Contender{Name: name, Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}, Typed: true})
+		cs = append(cs, Contender{Name: name, Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}, API: Typed})
 	}
 	newAlg, _ := adaptive.ByName(adaptive.NameCapacity)
-	cs = append(cs, Contender{Name: fmt.Sprintf("%s (plain interface)", adaptive.NameCapacity), Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}})
+	cs = append(cs,
+		Contender{Name: fmt.Sprintf("%s (plain interface)", adaptive.NameCapacity), Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}, API: Plain},
+		Contender{Name: fmt.Sprintf("%s (Watch on the semaphore)", adaptive.NameCapacity), Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}, API: Watched})
 	return cs
 }

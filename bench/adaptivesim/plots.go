@@ -23,6 +23,7 @@ var palette = []color.Color{
 	color.RGBA{166, 86, 40, 255},   // brown
 	color.RGBA{247, 129, 191, 255}, // pink
 	color.RGBA{153, 153, 153, 255}, // grey
+	color.RGBA{0, 128, 128, 255},   // teal
 }
 
 func colorOf(i int) color.Color { return palette[i%len(palette)] }

@@ -27,7 +27,7 @@ func runAll(t *testing.T, sc Scenario) ([]Run, []Result, Result) {
 		}
 	}
 	for _, c := range AdaptiveContenders() {
-		run := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.Typed))
+		run := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.API))
 		runs = append(runs, run)
 		results = append(results, Measure(sc, run))
 	}
@@ -108,8 +108,8 @@ func TestSimulation(t *testing.T) {
 func TestSimulationIsDeterministic(t *testing.T) {
 	sc := DefaultScenario()
 	c := AdaptiveContenders()[3]
-	a := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.Typed))
-	b := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.Typed))
+	a := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.API))
+	b := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.API))
 	if fmt.Sprint(a.Limits) != fmt.Sprint(b.Limits) || len(a.Calls) != len(b.Calls) {
 		t.Fatal("two runs differ")
 	}

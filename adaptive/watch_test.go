@@ -1,0 +1,152 @@
+package adaptive_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/adaptive"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+// Code that holds the *Semaphore itself (an integration) is timed through
+// the semaphore's events.
+func TestWatchTimesCallsMadeOnTheSemaphoreDirectly(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
+	require.NoError(t, err)
+	testkit.CheckPermits(t, sem)
+	alg := &fixed{next: 12}
+	b, err := adaptive.Watch(sem, adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }}, adaptive.WithClock(clock))
+	require.NoError(t, err)
+	defer b.Stop()
+
+	for range 10 {
+		require.True(t, sem.TryAcquirePermission())
+	}
+	assert.False(t, sem.TryAcquirePermission())
+	clock.Advance(150 * ms)
+	for range 10 {
+		sem.FinishCall()
+	}
+	require.Len(t, alg.samples, 1)
+	assert.Equal(t, adaptive.Sample{RTT: 150 * ms, InFlight: 10}, alg.samples[0])
+	assert.Equal(t, 12, sem.Config().MaxConcurrentCalls)
+	assert.Equal(t, int64(1), b.Stats().Rejected)
+	assert.Equal(t, 0, b.Stats().InFlight)
+
+	b.Stop()
+	b.Stop()
+	require.True(t, sem.TryAcquirePermission())
+	clock.Advance(time.Second)
+	sem.FinishCall()
+	assert.Len(t, alg.samples, 1, "no sample after Stop")
+}
+
+func TestWatchedBulkheadMethodsAreCountedOnce(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
+	require.NoError(t, err)
+	testkit.CheckPermits(t, sem)
+	alg := &fixed{next: 10}
+	b, err := adaptive.Watch(sem, adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{MinSamples: 1}}, adaptive.WithClock(clock))
+	require.NoError(t, err)
+	defer b.Stop()
+	var calls []adaptive.Call
+	for range 5 {
+		c, ok := b.TryAcquire()
+		require.True(t, ok)
+		calls = append(calls, c)
+	}
+	require.NoError(t, b.AcquirePermissionAsync().Err())
+	assert.Equal(t, 6, b.Stats().InFlight)
+	clock.Advance(200 * ms)
+	b.ReleasePermission() // the async one did not run
+	for _, c := range calls {
+		c.Finish(errDeadline)
+	}
+	require.Len(t, alg.samples, 1)
+	assert.Equal(t, 200*ms, alg.samples[0].RTT)
+	assert.True(t, alg.samples[0].Dropped)
+	assert.Equal(t, 0, b.Stats().InFlight)
+}
+
+func TestWatchReconcilesReleasesItCannotSee(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
+	require.NoError(t, err)
+	testkit.CheckPermits(t, sem)
+	b, err := adaptive.Watch(sem, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &fixed{next: 10} },
+		Window: adaptive.Window{MinDuration: 1, MaxDuration: 1, MinSamples: 1}}, adaptive.WithClock(clock))
+	require.NoError(t, err)
+	defer b.Stop()
+	require.True(t, sem.TryAcquirePermission())
+	sem.ReleasePermission() // no event: the controller still counts it
+	assert.Equal(t, 1, b.Stats().InFlight)
+	windows := b.Stats().Windows
+	window := func() { // one call, one window
+		require.True(t, sem.TryAcquirePermission())
+		clock.Advance(400 * ms)
+		sem.FinishCall()
+		windows++
+		require.Equal(t, windows, b.Stats().Windows)
+	}
+	window()
+	assert.Equal(t, 1, b.Stats().InFlight, "one window: could be a finish on its way")
+	window()
+	assert.Equal(t, 0, b.Stats().InFlight, "two windows: dropped")
+}
+
+func TestWatchRegistryWatchesSemaphoresCreatedLater(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 10, MaxWaitDuration: time.Second, MaxQueuedCalls: 10},
+		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	require.NoError(t, err)
+	testkit.CheckRegistry(t, reg)
+	ar, err := adaptive.WatchRegistry(reg, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.AIMD{} }}, adaptive.WithClock(clock))
+	require.NoError(t, err)
+	defer ar.Stop()
+
+	sem, err := reg.Get("walmart") // created after WatchRegistry, used directly
+	require.NoError(t, err)
+	for range 10 {
+		require.True(t, sem.TryAcquirePermission())
+	}
+	clock.Advance(150 * ms)
+	for range 10 {
+		sem.FinishCall()
+	}
+	b, ok := ar.Find("walmart")
+	require.True(t, ok)
+	assert.Equal(t, 11, sem.Config().MaxConcurrentCalls, "AIMD grew the limit from the events")
+	got, err := ar.Get("walmart")
+	require.NoError(t, err)
+	assert.Same(t, b, got)
+}
+
+// A controller created while calls are queued applies its initial limit
+// after it is registered: the grants that ChangeConfig publishes come back
+// to the registry's listener without a deadlock.
+func TestWatchRegistryAppliesInitialLimitWithCallsQueued(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: 10},
+		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	require.NoError(t, err)
+	testkit.CheckRegistry(t, reg)
+	sem, _ := reg.Get("walmart")
+	require.True(t, sem.TryAcquirePermission())
+	queued := sem.AcquirePermissionAsync()
+	ar, err := adaptive.WatchRegistry(reg, adaptive.Config{Initial: 2}, adaptive.WithClock(clock))
+	require.NoError(t, err)
+	defer ar.Stop()
+	b, err := ar.Get("walmart") // applies 2: grants the queued call
+	require.NoError(t, err)
+	assert.NoError(t, queued.Err())
+	assert.Equal(t, 2, b.Stats().InFlight)
+	sem.FinishCall()
+	sem.FinishCall()
+	assert.Equal(t, 0, b.Stats().InFlight)
+}
