@@ -352,7 +352,11 @@ func popNewest(b *Bulkhead, _ time.Duration) { b.plain.popNewest() }
 func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload bool) (changed bool) {
 	now := b.now()
 	b.mu.Lock()
-	b.inFlight--
+	if b.inFlight > 0 || !b.watched {
+		// A watching controller may have dropped, as a release it could
+		// not see, a finish whose event was late (see reconcileLocked).
+		b.inFlight--
+	}
 	if record != nil {
 		record(b, now)
 	}

@@ -14,7 +14,10 @@
 // every partner adapts on its own. A Bulkhead implements bulkhead.Bulkhead,
 // so the operators take it unchanged; its Acquire and TryAcquire return a
 // Call that measures its RTT exactly, while the plain interface's calls are
-// timed with Little's law (see Bulkhead). Nothing runs in the background:
+// matched with the oldest grant in flight (see Bulkhead). Watch and
+// WatchRegistry learn from the semaphores' events instead, for integrations
+// that hold the *Semaphore or the *Registry themselves (bulkheadhttp,
+// contrib/grpc). Nothing runs in the background:
 // windows close on the goroutine of a finishing call, and time comes from the
 // injected bulkhead.Clock (WithClock), so tests run on a testkit.VirtualClock.
 package adaptive

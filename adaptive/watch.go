@@ -11,10 +11,12 @@ import "github.com/rxbulkhead/bulkhead"
 //
 // The Bulkhead's own methods work too (they only delegate, the events do
 // the counting), with two differences from New: Call.Finish has no exact
-// RTT (it is matched like FinishCall), and a ReleasePermission made on the
-// semaphore directly publishes no event, so the controller sees it only at
-// the end of a window, by comparing its count with Semaphore.Metrics; an
-// excess seen at two window ends in a row is dropped (the newest grants).
+// RTT (it is matched like FinishCall), and a permit given back on the
+// semaphore with ReleasePermission publishes no event (nor does the release
+// Semaphore.AcquirePermission makes when its context ends as the permit is
+// granted), so the controller counts it in flight until the end of a
+// window, where it compares its count with Semaphore.Metrics; an excess
+// seen at two window ends in a row is dropped (the newest grants).
 // Turning events on costs every call of sem a clock read per event (see
 // Semaphore.OnEvent). Stop unsubscribes.
 func Watch(sem *bulkhead.Semaphore, cfg Config, opts ...Option) (*Bulkhead, error) {
