@@ -82,3 +82,36 @@ func (r *Registry) All() []*Bulkhead {
 
 // Semaphores returns the underlying registry.
 func (r *Registry) Semaphores() *bulkhead.Registry { return r.reg }
+
+// Configure gives the partner called name its own adaptive configuration:
+// it creates the semaphore if needed (reg.Get) and a new controller with
+// cfg, which replaces the partner's previous controller (the new one starts
+// from the semaphore's current limit, unless cfg.Initial says otherwise).
+// Later Gets, and the events of a WatchRegistry, go to the new controller;
+// whoever still holds the old one should let go of it, since both would
+// set the semaphore's limit. It fails with a *ConfigError if cfg is
+// invalid, changing nothing. Meant for configuring partners at start-up,
+// from a configuration file for instance.
+func (r *Registry) Configure(name string, cfg Config) (*Bulkhead, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sem, err := r.reg.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	var b *Bulkhead
+	if r.watched {
+		b, err = newWatched(sem, cfg, r.opts)
+	} else {
+		b, err = newBulkhead(sem, cfg, r.opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.items[name] = b
+	r.mu.Unlock()
+	b.apply()
+	return b, nil
+}

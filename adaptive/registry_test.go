@@ -74,3 +74,21 @@ func TestRegistryRefusesABadConfig(t *testing.T) {
 	assert.Error(t, err)
 	assert.Panics(t, func() { _, _ = adaptive.NewRegistry(nil, adaptive.Config{}) })
 }
+
+func TestRegistryConfigureGivesAPartnerItsOwnConfig(t *testing.T) {
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	require.NoError(t, err)
+	ar, err := adaptive.NewRegistry(reg, adaptive.Config{})
+	require.NoError(t, err)
+	walmart, err := ar.Configure("walmart", adaptive.Config{Min: 5, Max: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 10, walmart.Stats().Limit, "clamped to its own Max")
+	got, _ := ar.Get("walmart")
+	assert.Same(t, walmart, got)
+	target, _ := ar.Get("target")
+	assert.Equal(t, 20, target.Stats().Limit, "the registry's config")
+	_, err = ar.Configure("walmart", adaptive.Config{Min: 3, Max: 2})
+	assert.ErrorIs(t, err, adaptive.ErrInvalidConfig)
+	got, _ = ar.Get("walmart")
+	assert.Same(t, walmart, got, "a bad config changes nothing")
+}
