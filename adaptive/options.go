@@ -10,7 +10,8 @@ import (
 type Option interface{ apply(*options) }
 
 type options struct {
-	clock bulkhead.Clock
+	clock          bulkhead.Clock
+	onlyConfigured bool
 }
 
 type optionFunc func(*options)
@@ -22,6 +23,14 @@ func (f optionFunc) apply(o *options) { f(o) }
 // default is the real clock. A nil c makes New fail.
 func WithClock(c bulkhead.Clock) Option {
 	return optionFunc(func(o *options) { o.clock = c })
+}
+
+// OnlyConfigured makes a Registry (NewRegistry, WatchRegistry) adaptive
+// only for the partners given a config with Registry.Configure: Get of any
+// other partner fails with ErrNotAdaptive, and WatchRegistry leaves its
+// semaphore's limit alone. New and Watch ignore it.
+func OnlyConfigured() Option {
+	return optionFunc(func(o *options) { o.onlyConfigured = true })
 }
 
 // realClock is the time package; the controller only calls Now.

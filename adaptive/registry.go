@@ -25,9 +25,14 @@ type Registry struct {
 	mu    sync.Mutex
 	items map[string]*Bulkhead
 
-	watched bool   // set by WatchRegistry before any event
-	stop    func() // unsubscribes the registry listener (WatchRegistry)
+	watched        bool   // set by WatchRegistry before any event
+	stop           func() // unsubscribes the registry listener (WatchRegistry)
+	onlyConfigured bool   // OnlyConfigured: controllers only through Configure
 }
+
+// ErrNotAdaptive is returned by Registry.Get, under OnlyConfigured, for a
+// partner that was given no adaptive config.
+var ErrNotAdaptive = errors.New("adaptive: partner has no adaptive config")
 
 // NewRegistry returns a Registry over reg whose bulkheads use cfg and opts
 // (give it the clock of reg's semaphores with WithClock). It fails with a
@@ -46,12 +51,13 @@ func NewRegistry(reg *bulkhead.Registry, cfg Config, opts ...Option) (*Registry,
 	if o.clock == nil {
 		return nil, errors.New("adaptive: NewRegistry: WithClock: clock must not be nil")
 	}
-	return &Registry{reg: reg, cfg: cfg, opts: opts, items: map[string]*Bulkhead{}}, nil
+	return &Registry{reg: reg, cfg: cfg, opts: opts, items: map[string]*Bulkhead{}, onlyConfigured: o.onlyConfigured}, nil
 }
 
 // Get returns the adaptive Bulkhead of the partner called name, creating the
 // semaphore (reg.Get) and its controller on first use. It fails as
-// bulkhead.Registry.Get does.
+// bulkhead.Registry.Get does, and with ErrNotAdaptive under OnlyConfigured
+// for a partner not given a config with Configure.
 func (r *Registry) Get(name string) (*Bulkhead, error) {
 	sem, err := r.reg.Get(name)
 	if err != nil {

@@ -92,3 +92,33 @@ func TestRegistryConfigureGivesAPartnerItsOwnConfig(t *testing.T) {
 	got, _ = ar.Get("walmart")
 	assert.Same(t, walmart, got, "a bad config changes nothing")
 }
+
+func TestOnlyConfiguredLeavesOtherPartnersStatic(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	require.NoError(t, err)
+	testkit.CheckRegistry(t, reg)
+	ar, err := adaptive.WatchRegistry(reg, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.AIMD{} }},
+		adaptive.WithClock(clock), adaptive.OnlyConfigured())
+	require.NoError(t, err)
+	defer ar.Stop()
+	_, err = ar.Configure("walmart", adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.AIMD{} }})
+	require.NoError(t, err)
+	_, err = ar.Get("target")
+	assert.ErrorIs(t, err, adaptive.ErrNotAdaptive)
+	for _, name := range []string{"walmart", "target"} {
+		sem, _ := reg.Get(name)
+		for range 10 {
+			require.True(t, sem.TryAcquirePermission())
+		}
+		clock.Advance(150 * ms)
+		for range 10 {
+			sem.FinishCall()
+		}
+	}
+	w, _ := reg.Find("walmart")
+	tg, _ := reg.Find("target")
+	assert.Equal(t, 11, w.Config().MaxConcurrentCalls)
+	assert.Equal(t, 10, tg.Config().MaxConcurrentCalls)
+	assert.Len(t, ar.All(), 1)
+}

@@ -1,6 +1,10 @@
 package adaptive
 
-import "github.com/rxbulkhead/bulkhead"
+import (
+	"fmt"
+
+	"github.com/rxbulkhead/bulkhead"
+)
 
 // Watch wraps sem like New, but learns from the semaphore's events
 // (Semaphore.OnEvent) instead of from its own methods, so that it also
@@ -120,7 +124,7 @@ func (r *Registry) onEvent(e bulkhead.Event) {
 	}
 	b, created, err := r.getFor(sem)
 	if err != nil {
-		return // cannot happen: the config was validated by WatchRegistry
+		return // not adaptive (OnlyConfigured); the config was validated by WatchRegistry
 	}
 	if created && e.Type != bulkhead.CallRejected {
 		return
@@ -136,6 +140,10 @@ func (r *Registry) getFor(sem *bulkhead.Semaphore) (b *Bulkhead, created bool, e
 	if b, ok := r.items[sem.Name()]; ok && b.sem == sem {
 		r.mu.Unlock()
 		return b, false, nil
+	}
+	if r.onlyConfigured {
+		r.mu.Unlock()
+		return nil, false, fmt.Errorf("%w: %q", ErrNotAdaptive, sem.Name())
 	}
 	if r.watched {
 		b, err = newWatched(sem, r.cfg, r.opts)

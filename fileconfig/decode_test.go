@@ -37,7 +37,7 @@ func TestBadValuesNameTheEntryTheKeyAndTheValue(t *testing.T) {
 		{"base config type", `{"instances": {"walmart": {"baseConfig": 3}}}`,
 			`bulkhead "walmart": baseConfig 3: want the name of a config, got a number`},
 		{"unknown key", `{"instances": {"walmart": {"maxConcurentCalls": 3}}}`,
-			`bulkhead "walmart": maxConcurentCalls: unknown key (known: baseConfig, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder, store)`},
+			`bulkhead "walmart": maxConcurentCalls: unknown key (known: adaptive, baseConfig, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder, store)`},
 		{"resilience4j key", `{"configs": {"default": {"writableStackTraceEnabled": true}}}`,
 			`bulkhead config "default": writableStackTraceEnabled: resilience4j setting with no equivalent here: errors carry no stack trace; remove it`},
 		{"key twice", `{"instances": {"walmart": {"maxQueuedCalls": 1, "max-queued-calls": 2}}}`,

@@ -57,6 +57,7 @@ var specFields = []specField{
 		decodeQueueOrder, func(e *Entry, o bulkhead.QueueOrder) { e.Config.QueueOrder = o }),
 	withCheck(setting("store", "", func(s *Spec) **Store { return &s.Store },
 		decodeStore, func(e *Entry, st Store) { e.Store = st }), checkStore),
+	adaptiveField, // adaptive.go
 }
 
 // withCheck adds a check to a row.

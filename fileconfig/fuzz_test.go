@@ -137,6 +137,7 @@ func FuzzRegistryConfigJSON(f *testing.F) {
 	f.Add(`{"instances": {"x": {"max-wait-duration": "1h", "queueOrder": "lifo", "maxQueuedCalls": "3"}}}`)
 	f.Add(`{"configs": {"default": {"baseConfig": "x"}, "x": {"maxConcurrentCalls": -1}}}`)
 	f.Add(`{"instances": {"b": {"maxWaitDuration": "5 parsecs"}, "a": {"maxQueuedCalls": -1}, "c": {"maxQueuedCalls": "unbounded"}}}`)
+	f.Add(`{"configs": {"e": {"adaptive": {"algorithm": "vegas", "min": 10}}}, "instances": {"w": {"baseConfig": "e", "adaptive": {"max": 5}}, "k": {"adaptive": {}}}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		var file fileconfig.File
 		if err := json.Unmarshal([]byte(doc), &file); err != nil {

@@ -56,6 +56,8 @@ type Spec struct {
 	QueueOrder *bulkhead.QueueOrder `json:"queueOrder,omitempty" yaml:"queueOrder,omitempty"`
 	// Store overrides where the permits live (see Store); nil inherits.
 	Store *Store `json:"store,omitempty" yaml:"store,omitempty"`
+	// Adaptive makes the bulkhead's limit adaptive (see AdaptiveSpec).
+	Adaptive *AdaptiveSpec `json:"adaptive,omitempty" yaml:"adaptive,omitempty"`
 }
 
 // Entry is a resolved config or instance: what its bulkhead is built from,
@@ -67,6 +69,8 @@ type Entry struct {
 	Config bulkhead.Config
 	// Store is where the permits live: the zero Store is local.
 	Store Store
+	// Adaptive is the resolved adaptive section; nil: a static limit.
+	Adaptive *AdaptiveEntry
 }
 
 // Resolved is a File with inheritance applied and every entry checked.
