@@ -51,11 +51,11 @@ func TestAdaptiveSectionResolvesWithInheritance(t *testing.T) {
 
 func TestAdaptiveSectionErrorsNameTheSubkey(t *testing.T) {
 	for text, want := range map[string]string{
-		`{"instances": {"walmart": {"adaptive": {"algorithm": "pid"}}}}`:          `bulkhead "walmart": adaptive.algorithm "pid": unknown algorithm (known: aimd, vegas, gradient2, capacity)`,
-		`{"instances": {"walmart": {"adaptive": {"min": -1}}}}`:                   `bulkhead "walmart": adaptive.min -1: want an integer >= 0, got a number`,
-		`{"instances": {"walmart": {"adaptive": {"min": 10, "max": 5}}}}`:         `bulkhead "walmart": adaptive.max 5: must be >= Min (10)`,
-		`{"instances": {"walmart": {"adaptive": {"step": 1}}}}`:                   `bulkhead "walmart": adaptive.step: unknown key (known: algorithm, initial, max, min)`,
-		`{"instances": {"walmart": {"adaptive": "gradient2"}}}`:                   `bulkhead "walmart": adaptive "gradient2": want a mapping of settings, got a string`,
+		`{"instances": {"walmart": {"adaptive": {"algorithm": "pid"}}}}`:        `bulkhead "walmart": adaptive.algorithm "pid": unknown algorithm (known: aimd, vegas, gradient2, capacity)`,
+		`{"instances": {"walmart": {"adaptive": {"min": -1}}}}`:                 `bulkhead "walmart": adaptive.min -1: want an integer >= 0, got a number`,
+		`{"instances": {"walmart": {"adaptive": {"min": 10, "max": 5}}}}`:       `bulkhead "walmart": adaptive.max 5: must be >= Min (10)`,
+		`{"instances": {"walmart": {"adaptive": {"step": 1}}}}`:                 `bulkhead "walmart": adaptive.step: unknown key (known: algorithm, initial, max, min)`,
+		`{"instances": {"walmart": {"adaptive": "gradient2"}}}`:                 `bulkhead "walmart": adaptive "gradient2": want a mapping of settings, got a string`,
 		`{"configs": {"default": {"adaptive": {"max": 0.5}}}, "instances": {}}`: `bulkhead config "default": adaptive.max 0.5: want an integer >= 0, got a number`,
 	} {
 		_, err := decodeAdaptiveJSON(t, text)
