@@ -1,7 +1,6 @@
 package adaptive
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -35,9 +34,11 @@ import (
 //
 // Invariants:
 //   - mu guards the controller state (algorithm, limit, window, counters);
-//     it is never held while calling the Semaphore, so callbacks that the
-//     Semaphore runs (grants delivered by FinishCall or ChangeConfig) may
-//     re-enter the Bulkhead.
+//     it is never held while calling a Semaphore method that can run
+//     callbacks or publish events, so callbacks that the Semaphore runs
+//     (grants delivered by FinishCall or ChangeConfig) and event listeners
+//     may re-enter the Bulkhead. (A watching controller reads
+//     Semaphore.Metrics under mu; see reconcileLocked.)
 //   - inFlight counts the permits granted through this Bulkhead and not yet
 //     given back; it is decremented before the permit goes back to the
 //     Semaphore and incremented before the caller can see the grant (at
@@ -167,73 +168,6 @@ func (b *Bulkhead) Stats() Stats {
 		Limit: int(b.desired.Load()), Estimate: b.estimate, RTT: b.lastRTT, InFlight: b.inFlight,
 		Windows: b.windows, Rejected: b.rejected, Overloads: b.overloads,
 	}
-}
-
-// Call is one call granted through Acquire or TryAcquire. Give it back
-// exactly once, with Finish if it ran or Release if it did not; the zero
-// Call is not usable.
-type Call struct {
-	b     *Bulkhead
-	start time.Duration
-}
-
-// TryAcquire takes a permit if one is free and nobody waits (see
-// Semaphore.TryAcquirePermission). A refusal counts as a rejection.
-func (b *Bulkhead) TryAcquire() (Call, bool) {
-	if b.watched {
-		return Call{b: b}, b.sem.TryAcquirePermission()
-	}
-	if !b.sem.TryAcquirePermission() {
-		b.countRejected()
-		return Call{}, false
-	}
-	return Call{b: b, start: b.granted(false)}, true
-}
-
-// Acquire blocks until a permit is granted, the call is rejected (a
-// *bulkhead.FullError, counted as a rejection) or ctx ends (ctx.Err()), as
-// Semaphore.AcquirePermission does.
-func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
-	if b.watched {
-		return Call{b: b}, b.sem.AcquirePermission(ctx)
-	}
-	if err := b.sem.AcquirePermission(ctx); err != nil {
-		if errors.Is(err, bulkhead.ErrBulkheadFull) {
-			b.countRejected()
-		}
-		return Call{}, err
-	}
-	return Call{b: b, start: b.granted(false)}, nil
-}
-
-// Finish gives the permit back after the call ran and records its RTT.
-// err is the call's outcome: an error that Config.IsOverload accepts marks
-// the window as dropped; any other error, or nil, is a normal sample.
-func (c Call) Finish(err error) {
-	overload := err != nil && c.b.cfg.isOverload(err)
-	if c.b.watched {
-		if overload {
-			c.b.MarkOverload()
-		}
-		c.b.sem.FinishCall()
-		return
-	}
-	if c.b.returned(func(b *Bulkhead, now time.Duration) { b.w.add(now - c.start) }, overload) {
-		defer c.b.apply()
-	}
-	c.b.sem.FinishCall()
-}
-
-// Release gives the permit back when the call did not run: no sample.
-func (c Call) Release() {
-	if c.b.watched {
-		c.b.ReleasePermission()
-		return
-	}
-	if c.b.returned(nil, false) {
-		defer c.b.apply()
-	}
-	c.b.sem.ReleasePermission()
 }
 
 // AcquirePermissionAsync implements bulkhead.Bulkhead: it asks the

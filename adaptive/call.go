@@ -1,0 +1,76 @@
+package adaptive
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// Call is one call granted through Acquire or TryAcquire. Give it back
+// exactly once, with Finish if it ran or Release if it did not; the zero
+// Call is not usable.
+type Call struct {
+	b     *Bulkhead
+	start time.Duration
+}
+
+// TryAcquire takes a permit if one is free and nobody waits (see
+// Semaphore.TryAcquirePermission). A refusal counts as a rejection.
+func (b *Bulkhead) TryAcquire() (Call, bool) {
+	if b.watched {
+		return Call{b: b}, b.sem.TryAcquirePermission()
+	}
+	if !b.sem.TryAcquirePermission() {
+		b.countRejected()
+		return Call{}, false
+	}
+	return Call{b: b, start: b.granted(false)}, true
+}
+
+// Acquire blocks until a permit is granted, the call is rejected (a
+// *bulkhead.FullError, counted as a rejection) or ctx ends (ctx.Err()), as
+// Semaphore.AcquirePermission does.
+func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
+	if b.watched {
+		return Call{b: b}, b.sem.AcquirePermission(ctx)
+	}
+	if err := b.sem.AcquirePermission(ctx); err != nil {
+		if errors.Is(err, bulkhead.ErrBulkheadFull) {
+			b.countRejected()
+		}
+		return Call{}, err
+	}
+	return Call{b: b, start: b.granted(false)}, nil
+}
+
+// Finish gives the permit back after the call ran and records its RTT.
+// err is the call's outcome: an error that Config.IsOverload accepts marks
+// the window as dropped; any other error, or nil, is a normal sample.
+func (c Call) Finish(err error) {
+	overload := err != nil && c.b.cfg.isOverload(err)
+	if c.b.watched {
+		if overload {
+			c.b.MarkOverload()
+		}
+		c.b.sem.FinishCall()
+		return
+	}
+	if c.b.returned(func(b *Bulkhead, now time.Duration) { b.w.add(now - c.start) }, overload) {
+		defer c.b.apply()
+	}
+	c.b.sem.FinishCall()
+}
+
+// Release gives the permit back when the call did not run: no sample.
+func (c Call) Release() {
+	if c.b.watched {
+		c.b.ReleasePermission()
+		return
+	}
+	if c.b.returned(nil, false) {
+		defer c.b.apply()
+	}
+	c.b.sem.ReleasePermission()
+}
