@@ -63,7 +63,7 @@ the run is deterministic.
 - *limit within ±15 %% of C*: share of the steady state (overload, from 5 s after a change of C)
   during which the instantaneous limit is within the band.
 - *goodput*: calls answered within the deadline per second, relative to the best static limit
-  found by sweeping 10 to 200 in steps of 5 with hindsight.
+  found by sweeping 5 to 200 in steps of 5 with hindsight.
 - *p99 / base latency*: 99th percentile latency of the calls sent in steady state, a timed-out
   call counting as the deadline.
 - *rejected at load < C*: calls rejected during the lulls, when no rejection was needed.

@@ -1,7 +1,6 @@
 package adaptivesim
 
 import (
-	"container/heap"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -99,22 +98,52 @@ type event struct {
 	seq  int
 }
 
+// events is a min-heap of events by (at, seq), typed so that pushing
+// allocates nothing once grown.
 type events []event
 
-func (q events) Len() int { return len(q) }
-func (q events) Less(i, j int) bool {
+func (q events) less(i, j int) bool {
 	if q[i].at != q[j].at {
 		return q[i].at < q[j].at
 	}
 	return q[i].seq < q[j].seq
 }
-func (q events) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *events) Push(x any)   { *q = append(*q, x.(event)) }
-func (q *events) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
+
+func (q *events) push(e event) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *events) pop() event {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, min := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, min) {
+			min = l
+		}
+		if r < len(h) && h.less(r, min) {
+			min = r
+		}
+		if min == i {
+			break
+		}
+		h[i], h[min] = h[min], h[i]
+		i = min
+	}
+	*q = h
+	return top
 }
 
 // partnerCall is the run's state of one admitted call.
@@ -133,7 +162,7 @@ func Simulate(sc Scenario, name string, lim Limiter) Run {
 	seq := 0
 	push := func(at time.Duration, k eventKind, call int) {
 		seq++
-		heap.Push(&q, event{at: at, kind: k, call: call, seq: seq})
+		q.push(event{at: at, kind: k, call: call, seq: seq})
 	}
 	var calls []partnerCall
 	var waiting []int // FIFO inside the partner
@@ -161,8 +190,8 @@ func Simulate(sc Scenario, name string, lim Limiter) Run {
 	for _, s := range sc.Segments { // capacity changes: let waiting calls in
 		push(s.Until, evTrace, -2)
 	}
-	for q.Len() > 0 {
-		e := heap.Pop(&q).(event)
+	for len(q) > 0 {
+		e := q.pop()
 		if e.at >= end {
 			break
 		}

@@ -20,7 +20,7 @@ func runAll(t *testing.T, sc Scenario) ([]Run, []Result, Result) {
 	// Best static limit with hindsight: the best goodput over a sweep.
 	var best Result
 	bestN := 0
-	for n := 10; n <= 200; n += 5 {
+	for n := sweepStep; n <= 200; n += sweepStep {
 		r := Measure(sc, Simulate(sc, "static", NewStatic(n)))
 		if r.Goodput > best.Goodput {
 			best, bestN = r, n

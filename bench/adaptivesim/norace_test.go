@@ -1,0 +1,6 @@
+//go:build !race
+
+package adaptivesim
+
+// sweepStep is the step of the sweep for the best static limit.
+const sweepStep = 5
