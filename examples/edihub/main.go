@@ -36,6 +36,7 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", o.seed, "seed of the partner catalog and the traffic")
 	chart := fs.String("chart", filepath.Join(os.TempDir(), "edihub.png"), "PNG chart to write (empty: none)")
 	pool := fs.Bool("pool", true, "also run the goroutine-pool bulkhead for comparison")
+	adaptiveRun := fs.Bool("adaptive", false, "also run bulkheadhttp with walmart's limit adaptive (package adaptive)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -52,6 +53,9 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 	modes := []mode{transportMode}
 	if *pool {
 		modes = append(modes, poolMode)
+	}
+	if *adaptiveRun {
+		modes = append(modes, adaptiveMode)
 	}
 	ps := catalog(o.partners, o.seed, o.healthyRate)
 	servers, err := startPartners(nw, ps, o.seed)
@@ -72,6 +76,7 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 	}
 	fmt.Fprintln(out)
 	printReport(out, ps, runs)
+	printLimitTrace(out)
 	if *chart != "" {
 		f, err := os.Create(*chart)
 		if err != nil {
