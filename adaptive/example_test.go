@@ -169,3 +169,50 @@ func ExampleGradient2() {
 	// Output:
 	// 20.8
 }
+
+// Watch adapts a semaphore that other code calls directly (an integration
+// such as the net/http transport), from the semaphore's events.
+func ExampleWatch() {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	sem, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
+	b, _ := adaptive.Watch(sem, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.AIMD{} }}, adaptive.WithClock(clock))
+	defer b.Stop()
+
+	for range 10 { // the integration uses every permit
+		sem.TryAcquirePermission()
+	}
+	clock.Advance(200 * time.Millisecond)
+	for range 10 {
+		sem.FinishCall()
+	}
+	fmt.Println("limit:", sem.Config().MaxConcurrentCalls)
+	// Output:
+	// limit: 11
+}
+
+// WatchRegistry with OnlyConfigured and Configure: only walmart adapts, the
+// other partners of the registry keep their static limit.
+func ExampleWatchRegistry() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	partners, _ := adaptive.WatchRegistry(reg, adaptive.Config{}, adaptive.OnlyConfigured())
+	defer partners.Stop()
+	_, _ = partners.Configure("walmart", adaptive.Config{Min: 2, Max: 100})
+
+	_, err := partners.Get("target")
+	fmt.Println(err)
+	for _, b := range partners.All() {
+		fmt.Println(b.Name(), "adapts")
+	}
+	// Output:
+	// adaptive: partner has no adaptive config: "target"
+	// walmart adapts
+}
+
+func ExampleRegistry_Configure() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	partners, _ := adaptive.NewRegistry(reg, adaptive.Config{})
+	walmart, _ := partners.Configure("walmart", adaptive.Config{Max: 10}) // its own bounds
+	fmt.Println(walmart.Stats().Limit, walmart.Semaphore().Config().MaxConcurrentCalls)
+	// Output:
+	// 10 10
+}
