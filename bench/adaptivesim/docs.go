@@ -59,7 +59,7 @@ the run is deterministic.
 
 - *converge*: time after each change of C until the limit, averaged over one second (the
   algorithms probe, so the instantaneous limit oscillates by design), stays within ±15 %% of C
-  for the rest of that capacity's overload; "never" if it does not.
+  until the next change of load or capacity (10 s, 15 s and 15 s); "never" if it does not.
 - *limit within ±15 %% of C*: share of the steady state (overload, from 5 s after a change of C)
   during which the instantaneous limit is within the band.
 - *goodput*: calls answered within the deadline per second, relative to the best static limit
@@ -90,6 +90,12 @@ log10(limit) per window, so it needs minutes to follow a tenfold drop; AIMD only
 so it lets the queue grow until calls time out. failsafe-go's limiter also moves by log10 steps
 per window of at least a second. Capacity estimates C directly (in-flight × no-load RTT / RTT)
 and probes above it by 10 %.
+
+The same test file checks that this is not one lucky seed: TestSimulationAcrossSeeds reruns
+Capacity (typed calls and plain interface) on seeds 1 to 8 and requires, on every seed, goodput
+at least 0.9× the best static limit, p99 within 2× and both at least as good as failsafe-go; at
+the time of this run 46 of the 48 convergences took under 5 s (two, at C = 10 where ±15 % is
+±1.5 permits, took 10 s).
 `)
 	return b.String()
 }

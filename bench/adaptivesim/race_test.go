@@ -6,3 +6,6 @@ package adaptivesim
 // about ten times slower: make test runs every module with -race. The
 // published figures (-update, without -race) sweep in steps of 5.
 const sweepStep = 25
+
+// seedCount is how many seeds TestSimulationAcrossSeeds runs.
+const seedCount = 3

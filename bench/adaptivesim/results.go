@@ -11,8 +11,9 @@ import (
 type Result struct {
 	Name string
 	// Converge is, per change of capacity (at the start and at each
-	// change), the time until the limit stays within ±15 % of the capacity
-	// for the rest of that capacity's overload segments; -1: never.
+	// change), the time until the limit (averaged over a second) stays
+	// within ±15 % of the capacity until the load or the capacity changes
+	// again; -1: never.
 	Converge []time.Duration
 	Goodput  float64 // calls answered within the deadline, per second
 	// P99 is the 99th percentile latency of calls sent in steady state
@@ -82,13 +83,8 @@ func Measure(sc Scenario, run Run) Result {
 	}
 	r.InBand = sc.InBand(run.Limits)
 	ch := sc.changes()
-	for k, i := range ch {
-		from := sc.segStart(i)
-		to := sc.End()
-		if k+1 < len(ch) {
-			to = sc.segStart(ch[k+1])
-		}
-		r.Converge = append(r.Converge, sc.converge(run.Limits, from, to, sc.Segments[i].Capacity))
+	for _, i := range ch {
+		r.Converge = append(r.Converge, sc.converge(run.Limits, sc.segStart(i), sc.Segments[i].Until, sc.Segments[i].Capacity))
 	}
 	return r
 }
@@ -106,8 +102,8 @@ func (sc Scenario) lastChange(t time.Duration) time.Duration {
 
 // converge returns how long after from the limit, averaged over the
 // preceding second (probing algorithms oscillate by design), stays within
-// ±15 % of capacity during the overload segments up to to; -1 if it is out
-// of the band at the last overloaded trace point.
+// ±15 % of capacity up to to; -1 if it is out of the band at the last trace
+// point before to.
 func (sc Scenario) converge(limits []int, from, to time.Duration, capacity int) time.Duration {
 	lo, hi := 0.85*float64(capacity), 1.15*float64(capacity)
 	avg := movingAverage(limits, int(time.Second/sc.Trace))

@@ -114,3 +114,36 @@ func TestSimulationIsDeterministic(t *testing.T) {
 		t.Fatal("two runs differ")
 	}
 }
+
+// TestSimulationAcrossSeeds reruns the goals on other arrivals and service
+// times (seeds 1 to seedCount) for Capacity through the typed calls and
+// through the plain interface: on every seed, goodput at least 0.9x the
+// static limit that is best on seed 1, p99 within 2x, and at least as good
+// as failsafe-go on both; and at most two of the seeds' convergences (three
+// per seed) over 5 s, the band at C = 10 being ±1.5 permits.
+func TestSimulationAcrossSeeds(t *testing.T) {
+	slow := 0
+	for seed := uint64(1); seed <= seedCount; seed++ {
+		sc := DefaultScenario()
+		sc.Seed = seed
+		best := Measure(sc, Simulate(sc, "static", NewStatic(105)))
+		var fs Result
+		synctest.Test(t, func(t *testing.T) { fs = Measure(sc, Simulate(sc, "failsafe-go", NewFailsafe())) })
+		for _, c := range AdaptiveContenders()[3:5] {
+			r := Measure(sc, Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.API)))
+			t.Logf("seed %d, %s: converge %v, goodput %.2fx, p99 %.2fx (failsafe-go %.2fx, %.2fx)",
+				seed, c.Name, r.Converge, r.Goodput/best.Goodput, r.P99, fs.Goodput/best.Goodput, fs.P99)
+			if r.Goodput < 0.9*best.Goodput || r.P99 > 2 || r.Goodput < fs.Goodput || r.P99 > fs.P99 {
+				t.Errorf("seed %d, %s: goodput %.2fx, p99 %.2fx miss the goals", seed, c.Name, r.Goodput/best.Goodput, r.P99)
+			}
+			for _, d := range r.Converge {
+				if d < 0 || d > 5*time.Second {
+					slow++
+				}
+			}
+		}
+	}
+	if slow > 2 {
+		t.Errorf("%d convergences took over 5 s, want at most 2", slow)
+	}
+}
