@@ -73,6 +73,9 @@ var adaptiveField = specField{
 		e.Adaptive = &next
 	},
 	check: func(e Entry) []problem {
+		if strings.EqualFold(e.Store.Type, StoreRedis) {
+			return problemf(nil, "needs a local store: a redis store's limit is shared by every replica, which one controller per process cannot adapt")
+		}
 		err := e.Adaptive.Config.Validate()
 		var ce *adaptive.ConfigError
 		if !errors.As(err, &ce) {

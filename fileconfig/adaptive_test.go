@@ -57,6 +57,7 @@ func TestAdaptiveSectionErrorsNameTheSubkey(t *testing.T) {
 		`{"instances": {"walmart": {"adaptive": {"step": 1}}}}`:                 `bulkhead "walmart": adaptive.step: unknown key (known: algorithm, initial, max, min)`,
 		`{"instances": {"walmart": {"adaptive": "gradient2"}}}`:                 `bulkhead "walmart": adaptive "gradient2": want a mapping of settings, got a string`,
 		`{"configs": {"default": {"adaptive": {"max": 0.5}}}, "instances": {}}`: `bulkhead config "default": adaptive.max 0.5: want an integer >= 0, got a number`,
+		`{"instances": {"walmart": {"store": "redis", "adaptive": {}}}}`:        `bulkhead "walmart": adaptive: needs a local store: a redis store's limit is shared by every replica, which one controller per process cannot adapt`,
 	} {
 		_, err := decodeAdaptiveJSON(t, text)
 		if err == nil || err.Error() != want {
