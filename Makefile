@@ -97,7 +97,7 @@ stress:
 
 ## fuzz: each fuzz target for FUZZ_TIME
 fuzz:
-	@set -e; for f in .:FuzzSemaphore ./fileconfig:FuzzConfig ./fileconfig:FuzzRegistryConfigJSON; do \
+	@set -e; for f in .:FuzzSemaphore ./fileconfig:FuzzConfig ./fileconfig:FuzzRegistryConfigJSON ./adaptive:FuzzAlgorithms; do \
 		pkg=$${f%%:*}; f=$${f#*:}; echo "== $$f"; \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) $$pkg ; \
 	done
