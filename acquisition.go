@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Outcome states of an Acquisition. The low byte is the outcome; firedBit is
-// set once the outcome has been delivered (Done closed, callbacks run).
+// Outcome states of an Acquisition. The low byte is the outcome; knownBit is
+// set once the outcome is visible (Err answers it, Done is closed), which the
+// deciding goroutine does right after its CAS, before any callback runs.
 const (
 	statePending uint32 = iota
 	stateGranted
@@ -15,12 +16,17 @@ const (
 	stateCancelled
 
 	outcomeMask uint32 = 0xff
-	firedBit    uint32 = 1 << 8
+	knownBit    uint32 = 1 << 8
+	// firedBit is the same bit under the name the pool's Future uses
+	// (pool_future.go).
+	firedBit = knownBit
 )
 
-// owner is what a pending Acquisition is waiting on: a Semaphore's queue, or
-// the goroutine of a FromBlocking bridge. withdraw is called by the goroutine
-// whose Cancel won the decision, before the callbacks run.
+// owner is what a pending Acquisition is waiting on: a Semaphore's queue, the
+// goroutine of a FromBlocking bridge, or a custom Bulkhead's withdraw func.
+// withdraw is called by the goroutine whose Cancel won the decision, before
+// the callbacks run; it makes the cancellation visible (a.settle) at the
+// point where the owner has forgotten the waiter.
 type owner interface {
 	withdraw(a *Acquisition)
 }
@@ -29,27 +35,39 @@ type owner interface {
 // granted (Err() == nil), rejected (a *FullError, or the error of a custom
 // Bulkhead) and withdrawn (ErrCancelled).
 //
-// The outcome is decided exactly once, by a compare-and-swap on the state
-// word: a grant, an expiry and a Cancel race through that single CAS, and
-// only the winner acts. When Cancel loses to a grant it returns false and the
-// caller owns the permit (it must give it back).
+// Invariants:
+//   - The outcome is decided exactly once, by a compare-and-swap on the
+//     state word (decide): a grant, an expiry, an eviction and a Cancel race
+//     through that single CAS, and only the winner acts. When Cancel loses
+//     to a grant it returns false and the caller owns the permit (it must
+//     give it back).
+//   - The winner writes err, then makes the outcome visible (settle:
+//     knownBit, Done closed) before it runs any callback; a Semaphore does
+//     both under its lock, so Metrics and Err never disagree.
+//   - Callbacks registered before knownBit are run once, by the winner (see
+//     runCallbacks), in registration order; a callback registered after it
+//     runs at once on the registering goroutine. After knownBit, cb and more
+//     are owned by the winner.
 //
 // An Acquisition is safe for concurrent use.
 type Acquisition struct {
 	state atomic.Uint32
 	// Fields below are owned by the owner's lock (Semaphore.mu) while the
-	// acquisition is queued.
+	// acquisition is queued; next also links decided acquisitions on the
+	// deciding goroutine's delivery list (see decidedList).
 	linked   bool          // in the owner's wait queue
+	blocking bool          // a pooled waiter of AcquirePermission (see waiter.go)
 	deadline time.Duration // offset from the owner's epoch
 	prev     *Acquisition
 	next     *Acquisition
 
 	owner owner
-	err   error // written by the deciding goroutine before firedBit is set
+	err   error // written by the deciding goroutine before knownBit is set
 
-	mu   sync.Mutex      // guards done and cb
-	done chan struct{}   // created lazily by Done
-	cb   func(err error) // callbacks chained in registration order
+	mu   sync.Mutex      // guards done, cb and more until knownBit is set
+	done chan struct{}   // created lazily by Done; a blocking waiter's one-slot channel
+	cb   func(err error) // the first callback
+	more *[]func(error)  // callbacks registered after the first, in order
 }
 
 // closedChan is returned by Done for acquisitions that are already done, so
@@ -66,7 +84,7 @@ var grantedAcquisition = newDone(stateGranted, nil)
 
 func newDone(outcome uint32, err error) *Acquisition {
 	a := &Acquisition{err: err}
-	a.state.Store(outcome | firedBit)
+	a.state.Store(outcome | knownBit)
 	return a
 }
 
@@ -99,7 +117,8 @@ func PendingAcquisition(withdraw func()) (*Acquisition, *Resolver) {
 // withdrawFunc is the owner of an Acquisition made by PendingAcquisition.
 type withdrawFunc func()
 
-func (f withdrawFunc) withdraw(*Acquisition) {
+func (f withdrawFunc) withdraw(a *Acquisition) {
+	a.settle() // visible at once; the Bulkhead forgets the waiter after
 	if f != nil {
 		f()
 	}
@@ -111,7 +130,8 @@ func (f withdrawFunc) withdraw(*Acquisition) {
 type Resolver struct{ a *Acquisition }
 
 // Grant decides that the permit is granted and delivers the outcome: Done
-// is closed and the callbacks run on the calling goroutine. It reports
+// is closed at once, then the callbacks run on the calling goroutine before
+// Grant returns (a panicking callback: see OnDone). It reports
 // false if the outcome was already decided (Cancel, Grant or Reject came
 // first); the permit was then not handed over, and the caller still owns it
 // and must give it back.
@@ -119,7 +139,8 @@ func (r *Resolver) Grant() bool {
 	if !r.a.decide(stateGranted, nil) {
 		return false
 	}
-	r.a.fire()
+	r.a.settle()
+	r.a.runCallbacks()
 	return true
 }
 
@@ -133,19 +154,20 @@ func (r *Resolver) Reject(err error) bool {
 	if !r.a.decide(stateRejected, err) {
 		return false
 	}
-	r.a.fire()
+	r.a.settle()
+	r.a.runCallbacks()
 	return true
 }
 
-// Done returns a channel that is closed when the outcome is known and Err no
-// longer returns ErrPending.
+// Done returns a channel that is closed as soon as the outcome is decided,
+// before any callback runs; Err no longer returns ErrPending then.
 func (a *Acquisition) Done() <-chan struct{} {
-	if a.state.Load()&firedBit != 0 {
+	if a.state.Load()&knownBit != 0 {
 		return closedChan
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.state.Load()&firedBit != 0 {
+	if a.state.Load()&knownBit != 0 {
 		return closedChan
 	}
 	if a.done == nil {
@@ -156,13 +178,14 @@ func (a *Acquisition) Done() <-chan struct{} {
 
 // Err returns nil if the permit was granted, the rejection error (a
 // *FullError for a Semaphore) if it was rejected, ErrCancelled if it was
-// withdrawn, and ErrPending while the outcome is not known yet.
+// withdrawn, and ErrPending while the outcome is not decided yet. It
+// reflects a decision at once, before any callback runs.
 func (a *Acquisition) Err() error {
 	return a.errOf(a.state.Load())
 }
 
 func (a *Acquisition) errOf(s uint32) error {
-	if s&firedBit == 0 {
+	if s&knownBit == 0 {
 		return ErrPending
 	}
 	switch s & outcomeMask {
@@ -177,44 +200,72 @@ func (a *Acquisition) errOf(s uint32) error {
 
 // Granted reports whether the permit was granted. It is false while pending.
 func (a *Acquisition) Granted() bool {
-	return a.state.Load() == stateGranted|firedBit
+	return a.state.Load() == stateGranted|knownBit
 }
 
 // OnDone registers f to run exactly once with the outcome (the value Err
-// returns then). If the outcome is already known, f runs at once on the
-// calling goroutine. Otherwise f runs on the goroutine that decides the
-// outcome: for a grant, the goroutine that gave a permit back (Release,
-// FinishCall, ChangeConfig) or one already delivering grants of the same
-// bulkhead; for an expiry, the Clock's timer goroutine; for Cancel, the
-// caller of Cancel. Callbacks run in registration order and never under a
-// lock of the bulkhead, so they may acquire and release permits.
+// returns then). f never runs under a lock of the bulkhead, so it may
+// acquire and release permits, block, or call AcquirePermission of the same
+// bulkhead: it delays no other waiter (see docs/design.md, "Delivery").
+//
+// Which goroutine runs f:
+//   - if the outcome is already decided, the caller of OnDone, at once;
+//   - for a grant by a Semaphore, the goroutine that gave the permit back
+//     (ReleasePermission, FinishCall) or grew the limit (ChangeConfig),
+//     before that call returns;
+//   - for an expiry, the Clock's timer goroutine (testkit.VirtualClock: the
+//     caller of Advance); for a LIFO eviction, the caller of
+//     AcquirePermissionAsync or AcquirePermission that evicted it;
+//   - for Cancel, the caller of Cancel, before Cancel returns;
+//   - for a Resolver's Grant or Reject, its caller; for FromBlocking, the
+//     bridge's goroutine.
+//
+// Exceptions, so that no callback waits for another's and the stack stays
+// bounded: when one call decides several outcomes (ChangeConfig granting
+// several waiters, one expiry sweep), the first outcome's callbacks run on
+// the deciding goroutine and each other outcome's on a fresh goroutine; and
+// when more than maxInlineDeliveries deliveries of one Semaphore are in
+// progress at once (callbacks releasing permits inside callbacks, nested or
+// on other goroutines), the next one runs on a fresh goroutine. In both
+// cases the deciding call returns only after those callbacks have started,
+// so a call that acquires after it never runs ahead of them.
+//
+// Callbacks registered before the outcome was decided start in
+// registration order, each once. If one panics, the ones registered after
+// it still run, on a fresh goroutine, and the panic goes on on the
+// goroutine that ran the panicking callback (unrecovered there, it ends
+// the program, as any panic in a goroutine does).
 func (a *Acquisition) OnDone(f func(err error)) {
 	if f == nil {
 		panic("bulkhead: OnDone called with a nil func")
 	}
-	if s := a.state.Load(); s&firedBit != 0 {
+	if s := a.state.Load(); s&knownBit != 0 {
 		f(a.errOf(s))
 		return
 	}
 	a.mu.Lock()
-	if s := a.state.Load(); s&firedBit != 0 {
+	if s := a.state.Load(); s&knownBit != 0 {
 		a.mu.Unlock()
 		f(a.errOf(s))
 		return
 	}
-	if prev := a.cb; prev != nil {
-		a.cb = func(err error) { prev(err); f(err) }
-	} else {
+	switch {
+	case a.cb == nil:
 		a.cb = f
+	case a.more == nil:
+		a.more = &[]func(error){f}
+	default:
+		*a.more = append(*a.more, f)
 	}
 	a.mu.Unlock()
 }
 
 // Cancel withdraws a pending acquisition. It returns true if it won the race
 // against a grant or an expiry: no permit is held, the outcome is
-// ErrCancelled, a CallCancelled event is published and the callbacks run on
-// the calling goroutine. It returns false if the outcome was already decided;
-// if that outcome is a grant, the caller owns the permit and must give it back.
+// ErrCancelled (visible at once), a CallCancelled event is published and the
+// callbacks run on the calling goroutine before Cancel returns. It returns
+// false if the outcome was already decided; if that outcome is a grant, the
+// caller owns the permit and must give it back.
 func (a *Acquisition) Cancel() bool {
 	if !a.decide(stateCancelled, nil) {
 		return false
@@ -222,12 +273,13 @@ func (a *Acquisition) Cancel() bool {
 	if a.owner != nil {
 		a.owner.withdraw(a)
 	}
-	a.fire()
+	a.settle()
+	a.runCallbacks()
 	return true
 }
 
 // decide is the single atomic decision of the outcome. Only the goroutine
-// whose CAS succeeds may write err and must later call fire.
+// whose CAS succeeds may write err, and it must then call settle.
 func (a *Acquisition) decide(outcome uint32, err error) bool {
 	if !a.state.CompareAndSwap(statePending, outcome) {
 		return false
@@ -236,19 +288,25 @@ func (a *Acquisition) decide(outcome uint32, err error) bool {
 	return true
 }
 
-// fire publishes the decided outcome: sets firedBit, closes Done and runs the
-// callbacks on the calling goroutine, outside any lock.
-func (a *Acquisition) fire() {
+// settle makes a decided outcome visible: it sets knownBit and closes Done.
+// It runs no callback and takes only a.mu, so a Semaphore calls it under its
+// own lock. It is idempotent: the grant loop that pops a waiter whose Cancel
+// won calls it too, so that the cancellation is visible as soon as the
+// waiter has left the queue.
+func (a *Acquisition) settle() {
+	if a.blocking {
+		// Nobody else sees a pooled waiter: its goroutine takes the one
+		// value, and owns the record again from then on.
+		a.state.Store(a.state.Load() | knownBit)
+		a.done <- struct{}{}
+		return
+	}
 	a.mu.Lock()
-	s := a.state.Load() | firedBit
-	a.state.Store(s)
-	cb := a.cb
-	a.cb = nil
-	if a.done != nil {
-		close(a.done)
+	if s := a.state.Load(); s&knownBit == 0 {
+		a.state.Store(s | knownBit)
+		if a.done != nil {
+			close(a.done)
+		}
 	}
 	a.mu.Unlock()
-	if cb != nil {
-		cb(a.errOf(s))
-	}
 }

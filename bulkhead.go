@@ -52,7 +52,10 @@ type blockingBridge struct{ BlockingBulkhead }
 // blockingWait is the owner of one pending bridged acquisition.
 type blockingWait struct{ cancel context.CancelFunc }
 
-func (w blockingWait) withdraw(*Acquisition) { w.cancel() }
+func (w blockingWait) withdraw(a *Acquisition) {
+	a.settle()
+	w.cancel()
+}
 
 func (br blockingBridge) AcquirePermissionAsync() *Acquisition {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -72,7 +75,8 @@ func (br blockingBridge) AcquirePermissionAsync() *Acquisition {
 			}
 			return
 		}
-		a.fire()
+		a.settle()
+		a.runCallbacks()
 	}()
 	return a
 }

@@ -2,6 +2,7 @@ package bulkhead
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/clock"
@@ -26,17 +27,14 @@ type waitState struct {
 	// the tail's (after MaxWaitDuration shrank): expiry then sweeps the whole
 	// queue instead of popping the head. It is cleared when the queue empties.
 	unordered bool
-	// delivering is true while one goroutine delivers decided outcomes.
-	delivering bool
 
 	timer    Timer
 	timerAt  time.Duration // deadline the timer is armed for
 	timerGen uint64        // identifies the current timer; stale ones do no harm
 
-	// Decided waiters whose outcome has not been delivered yet, in decision
-	// order (linked through next). One goroutine at a time delivers them
-	// (delivering); others that decide more outcomes append and leave.
-	notifyHead, notifyTail *Acquisition
+	// inline counts the deliveries running on their deciding goroutines at
+	// this moment (atomic, not guarded by mu; see maxInlineDeliveries).
+	inline atomic.Int32
 }
 
 // enqueueLocked queues a at the tail with its deadline and makes sure the
@@ -78,6 +76,7 @@ func (s *Semaphore) armTimerLocked(now, deadline time.Duration) {
 // deadline has passed (WaitTimeout), re-arms the timer for the earliest
 // remaining deadline and delivers the rejections on this goroutine.
 func (s *Semaphore) onTimer(gen uint64) {
+	var d decidedList
 	s.mu.Lock()
 	w := s.wait
 	if gen == w.timerGen {
@@ -89,7 +88,7 @@ func (s *Semaphore) onTimer(gen uint64) {
 		for a := w.head; a != nil; {
 			n := a.next
 			if a.deadline <= now {
-				w.reject(a, w.errWaitTimeout)
+				w.reject(a, w.errWaitTimeout, &d)
 			} else {
 				next = min(next, a.deadline)
 			}
@@ -97,7 +96,7 @@ func (s *Semaphore) onTimer(gen uint64) {
 		}
 	} else {
 		for w.head != nil && w.head.deadline <= now {
-			w.reject(w.head, w.errWaitTimeout)
+			w.reject(w.head, w.errWaitTimeout, &d)
 		}
 		if w.head != nil {
 			next = w.head.deadline
@@ -107,18 +106,43 @@ func (s *Semaphore) onTimer(gen uint64) {
 		s.armTimerLocked(now, next)
 	}
 	w.stopTimerIfIdle()
-	s.unlockAndDeliver()
+	s.mu.Unlock()
+	s.deliver(&d)
 }
 
 // sinceEpochLocked is the clock's time as an offset from the wait state's
 // epoch.
 func (s *Semaphore) sinceEpochLocked() time.Duration { return sinceEpoch(s.clock, s.wait.epoch) }
 
-// reject unlinks a and, if its CAS wins, queues it for delivery with err.
-func (w *waitState) reject(a *Acquisition, err *FullError) {
+// reject unlinks a and, if its CAS wins, settles it with err and adds it
+// to d.
+func (w *waitState) reject(a *Acquisition, err *FullError, d *decidedList) {
 	w.unlink(a)
 	if a.decide(stateRejected, err) {
-		w.notify(a)
+		w.settled(a, d)
+	} else {
+		w.leftCancelled(a)
+	}
+}
+
+// settled makes the outcome of a, decided under mu by this goroutine,
+// visible at once (Done closed; a blocking waiter woken, which then
+// publishes its own event) and adds a to d for its event and callbacks.
+func (w *waitState) settled(a *Acquisition, d *decidedList) {
+	a.settle()
+	if !a.blocking {
+		d.push(a)
+	}
+}
+
+// leftCancelled runs when a waiter popped from the queue had lost its CAS
+// to Cancel: the cancellation is made visible now that the waiter has left
+// the queue; the goroutine of that Cancel publishes its event and runs its
+// callbacks. A blocking waiter's own goroutine cancelled it and needs
+// nothing.
+func (w *waitState) leftCancelled(a *Acquisition) {
+	if !a.blocking {
+		a.settle()
 	}
 }
 
@@ -138,30 +162,6 @@ func (w *waitState) unlink(a *Acquisition) {
 	if w.head == nil {
 		w.unordered = false
 	}
-}
-
-// notify appends a decided waiter to the delivery list (reusing its next link,
-// free once it is out of the queue).
-func (w *waitState) notify(a *Acquisition) {
-	if w.notifyTail != nil {
-		w.notifyTail.next = a
-	} else {
-		w.notifyHead = a
-	}
-	w.notifyTail = a
-}
-
-func (w *waitState) popNotified() *Acquisition {
-	a := w.notifyHead
-	if a == nil {
-		return nil
-	}
-	w.notifyHead = a.next
-	if w.notifyHead == nil {
-		w.notifyTail = nil
-	}
-	a.next = nil
-	return a
 }
 
 // stopTimerIfIdle stops the timer once nobody waits.

@@ -1,7 +1,6 @@
 package bulkhead
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -21,6 +20,11 @@ import (
 //   - a permit moves from the Semaphore to a waiter only when the waiter's
 //     CAS (pending -> granted) succeeds; a waiter whose CAS fails was
 //     cancelled and never held the permit.
+//
+// A decision is visible at once: the deciding goroutine settles the
+// Acquisition (knownBit, Done closed, a blocking waiter woken) in the same
+// critical section as its CAS. Its events and callbacks follow after mu is
+// released, on the same goroutine (see delivery.go).
 //
 // Callbacks and event listeners never run while mu is held.
 type Semaphore struct {
@@ -158,9 +162,11 @@ func (s *Semaphore) TryAcquirePermission() bool {
 // already granted, without allocating. If none is free it returns one that
 // is already rejected when MaxWaitDuration is zero (NoWait) or the FIFO queue
 // holds MaxQueuedCalls waiters (QueueFull); in LIFO order the oldest waiter
-// is evicted instead (Evicted). Otherwise the call is queued: the returned
-// Acquisition is granted in queue order as permits come back, rejected with
-// WaitTimeout after MaxWaitDuration, or withdrawn by its Cancel.
+// is evicted instead (Evicted; its callbacks run on this goroutine before
+// AcquirePermissionAsync returns). Otherwise the call is queued: the
+// returned Acquisition is granted in queue order as permits come back,
+// rejected with WaitTimeout after MaxWaitDuration, or withdrawn by its
+// Cancel (see Acquisition.OnDone for where its callbacks run).
 func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 	s.mu.Lock()
 	if s.available > 0 && s.nobodyWaitsLocked() {
@@ -169,6 +175,23 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 		s.publish(CallPermitted, 0)
 		return grantedAcquisition
 	}
+	if r := s.rejectAtOnceLocked(); r != nil {
+		return r // mu released
+	}
+	var d decidedList
+	s.evictLocked(&d)
+	a := &Acquisition{owner: s}
+	s.enqueueLocked(a)
+	s.mu.Unlock()
+	s.deliver(&d)
+	return a
+}
+
+// rejectAtOnceLocked returns the prebuilt rejection, after releasing mu and
+// publishing CallRejected, if a call that finds no free permit cannot wait:
+// MaxWaitDuration is zero, or the FIFO queue is full. It returns nil, with
+// mu still held, if the call may queue.
+func (s *Semaphore) rejectAtOnceLocked() *Acquisition {
 	w := s.waitLocked()
 	if s.cfg.MaxWaitDuration == 0 {
 		s.mu.Unlock()
@@ -176,65 +199,33 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 		return w.rejectNoWait
 	}
 	// MaxQueuedCalls >= 1 here: Validate refuses a wait without a queue.
-	if w.queued >= s.cfg.MaxQueuedCalls {
-		if s.cfg.QueueOrder == FIFO {
-			s.mu.Unlock()
-			s.publish(CallRejected, QueueFull)
-			return w.rejectQueueFull
-		}
-		for w.queued >= s.cfg.MaxQueuedCalls {
-			w.reject(w.head, w.errEvicted)
-		}
+	if s.cfg.QueueOrder == FIFO && w.queued >= s.cfg.MaxQueuedCalls {
+		s.mu.Unlock()
+		s.publish(CallRejected, QueueFull)
+		return w.rejectQueueFull
 	}
-	a := &Acquisition{owner: s}
-	s.enqueueLocked(a)
-	s.unlockAndDeliver()
-	return a
+	return nil
 }
 
-// AcquirePermission blocks until a permit is granted, the call is rejected
-// (a *FullError) or ctx ends (ctx.Err()). If ctx is already done it fails
-// without taking a permit. When ctx ends first it leaves no permit held and
-// no waiter queued: a permit granted concurrently is given back.
-func (s *Semaphore) AcquirePermission(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	a := s.AcquirePermissionAsync()
-	if a.state.Load()&firedBit != 0 {
-		return a.Err()
-	}
-	ctxDone := ctx.Done()
-	if ctxDone == nil { // a context that never ends: no select needed
-		<-a.Done()
-		return a.Err()
-	}
-	select {
-	case <-a.Done():
-		return a.Err()
-	case <-ctxDone:
-		if a.Cancel() {
-			return ctx.Err()
-		}
-		// The outcome was decided concurrently. A grant is given back, as
-		// if ctx had won ("pretend we didn't", as x/sync/semaphore does).
-		<-a.Done()
-		if a.Err() == nil {
-			s.ReleasePermission()
-			return ctx.Err()
-		}
-		return a.Err()
+// evictLocked makes room for a newcomer in a full LIFO queue by evicting the
+// oldest waiters (Evicted), collecting the decided ones in d.
+func (s *Semaphore) evictLocked(d *decidedList) {
+	w := s.wait
+	for w.queued >= s.cfg.MaxQueuedCalls {
+		w.reject(w.head, w.errEvicted, d)
 	}
 }
 
 // ReleasePermission gives back a permit whose call did not run. It publishes
-// no event. It panics, naming the bulkhead, if more permits are released than
-// were acquired.
+// no event. If a call waits, the permit goes to it at once: its outcome is
+// visible before ReleasePermission returns, and its callbacks have run or
+// started (see Acquisition.OnDone). It panics, naming the bulkhead, if more
+// permits are released than were acquired.
 func (s *Semaphore) ReleasePermission() { s.release(false) }
 
 // FinishCall gives back a permit whose call ran, and publishes CallFinished.
-// It panics, naming the bulkhead, if more permits are released than were
-// acquired.
+// It hands the permit on as ReleasePermission does. It panics, naming the
+// bulkhead, if more permits are released than were acquired.
 func (s *Semaphore) FinishCall() { s.release(true) }
 
 func (s *Semaphore) release(finished bool) {
@@ -245,8 +236,6 @@ func (s *Semaphore) release(finished bool) {
 	}
 	s.available++
 	if s.nobodyWaitsLocked() {
-		// Nothing to grant; outcomes decided earlier are delivered by the
-		// goroutine that decided them.
 		s.mu.Unlock()
 		if finished {
 			s.publish(CallFinished, 0)
@@ -255,24 +244,23 @@ func (s *Semaphore) release(finished bool) {
 	}
 	// The permit goes to the next waiter in the same critical section, so
 	// no observer (Metrics, TryAcquirePermission) sees it free while calls
-	// wait.
-	s.grantLocked()
-	if finished && s.events.active() {
-		// CallFinished is published before the grant is delivered (and its
-		// CallPermitted published), unless another goroutine is already
-		// delivering grants of this bulkhead.
-		s.mu.Unlock()
+	// wait, and the grant is visible (Done closed) before mu is released.
+	var d decidedList
+	s.grantLocked(&d)
+	s.mu.Unlock()
+	if finished {
+		// CallFinished before the CallPermitted of the grant it made.
 		s.publish(CallFinished, 0)
-		s.mu.Lock()
 	}
-	s.unlockAndDeliver()
+	s.deliver(&d)
 }
 
 // ChangeConfig replaces the configuration of a live bulkhead. If cfg is not
 // valid it returns a *ConfigError and keeps the old configuration.
 //
-// Growing MaxConcurrentCalls grants queued calls at once (on the calling
-// goroutine). Shrinking never blocks: calls in flight above the new limit
+// Growing MaxConcurrentCalls grants queued calls at once; their callbacks
+// run as Acquisition.OnDone describes for a call that decides several
+// outcomes. Shrinking never blocks: calls in flight above the new limit
 // finish normally and their permits are absorbed. Queued calls keep their
 // deadlines, and a queue bound below the current queue length rejects
 // nobody already queued.
@@ -283,13 +271,18 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 	s.mu.Lock()
 	s.available += cfg.MaxConcurrentCalls - s.cfg.MaxConcurrentCalls
 	s.cfg = cfg
-	s.grantLocked()
-	s.unlockAndDeliver()
+	var d decidedList
+	s.grantLocked(&d)
+	s.mu.Unlock()
+	s.deliver(&d)
 	return nil
 }
 
-// grantLocked hands free permits to waiters in queue order.
-func (s *Semaphore) grantLocked() {
+// grantLocked hands free permits to waiters in queue order. Each grant is
+// decided by the waiter's CAS and settled (made visible) here, under mu;
+// d collects the granted acquisitions whose events and callbacks are left
+// to deliver.
+func (s *Semaphore) grantLocked(d *decidedList) {
 	w := s.wait
 	if w == nil {
 		return
@@ -303,78 +296,29 @@ func (s *Semaphore) grantLocked() {
 		// The CAS decides grant vs Cancel: if Cancel won, the permit stays.
 		if a.decide(stateGranted, nil) {
 			s.available--
-			w.notify(a)
+			w.settled(a, d)
+		} else {
+			w.leftCancelled(a)
 		}
 	}
 	w.stopTimerIfIdle()
 }
 
 // withdraw is called by Acquisition.Cancel after its CAS won: the waiter is
-// unlinked (unless a grant or expiry loop already popped it and lost its CAS)
-// and CallCancelled is published.
+// unlinked (unless a grant or expiry loop already popped it and lost its
+// CAS) and its cancellation made visible under mu, then CallCancelled is
+// published.
 func (s *Semaphore) withdraw(a *Acquisition) {
 	s.mu.Lock()
 	if a.linked {
 		s.wait.unlink(a)
 		s.wait.stopTimerIfIdle()
 	}
+	if !a.blocking {
+		a.settle()
+	}
 	s.mu.Unlock()
 	s.publish(CallCancelled, 0)
-}
-
-// unlockAndDeliver releases mu and, unless another goroutine is already
-// delivering, delivers every decided outcome on the calling goroutine, one at
-// a time and outside the lock. Outcomes decided by callbacks (a release
-// inside OnDone) are appended to the list and delivered by the same loop, so
-// releases never recurse. If a callback panics, delivery is handed to a new
-// goroutine before the panic propagates, so no decided waiter is stranded.
-func (s *Semaphore) unlockAndDeliver() {
-	w := s.wait
-	if w == nil || w.delivering || w.notifyHead == nil {
-		s.mu.Unlock()
-		return
-	}
-	w.delivering = true
-	finished := false
-	defer func() {
-		if finished {
-			return
-		}
-		s.mu.Lock()
-		w.delivering = false
-		more := w.notifyHead != nil
-		s.mu.Unlock()
-		if more {
-			go func() {
-				s.mu.Lock()
-				s.unlockAndDeliver()
-			}()
-		}
-	}()
-	for {
-		a := w.popNotified()
-		if a == nil {
-			w.delivering = false
-			s.mu.Unlock()
-			finished = true
-			return
-		}
-		s.mu.Unlock()
-		s.deliver(a)
-		s.mu.Lock()
-	}
-}
-
-// deliver publishes the event of a decided outcome, then runs its callbacks:
-// CallPermitted is published before the waiter's callbacks, which may
-// already release the permit.
-func (s *Semaphore) deliver(a *Acquisition) {
-	if a.state.Load() == stateGranted {
-		s.publish(CallPermitted, 0)
-	} else if fe, ok := a.err.(*FullError); ok {
-		s.publish(CallRejected, fe.Reason)
-	}
-	a.fire()
 }
 
 // Compile-time checks.

@@ -1,0 +1,144 @@
+package bulkhead
+
+import "sync"
+
+// This file runs the callbacks of decided outcomes. The contract (OnDone,
+// docs/design.md "Delivery"):
+//   - the goroutine that decides an outcome makes it visible at once (settle)
+//     and then runs its callbacks itself: there is no shared deliverer, so
+//     callbacks of outcomes decided on different goroutines run
+//     concurrently and a blocking callback delays only its own goroutine;
+//   - one call that decides several outcomes runs the first one's
+//     callbacks itself and each other's on a fresh goroutine;
+//   - a Semaphore runs at most maxInlineDeliveries deliveries inline at
+//     once (counted over all goroutines, nested or not); past that bound the
+//     next delivery runs on a fresh goroutine, so a chain of callbacks that
+//     release inside their callback keeps a bounded stack;
+//   - a deciding call returns only after every callback it handed to a
+//     fresh goroutine has started (FIFO in execution);
+//   - a panicking callback does not stop the ones registered after it
+//     (they run on a fresh goroutine) and goes on on its own goroutine.
+
+// maxInlineDeliveries bounds the deliveries a Semaphore runs on their
+// deciding goroutines at once. Each nested level costs a few hundred bytes
+// of stack (release, deliver, the callback), so 32 levels stay well under a
+// goroutine's initial 8 KB growth steps while leaving room for many
+// concurrent callbacks before any goroutine is started.
+const maxInlineDeliveries = 32
+
+// runCallbacks runs a's callbacks in registration order on the calling
+// goroutine. It must be called once, by the goroutine that decided the
+// outcome, after settle. If a callback panics, the remaining ones are run on
+// a fresh goroutine and the panic goes on.
+func (a *Acquisition) runCallbacks() {
+	cb, more := a.cb, a.more
+	a.cb, a.more = nil, nil
+	if cb == nil {
+		return
+	}
+	err := a.errOf(a.state.Load())
+	var rest []func(error)
+	if more != nil {
+		rest = *more
+	}
+	runEach(err, cb, rest)
+}
+
+// runEach runs first, then rest, with err. A panic in one of them hands the
+// ones after it to a fresh goroutine before it propagates.
+func runEach(err error, first func(error), rest []func(error)) {
+	next := -1 // index in rest of the callback running now (-1: first)
+	defer func() {
+		if next < len(rest) { // a callback panicked: run the others elsewhere
+			if after := rest[next+1:]; len(after) > 0 {
+				go runEach(err, after[0], after[1:])
+			}
+		}
+	}()
+	first(err)
+	for next = 0; next < len(rest); next++ {
+		rest[next](err)
+	}
+}
+
+// decidedList links, through their next field, the acquisitions (pooled
+// blocking waiters excepted) decided by one call of a Semaphore, in decision
+// order. It lives
+// on the deciding goroutine's stack; the acquisitions on it have left the
+// queue, so their next link is free.
+type decidedList struct {
+	head, tail *Acquisition
+}
+
+func (d *decidedList) push(a *Acquisition) {
+	if d.tail != nil {
+		d.tail.next = a
+	} else {
+		d.head = a
+	}
+	d.tail = a
+}
+
+// deliver runs on the deciding goroutine, after mu was released: it
+// publishes the events of the decided outcomes, then runs their callbacks
+// (see the contract at the top of this file).
+func (s *Semaphore) deliver(d *decidedList) {
+	if d.head == nil {
+		return
+	}
+	if s.events.active() {
+		for a := d.head; a != nil; a = a.next {
+			s.publishOutcome(a)
+		}
+	}
+	w := s.wait // set before the decisions in d, never reset
+	var inline *Acquisition
+	var started *sync.WaitGroup
+	for a := d.head; a != nil; {
+		n := a.next // read before a's callbacks may run
+		a.next = nil
+		if a.cb != nil { // frozen since settle, which this goroutine ran
+			if inline == nil && w.inline.Add(1) <= maxInlineDeliveries {
+				inline = a
+			} else {
+				if inline == nil {
+					w.inline.Add(-1)
+				}
+				if started == nil {
+					started = new(sync.WaitGroup)
+				}
+				started.Add(1)
+				go runStarted(a, started)
+			}
+		}
+		a = n
+	}
+	if inline != nil {
+		defer w.inline.Add(-1)
+		inline.runCallbacks()
+	}
+	if started != nil {
+		started.Wait()
+	}
+}
+
+// runStarted runs a's callbacks on a fresh goroutine, after telling the
+// deciding goroutine that they have started.
+func runStarted(a *Acquisition, started *sync.WaitGroup) {
+	started.Done()
+	a.runCallbacks()
+}
+
+// publishOutcome publishes the event of an acquisition this goroutine
+// decided: CallPermitted or CallRejected (a withdrawal's CallCancelled is
+// published by withdraw).
+func (s *Semaphore) publishOutcome(a *Acquisition) {
+	switch a.state.Load() & outcomeMask {
+	case stateGranted:
+		s.publish(CallPermitted, 0)
+	case stateRejected:
+		if fe, ok := a.err.(*FullError); ok {
+			s.publish(CallRejected, fe.Reason)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package bulkhead
+
+import (
+	"context"
+	"sync"
+)
+
+// A blocking waiter is the record AcquirePermission queues. Unlike the
+// Acquisition of AcquirePermissionAsync it is never shown to anyone, so the
+// record is pooled and reused, and it has no callbacks. Its done channel has
+// one slot and receives exactly one value, sent by the goroutine that decides
+// the outcome under Semaphore.mu (settle).
+//
+// The channel is made fresh for each wait, by the waiting goroutine, and not
+// pooled with the record: a channel belongs to the testing/synctest bubble of
+// the goroutine that made it, and a pooled one that crosses into another
+// bubble or out of it is a fatal error in the runtime (and a channel made
+// outside a bubble does not count as durably blocking inside it, so
+// synctest.Wait would not see the waiter). See docs/benchmarks.md for what
+// this one allocation costs.
+//
+// Ownership of a record: the waiting goroutine takes it from the pool and
+// queues it; while it is linked, mu's holders may unlink it and decide it;
+// the decider touches it no more after the send. The waiting goroutine owns
+// it again once it has either received the value or won the cancel CAS and
+// unlinked it under mu (withdraw), and only then puts it back.
+var waiterPool = sync.Pool{New: func() any { return &Acquisition{blocking: true} }}
+
+func getWaiter(s *Semaphore) *Acquisition {
+	a := waiterPool.Get().(*Acquisition)
+	a.owner = s
+	a.done = make(chan struct{}, 1)
+	return a
+}
+
+func putWaiter(a *Acquisition) {
+	a.state.Store(statePending)
+	a.owner, a.err, a.done = nil, nil, nil
+	waiterPool.Put(a)
+}
+
+// AcquirePermission blocks until a permit is granted, the call is rejected
+// (a *FullError) or ctx ends (ctx.Err()). If ctx is already done it fails
+// without taking a permit. When ctx ends first it leaves no permit held and
+// no waiter queued: a permit granted concurrently is given back.
+//
+// It returns as soon as its outcome is decided or ctx ends, never waiting
+// for a callback of another waiter: the goroutine that grants or rejects it
+// wakes it in the decision itself. A waiting call costs one small allocation
+// (its channel) and no goroutine; its CallPermitted or CallRejected event is published by the
+// calling goroutine once it wakes. In a LIFO queue, the callbacks of a
+// waiter it evicts run on a fresh goroutine, not on this one.
+func (s *Semaphore) AcquirePermission(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.available > 0 && s.nobodyWaitsLocked() {
+		s.available--
+		s.mu.Unlock()
+		s.publish(CallPermitted, 0)
+		return nil
+	}
+	if r := s.rejectAtOnceLocked(); r != nil {
+		return r.err // mu released
+	}
+	var d decidedList
+	s.evictLocked(&d)
+	a := getWaiter(s)
+	s.enqueueLocked(a)
+	s.mu.Unlock()
+	if d.head != nil {
+		evicted := d
+		go s.deliver(&evicted)
+	}
+	if ctxDone := ctx.Done(); ctxDone != nil {
+		select {
+		case <-a.done:
+		case <-ctxDone:
+			if a.decide(stateCancelled, nil) {
+				s.withdraw(a)
+				putWaiter(a)
+				return ctx.Err()
+			}
+			// Decided concurrently: the value is sent or about to be.
+			<-a.done
+			if a.state.Load()&outcomeMask == stateGranted {
+				// Give the grant back, as if ctx had won ("pretend we
+				// didn't", as x/sync/semaphore does).
+				s.publish(CallPermitted, 0)
+				putWaiter(a)
+				s.ReleasePermission()
+				return ctx.Err()
+			}
+		}
+	} else { // a context that never ends
+		<-a.done
+	}
+	err := a.err
+	s.publishOutcome(a)
+	putWaiter(a)
+	return err
+}
