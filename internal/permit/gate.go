@@ -29,9 +29,9 @@ const (
 // known (then neither runs).
 //
 // The methods run on the goroutine that decided the outcome: the caller of
-// Start when the bulkhead answers at once, otherwise the goroutine the
-// bulkhead delivers the outcome on (see bulkhead.Acquisition.OnDone), never
-// under a lock.
+// Start when the bulkhead answers at once, otherwise the goroutine that
+// granted or rejected the acquisition (see bulkhead.Acquisition.OnDone for
+// which one), never under a lock and never behind another waiter's handler.
 type Handler interface {
 	// Granted runs when the permit is held. It (or a goroutine it hands the
 	// Guard to) subscribes the source and hands its upstream handle to
@@ -42,7 +42,8 @@ type Handler interface {
 	// Rejected runs when the call is refused before the source was
 	// subscribed (a Cancel before that calls neither method): the bulkhead
 	// rejected the call (err is the acquisition's
-	// error, a *bulkhead.FullError for a Semaphore), or, for a Subscription,
+	// error, a *bulkhead.FullError for a Semaphore; a rejection is one even
+	// when its error is bulkhead.ErrCancelled), or, for a Subscription,
 	// the subscriber requested n <= 0 while pending (err matches
 	// ErrNonPositiveRequest). No permit is held.
 	Rejected(err error)
@@ -112,7 +113,9 @@ func (g *gate) start(b bulkhead.Bulkhead, h Handler) {
 	a.OnDone(g.decided)
 }
 
-// decided runs once with the acquisition's outcome.
+// decided runs once with the acquisition's outcome, on the goroutine that
+// decided it (see bulkhead.Acquisition.OnDone), or in start if the bulkhead
+// answered at once.
 func (g *gate) decided(err error) {
 	switch {
 	case err == nil:
@@ -124,9 +127,13 @@ func (g *gate) decided(err error) {
 		// Cancel won the race after the bulkhead granted: give the permit
 		// back unused; the source is never subscribed.
 		g.guard.Release()
-	case err == bulkhead.ErrCancelled:
-		// Withdrawn by our cancel: no permit, nothing to signal.
 	default:
+		// A rejection, whatever its error: the CAS fails if our own cancel
+		// or reject withdrew the acquisition, because both move the gate
+		// out of pending before they call Acquisition.Cancel. So an
+		// ErrCancelled seen here while still pending is the bulkhead's
+		// (RejectedAcquisition(ErrCancelled), a FromBlocking acquire that
+		// returned it), and the subscriber gets its one terminal signal.
 		if g.state.CompareAndSwap(statePending, stateRejected) {
 			g.rejected(err)
 		}
