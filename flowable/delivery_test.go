@@ -18,7 +18,7 @@ import (
 func TestSlowSubscriberDoesNotStarveAnotherSubscription(t *testing.T) {
 	for _, src := range bothPaths(3) {
 		t.Run(src.name, func(t *testing.T) {
-			b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour})
+			b := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
 			if !b.TryAcquirePermission() || !b.TryAcquirePermission() {
 				t.Fatal("the permits of a new bulkhead are not free")
 			}
