@@ -289,18 +289,12 @@ func (a *Acquisition) decide(outcome uint32, err error) bool {
 }
 
 // settle makes a decided outcome visible: it sets knownBit and closes Done.
+// (A pooled blocking waiter is woken by wakeWaiters instead.)
 // It runs no callback and takes only a.mu, so a Semaphore calls it under its
 // own lock. It is idempotent: the grant loop that pops a waiter whose Cancel
 // won calls it too, so that the cancellation is visible as soon as the
 // waiter has left the queue.
 func (a *Acquisition) settle() {
-	if a.blocking {
-		// Nobody else sees a pooled waiter: its goroutine takes the one
-		// value, and owns the record again from then on.
-		a.state.Store(a.state.Load() | knownBit)
-		a.done <- struct{}{}
-		return
-	}
 	a.mu.Lock()
 	if s := a.state.Load(); s&knownBit == 0 {
 		a.state.Store(s | knownBit)

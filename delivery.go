@@ -68,6 +68,9 @@ func runEach(err error, first func(error), rest []func(error)) {
 // queue, so their next link is free.
 type decidedList struct {
 	head, tail *Acquisition
+	// wake links the pooled blocking waiters decided by the same call, to
+	// be woken first.
+	wake *Acquisition
 }
 
 func (d *decidedList) push(a *Acquisition) {
@@ -79,10 +82,17 @@ func (d *decidedList) push(a *Acquisition) {
 	d.tail = a
 }
 
-// deliver runs on the deciding goroutine, after mu was released: it
-// publishes the events of the decided outcomes, then runs their callbacks
-// (see the contract at the top of this file).
+// deliver runs on the deciding goroutine, after mu was released: it wakes
+// the blocking waiters it decided, publishes the events of the other
+// decided outcomes, then runs their callbacks (see the contract at the top
+// of this file).
 func (s *Semaphore) deliver(d *decidedList) {
+	for a := d.wake; a != nil; {
+		n := a.next // the record belongs to its waiter once woken
+		a.next = nil
+		a.done <- struct{}{}
+		a = n
+	}
 	if d.head == nil {
 		return
 	}

@@ -126,13 +126,20 @@ func (w *waitState) reject(a *Acquisition, err *FullError, d *decidedList) {
 }
 
 // settled makes the outcome of a, decided under mu by this goroutine,
-// visible at once (Done closed; a blocking waiter woken, which then
-// publishes its own event) and adds a to d for its event and callbacks.
+// visible at once (knownBit, Done closed) and adds a to d for its event and
+// callbacks. A blocking waiter gets knownBit here and is woken by deliver
+// right after mu is released, before any event or callback (nobody but its
+// own goroutine looks at it, and waking it outside the lock keeps the
+// critical section short).
 func (w *waitState) settled(a *Acquisition, d *decidedList) {
-	a.settle()
-	if !a.blocking {
-		d.push(a)
+	if a.blocking {
+		a.state.Store(a.state.Load() | knownBit)
+		a.next = d.wake
+		d.wake = a
+		return
 	}
+	a.settle()
+	d.push(a)
 }
 
 // leftCancelled runs when a waiter popped from the queue had lost its CAS

@@ -9,7 +9,8 @@ import (
 // Acquisition of AcquirePermissionAsync it is never shown to anyone, so the
 // record is pooled and reused, and it has no callbacks. Its done channel has
 // one slot and receives exactly one value, sent by the goroutine that decides
-// the outcome under Semaphore.mu (settle).
+// the outcome right after it releases Semaphore.mu (deliver), before it
+// publishes any event or runs any callback.
 //
 // The channel is made fresh for each wait, by the waiting goroutine, and not
 // pooled with the record: a channel belongs to the testing/synctest bubble of
@@ -21,7 +22,7 @@ import (
 //
 // Ownership of a record: the waiting goroutine takes it from the pool and
 // queues it; while it is linked, mu's holders may unlink it and decide it;
-// the decider touches it no more after the send. The waiting goroutine owns
+// the decider touches it no more after the send (it reads next first). The waiting goroutine owns
 // it again once it has either received the value or won the cancel CAS and
 // unlinked it under mu (withdraw), and only then puts it back.
 var waiterPool = sync.Pool{New: func() any { return &Acquisition{blocking: true} }}
@@ -69,7 +70,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	a := getWaiter(s)
 	s.enqueueLocked(a)
 	s.mu.Unlock()
-	if d.head != nil {
+	if d.head != nil || d.wake != nil {
 		evicted := d
 		go s.deliver(&evicted)
 	}
