@@ -7,10 +7,11 @@
 // the bulkhead. The checker is github.com/anishathalye/porcupine; this is a
 // nested module so that the core module does not depend on it.
 //
-// The model allows one relaxation that the Semaphore documents: the outcome
-// of a queued acquisition is decided (under the bulkhead's lock) before it
-// is delivered (Done closed, Err no longer ErrPending), possibly by another
-// goroutine that is already delivering; so a read may still see the
-// outcome pending after the decision, but never after it has seen it
-// decided.
+// The model has no relaxation for delivery: a decision is visible at once
+// (Err and Done reflect it before the operation that decided it returns,
+// and before any callback runs), so a read that returns ErrPending is right
+// only while the acquisition is undecided. Histories may include OnDone
+// callbacks that re-enter the bulkhead (release, cancel, ChangeConfig,
+// read) and panic; what a callback does is recorded as operations of its
+// own, inside the interval of the operation that ran it.
 package linearizability

@@ -41,9 +41,10 @@ const (
 
 // TestConcurrentHistoriesAreLinearizable records many short histories of
 // clients racing on one Semaphore (TryAcquirePermission,
-// AcquirePermissionAsync, Cancel, reading and awaiting outcomes, OnComplete
-// and ReleasePermission, ChangeConfig, Metrics) and checks each one with
-// porcupine against linearizability.Model.
+// AcquirePermissionAsync, Cancel, reading and awaiting outcomes, FinishCall
+// and ReleasePermission, ChangeConfig, Metrics, and in the *_callbacks
+// configurations OnDone callbacks that re-enter and panic) and checks each
+// one with porcupine against linearizability.Model.
 func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 	n := historiesPerConfig(t)
 	total := 0
@@ -55,19 +56,34 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 		// CallFinished between its grant and the grant's delivery (see
 		// TestFinishedListenerSeesNoFreePermitWhileCallsWait).
 		listener bool
+		// callbacks makes clients register OnDone callbacks that re-enter
+		// (read, release, cancel, ChangeConfig) and, without limits, panic.
+		callbacks bool
 	}{
-		{"FIFO_bounded", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}, nil, false},
-		{"FIFO_unbounded_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, []int{1, 2, 3}, false},
-		{"LIFO_evicting", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, nil, false},
-		{"LIFO_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, []int{1, 3}, false},
-		{"FIFO_no_wait", bulkhead.Config{MaxConcurrentCalls: 2}, []int{1, 2}, false},
-		{"FIFO_with_event_listener", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}, nil, true},
+		{"FIFO_bounded", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}, nil, false, false},
+		{"FIFO_unbounded_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, []int{1, 2, 3}, false, false},
+		{"LIFO_evicting", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, nil, false, false},
+		{"LIFO_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, []int{1, 3}, false, false},
+		{"FIFO_no_wait", bulkhead.Config{MaxConcurrentCalls: 2}, []int{1, 2}, false, false},
+		{"FIFO_with_event_listener", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}, nil, true, false},
+		{"FIFO_callbacks_panicking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, nil, false, true},
+		{"FIFO_callbacks_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, []int{1, 2, 3}, false, true},
+		{"LIFO_evicting_callbacks_panicking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, nil, true, true},
+		{"LIFO_callbacks_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, []int{1, 3}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := linearizability.Model(tc.cfg)
 			var ok, unknown, ops, overlapping int
+			var panics int64
+			inCallbacks := 0 // operations run by callbacks
 			for h := range n {
-				history := recordHistory(t, tc.cfg, tc.limits, tc.listener, uint64(ci)<<32|uint64(h))
+				history, p := recordHistory(t, tc.cfg, tc.limits, tc.listener, tc.callbacks, uint64(ci)<<32|uint64(h))
+				panics += p
+				for _, o := range history {
+					if o.ClientId >= 1000 {
+						inCallbacks++
+					}
+				}
 				ops += len(history)
 				overlapping += countOverlapping(history)
 				res, info := porcupine.CheckOperationsVerbose(model, history, checkTimeout)
@@ -82,8 +98,8 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 				}
 			}
 			total += ok
-			t.Logf("%s: %d histories (%d operations, %d%% overlapping another client's) checked: %d linearizable, %d undecided within %v",
-				tc.name, n, ops, 100*overlapping/max(ops, 1), ok, unknown, checkTimeout)
+			t.Logf("%s: %d histories (%d operations, %d of them in callbacks, %d%% overlapping another client's, %d callback panics) checked: %d linearizable, %d undecided within %v",
+				tc.name, n, ops, inCallbacks, 100*overlapping/max(ops, 1), panics, ok, unknown, checkTimeout)
 			if unknown > n/100 {
 				t.Errorf("%d of %d histories could not be decided within %v", unknown, n, checkTimeout)
 			}
@@ -93,7 +109,7 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 }
 
 // recordHistory runs clients on a fresh Semaphore and returns their history.
-func recordHistory(t *testing.T, cfg bulkhead.Config, limits []int, listener bool, seed uint64) []porcupine.Operation {
+func recordHistory(t *testing.T, cfg bulkhead.Config, limits []int, listener, callbacks bool, seed uint64) ([]porcupine.Operation, int64) {
 	t.Helper()
 	s, err := bulkhead.New("linearizability", cfg, bulkhead.WithClock(testkit.NewVirtualClock(time.Unix(0, 0))))
 	if err != nil {
@@ -102,7 +118,7 @@ func recordHistory(t *testing.T, cfg bulkhead.Config, limits []int, listener boo
 	if listener {
 		defer s.OnEvent(func(bulkhead.Event) {})()
 	}
-	r := linearizability.Recorder{}
+	r := linearizability.Recorder{Callbacks: callbacks}
 	var wg sync.WaitGroup
 	start := make(chan struct{}) // all clients start at once, for overlap
 	for c := range clients {
@@ -114,10 +130,11 @@ func recordHistory(t *testing.T, cfg bulkhead.Config, limits []int, listener boo
 	}
 	close(start)
 	wg.Wait()
+	r.Wait()
 	if m := s.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
 		t.Fatalf("history %d left %d permits held and %d calls queued", seed, m.InFlightCalls, m.QueuedCalls)
 	}
-	return r.History()
+	return r.History(), r.Panics()
 }
 
 // countOverlapping counts the operations whose call-return interval

@@ -25,7 +25,9 @@ const (
 	// Cancel: Cancel of acquisition ID; Output.OK.
 	Cancel
 	// Read: the outcome of acquisition ID as Err says at that moment
-	// (Pending, Granted, Evicted or Cancelled); Output.Outcome.
+	// (Pending, Granted, Evicted or Cancelled); Output.Outcome. Pending is
+	// right only while the acquisition is undecided: a decision is visible
+	// at once.
 	Read
 	// Await: waits for Done of acquisition ID, which is known to be
 	// decided, then reads its outcome; Output.Outcome.
@@ -38,6 +40,10 @@ const (
 	Change
 	// Metrics: Output.Metrics.
 	Metrics
+	// Watch: OnDone of acquisition ID registers a callback; no output and
+	// no effect on the model (what the callback does is recorded as
+	// operations of its own).
+	Watch
 )
 
 // Outcome is what an acquisition is, or was when it was created.
@@ -79,13 +85,11 @@ type state struct {
 	available int // may be negative after a shrinking Change
 	queue     []int
 	decided   map[int]Outcome // Granted, Evicted or Cancelled
-	seen      map[int]bool    // a Read or Await has seen the decision
 }
 
 func (s state) clone() state {
 	s.queue = slices.Clone(s.queue)
 	s.decided = maps.Clone(s.decided)
-	s.seen = maps.Clone(s.seen)
 	return s
 }
 
@@ -105,13 +109,14 @@ func (s *state) grant(lifo bool) {
 
 // Model returns the sequential specification of a Semaphore created with
 // cfg, on a clock that never fires (so no wait expires). Only
-// MaxConcurrentCalls may change during a history (Change). It is issue 2's behaviour,
-// written as plainly as possible.
+// MaxConcurrentCalls may change during a history (Change). It is issue 2's behaviour
+// with issue 13's delivery (a decision is visible at once), written as
+// plainly as possible.
 func Model(cfg bulkhead.Config) porcupine.Model {
 	lifo := cfg.QueueOrder == bulkhead.LIFO
 	return porcupine.Model{
 		Init: func() any {
-			return state{limit: cfg.MaxConcurrentCalls, available: cfg.MaxConcurrentCalls, decided: map[int]Outcome{}, seen: map[int]bool{}}
+			return state{limit: cfg.MaxConcurrentCalls, available: cfg.MaxConcurrentCalls, decided: map[int]Outcome{}}
 		},
 		Step: func(st, in, out any) (bool, any) {
 			s, i, o := st.(state), in.(Input), out.(Output)
@@ -158,16 +163,11 @@ func Model(cfg bulkhead.Config) porcupine.Model {
 				return true, s
 			case Read, Await:
 				d, isDecided := s.decided[i.ID]
-				switch {
-				case o.Outcome == Pending:
-					// Not decided, or decided and not delivered yet.
-					return i.Kind == Read && !s.seen[i.ID], s
-				case !isDecided || d != o.Outcome:
-					return false, s
+				if o.Outcome == Pending {
+					// Visible at once: pending means not decided.
+					return i.Kind == Read && !isDecided, s
 				}
-				s = s.clone()
-				s.seen[i.ID] = true
-				return true, s
+				return isDecided && d == o.Outcome, s
 			case Release:
 				if s.available >= s.limit {
 					return false, s // more releases than grants
@@ -181,6 +181,8 @@ func Model(cfg bulkhead.Config) porcupine.Model {
 				s.available += i.N - s.limit
 				s.limit = i.N
 				s.grant(lifo)
+				return true, s
+			case Watch:
 				return true, s
 			case Metrics:
 				want := bulkhead.Metrics{
@@ -197,7 +199,7 @@ func Model(cfg bulkhead.Config) porcupine.Model {
 		Equal: func(a, b any) bool {
 			x, y := a.(state), b.(state)
 			return x.limit == y.limit && x.available == y.available && slices.Equal(x.queue, y.queue) &&
-				maps.Equal(x.decided, y.decided) && maps.Equal(x.seen, y.seen)
+				maps.Equal(x.decided, y.decided)
 		},
 		Hash: func(st any) uint64 {
 			s := st.(state)
@@ -205,17 +207,12 @@ func Model(cfg bulkhead.Config) porcupine.Model {
 			for _, id := range s.queue {
 				h = mix(h, uint64(id))
 			}
-			// Maps: order-independent sums of per-entry hashes.
-			var d, v uint64
+			// The map: an order-independent sum of per-entry hashes.
+			var d uint64
 			for id, o := range s.decided {
 				d += mix(uint64(id), uint64(o))
 			}
-			for id, b := range s.seen {
-				if b {
-					v += mix(uint64(id), 1)
-				}
-			}
-			return mix(mix(h, d), v)
+			return mix(h, d)
 		},
 		DescribeOperation: func(in, out any) string {
 			i, o := in.(Input), out.(Output)
@@ -236,6 +233,8 @@ func Model(cfg bulkhead.Config) porcupine.Model {
 				return fmt.Sprintf("ChangeConfig(MaxConcurrentCalls: %d)", i.N)
 			case Metrics:
 				return fmt.Sprintf("Metrics() = %+v", o.Metrics)
+			case Watch:
+				return fmt.Sprintf("#%d.OnDone(callback)", i.ID)
 			}
 			return "?"
 		},

@@ -51,6 +51,12 @@ func TestModelRejectsHistoriesABrokenBulkheadWouldProduce(t *testing.T) {
 			op(1, 7, 8, lin.Input{Kind: lin.Read, ID: 1}, lin.Output{Outcome: lin.Granted}),
 			op(1, 9, 10, lin.Input{Kind: lin.Read, ID: 1}, lin.Output{Outcome: lin.Pending}),
 		},
+		"a grant is still pending after the release that decided it returned": {
+			op(0, 1, 2, lin.Input{Kind: lin.Try}, lin.Output{OK: true}),
+			op(1, 3, 4, lin.Input{Kind: lin.Acquire, ID: 1}, lin.Output{Outcome: lin.Queued}),
+			op(0, 5, 6, lin.Input{Kind: lin.Release}, lin.Output{}),
+			op(1, 7, 8, lin.Input{Kind: lin.Read, ID: 1}, lin.Output{Outcome: lin.Pending}),
+		},
 		"the queue bound is ignored": {
 			op(0, 1, 2, lin.Input{Kind: lin.Try}, lin.Output{OK: true}),
 			op(1, 3, 4, lin.Input{Kind: lin.Acquire, ID: 1}, lin.Output{Outcome: lin.Queued}),
