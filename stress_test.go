@@ -142,6 +142,8 @@ type stressRun struct {
 	// Events published by the Semaphore.
 	evPermitted, evRejected, evFinished, evCancelled atomic.Int64
 
+	cb callbackState // shared by the OnDone callbacks (stress_callbacks_test.go)
+
 	violations atomic.Int64
 	vmu        sync.Mutex
 	vfirst     []string
@@ -192,7 +194,9 @@ func (r *stressRun) stats() string {
 	return fmt.Sprintf("grants=%d onComplete=%d release=%d rejections=%d (no wait %d, queue full %d, wait timeout %d, evicted %d) cancels=%d ctxErr=%d try=%d/%d blocking=%d changeConfig=%d invalidConfig=%d callbacks=%d",
 		r.grants.Load(), r.onCompletes.Load(), r.releases.Load(), r.rejections.Load(),
 		r.reasons[bulkhead.NoWait].Load(), r.reasons[bulkhead.QueueFull].Load(), r.reasons[bulkhead.WaitTimeout].Load(), r.reasons[bulkhead.Evicted].Load(),
-		r.cancels.Load(), r.ctxErrs.Load(), r.tryOK.Load(), r.tryOK.Load()+r.tryNo.Load(), r.blocking.Load(), r.changes.Load(), r.bad.Load(), r.callbacksRun.Load())
+		r.cancels.Load(), r.ctxErrs.Load(), r.tryOK.Load(), r.tryOK.Load()+r.tryNo.Load(), r.blocking.Load(), r.changes.Load(), r.bad.Load(), r.callbacksRun.Load()) +
+		fmt.Sprintf("; in callbacks: blocked on time=%d AcquirePermission=%d cancels=%d changeConfig=%d panics=%d (recovered by workers; %d skipped off a worker)",
+			r.cb.blockedOnTime.Load(), r.cb.acquiredInside.Load(), r.cb.cancelledInside.Load(), r.cb.changedInside.Load(), r.cb.panics.Load(), r.cb.panicsSkipped.Load())
 }
 
 // run drives the workers and the clock for d, with stable-point checks
@@ -213,6 +217,7 @@ func (r *stressRun) run(d time.Duration) {
 	}
 	r.stop.Store(true)
 	workers.Wait() // the clock still runs: blocked waits end
+	r.cb.live.Wait()
 	close(clockStop)
 	clock.Wait()
 	r.checkEnd()
@@ -245,6 +250,7 @@ func (r *stressRun) stablePoint() {
 	for range stressWorkers {
 		<-r.parked
 	}
+	r.quiesceCallbacks() // the clock still runs: callbacks blocked on it finish
 	r.pauseClock.Store(true)
 	<-r.parked
 	r.stablePoints++
@@ -334,6 +340,7 @@ type stressWorker struct {
 
 func (w *stressWorker) loop() {
 	r := w.r
+	r.cb.workerGoroutines.Store(goroutineID(), true)
 	for !r.stop.Load() {
 		if r.pause.Load() {
 			resume := r.resume
@@ -341,7 +348,10 @@ func (w *stressWorker) loop() {
 			<-resume
 			continue
 		}
-		w.step()
+		func() {
+			defer r.recoverStressPanic() // a callback this step ran panicked
+			w.step()
+		}()
 		if n := r.ops.Add(1); n%stressCheckEvery == 0 {
 			select {
 			case r.due <- struct{}{}:
@@ -438,8 +448,10 @@ func (w *stressWorker) take() {
 }
 
 // rejected checks and counts a rejection.
-func (w *stressWorker) rejected(err error) {
-	r := w.r
+func (w *stressWorker) rejected(err error) { w.r.rejectedErr(err) }
+
+// rejectedErr checks and counts a rejection (safe on any goroutine).
+func (r *stressRun) rejectedErr(err error) {
 	var fe *bulkhead.FullError
 	if !errors.As(err, &fe) || !errors.Is(err, bulkhead.ErrBulkheadFull) || fe.Name != "stress" || fe.Reason < bulkhead.NoWait || fe.Reason > bulkhead.Evicted {
 		r.violate("unexpected rejection %#v", err)
@@ -490,6 +502,15 @@ func (w *stressWorker) blockingAcquire() {
 		r.preCancelled.Add(1)
 	}
 	r.blockCancel[w.id].Store(&cancel)
+	defer func() {
+		if p := recover(); p != nil {
+			// A callback panicked inside the permit AcquirePermission gave
+			// back after losing to ctx: it was returning ctx.Err().
+			r.blockCancel[w.id].Store(nil)
+			r.ctxErrs.Add(1)
+			panic(p)
+		}
+	}()
 	err := r.sem.AcquirePermission(ctx)
 	r.blockCancel[w.id].Store(nil)
 	switch {
@@ -502,56 +523,6 @@ func (w *stressWorker) blockingAcquire() {
 	default:
 		r.violate("AcquirePermission returned %v", err)
 	}
-}
-
-func (w *stressWorker) callbackAcquire() {
-	r := w.r
-	kept := w.callbacks[:0]
-	for _, a := range w.callbacks {
-		if a.Err() == bulkhead.ErrPending {
-			kept = append(kept, a)
-		}
-	}
-	clear(w.callbacks[len(kept):])
-	w.callbacks = kept
-	if len(w.callbacks) >= stressMaxPending {
-		a := w.callbacks[w.rng.IntN(len(w.callbacks))]
-		if a.Cancel() {
-			r.cancels.Add(1)
-		}
-		return
-	}
-	a := r.sem.AcquirePermissionAsync()
-	var runs atomic.Int32
-	finished := w.rng.IntN(2) == 0
-	r.callbacksRegistered.Add(1)
-	w.callbacks = append(w.callbacks, a)
-	// Runs on whichever goroutine decides the outcome (this one, a worker
-	// that releases, or the clock's on expiry).
-	a.OnDone(func(err error) {
-		r.callbacksRun.Add(1)
-		if runs.Add(1) != 1 {
-			r.violate("OnDone callback ran twice")
-		}
-		switch {
-		case err == nil:
-			r.grants.Add(1)
-			if n := r.held.Add(1); n > stressMaxLimit {
-				r.violate("workers hold %d permits, more than the largest limit %d", n, stressMaxLimit)
-			}
-			r.held.Add(-1)
-			if finished {
-				r.onCompletes.Add(1)
-				r.sem.FinishCall()
-			} else {
-				r.releases.Add(1)
-				r.sem.ReleasePermission()
-			}
-		case err == bulkhead.ErrCancelled:
-		default:
-			w.rejected(err)
-		}
-	})
 }
 
 func (w *stressWorker) changeConfig() {
@@ -578,24 +549,46 @@ func (w *stressWorker) changeConfig() {
 		}
 		return
 	}
+	r.changeConfigLocked(randomConfig(w.rng))
+}
+
+// randomConfig returns a valid config within the stress run's sizes.
+func randomConfig(rng *rand.Rand) bulkhead.Config {
 	cfg := bulkhead.Config{
-		MaxConcurrentCalls: 1 + w.rng.IntN(stressMaxLimit),
-		MaxWaitDuration:    time.Duration(w.rng.IntN(stressMaxWait+1)) * time.Microsecond,
-		MaxQueuedCalls:     w.rng.IntN(stressMaxQueue + 1),
-		QueueOrder:         bulkhead.QueueOrder(w.rng.IntN(2)),
+		MaxConcurrentCalls: 1 + rng.IntN(stressMaxLimit),
+		MaxWaitDuration:    time.Duration(rng.IntN(stressMaxWait+1)) * time.Microsecond,
+		MaxQueuedCalls:     rng.IntN(stressMaxQueue + 1),
+		QueueOrder:         bulkhead.QueueOrder(rng.IntN(2)),
 	}
 	if cfg.MaxQueuedCalls == 0 && cfg.MaxWaitDuration > 0 {
 		cfg.MaxQueuedCalls = bulkhead.Unbounded // a wait needs a queue
 	}
+	return cfg
+}
+
+// changeConfigLocked applies cfg and records it as the config in force;
+// r.cfgMu is held. A callback of a grant that ChangeConfig makes may panic
+// after the config was applied: the config is recorded either way.
+func (r *stressRun) changeConfigLocked(cfg bulkhead.Config) {
+	applied := false
+	defer func() {
+		p := recover() // a callback's panic: the config was applied
+		if applied || p != nil {
+			r.cfg = cfg
+			r.queueCeil = -1
+			if cfg.MaxQueuedCalls != bulkhead.Unbounded {
+				r.queueCeil = max(cfg.MaxQueuedCalls, r.sem.Metrics().QueuedCalls)
+			}
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
 	if err := r.sem.ChangeConfig(cfg); err != nil {
 		r.violate("ChangeConfig(%+v): %v", cfg, err)
 		return
 	}
-	r.cfg = cfg
-	r.queueCeil = -1
-	if cfg.MaxQueuedCalls != bulkhead.Unbounded {
-		r.queueCeil = max(cfg.MaxQueuedCalls, r.sem.Metrics().QueuedCalls)
-	}
+	applied = true
 }
 
 // check verifies the invariants that hold at every instant.
@@ -639,9 +632,13 @@ func (w *stressWorker) windDown() {
 		<-a.Done()
 	}
 	w.callbacks = nil
-	for ; w.held > 0; w.held-- {
+	for w.held > 0 {
+		w.held--
 		r.held.Add(-1)
 		r.onCompletes.Add(1)
-		r.sem.FinishCall()
+		func() {
+			defer r.recoverStressPanic()
+			r.sem.FinishCall()
+		}()
 	}
 }
