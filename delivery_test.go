@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // The tests in this file pin the delivery contract (docs/design.md,
@@ -327,4 +328,26 @@ func TestBlockingWaiterRacingCancelNeverLeaks(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+func TestNoTimeoutWaitArmsNoTimer(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	s := newSemaphore(t, "no-timeout", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: bulkhead.NoTimeout, MaxQueuedCalls: bulkhead.Unbounded},
+		bulkhead.WithClock(clock))
+	require.True(t, s.TryAcquirePermission())
+	a := s.AcquirePermissionAsync()
+	assert.Zero(t, clock.PendingTimers(), "a wait without bound armed a timer")
+	// A bounded wait queued behind it still expires on time.
+	require.NoError(t, s.ChangeConfig(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}))
+	b := s.AcquirePermissionAsync()
+	assert.Equal(t, 1, clock.PendingTimers())
+	clock.Advance(time.Second)
+	var fe *bulkhead.FullError
+	require.ErrorAs(t, b.Err(), &fe)
+	assert.Equal(t, bulkhead.WaitTimeout, fe.Reason)
+	assert.ErrorIs(t, a.Err(), bulkhead.ErrPending)
+	assert.Zero(t, clock.PendingTimers(), "a timer stayed armed for the waiter without a deadline")
+	s.FinishCall()
+	require.NoError(t, a.Err())
+	s.FinishCall()
 }

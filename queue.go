@@ -38,11 +38,17 @@ type waitState struct {
 }
 
 // enqueueLocked queues a at the tail with its deadline and makes sure the
-// timer will fire by then.
+// timer will fire by then. A wait of NoTimeout has no deadline
+// (math.MaxInt64): it reads no clock and arms no timer.
 func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	w := s.wait
-	now := s.sinceEpochLocked()
-	a.deadline = clock.Add(now, s.cfg.MaxWaitDuration)
+	var now time.Duration
+	if s.cfg.MaxWaitDuration == NoTimeout {
+		a.deadline = math.MaxInt64
+	} else {
+		now = s.sinceEpochLocked()
+		a.deadline = clock.Add(now, s.cfg.MaxWaitDuration)
+	}
 	if w.tail != nil && a.deadline < w.tail.deadline {
 		w.unordered = true
 	}
@@ -55,7 +61,7 @@ func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	}
 	w.tail = a
 	w.queued++
-	if w.timer == nil || a.deadline < w.timerAt {
+	if a.deadline != math.MaxInt64 && (w.timer == nil || a.deadline < w.timerAt) {
 		s.armTimerLocked(now, a.deadline)
 	}
 }
@@ -102,7 +108,7 @@ func (s *Semaphore) onTimer(gen uint64) {
 			next = w.head.deadline
 		}
 	}
-	if w.head != nil && (w.timer == nil || next < w.timerAt) {
+	if w.head != nil && next != math.MaxInt64 && (w.timer == nil || next < w.timerAt) {
 		s.armTimerLocked(now, next)
 	}
 	w.stopTimerIfIdle()
