@@ -126,6 +126,12 @@ func (s *Semaphore) queuedLocked() int {
 // goroutine that caused the event, never under the bulkhead's lock; a
 // panicking listener is recovered and ignored. With no listener registered,
 // events cost one atomic load. OnEvent panics if f is nil.
+//
+// The CallPermitted or CallRejected of a queued AcquirePermissionAsync is
+// published by the goroutine that decided it, after the outcome is visible
+// (Done closed) and before its OnDone callbacks run, so a goroutine waiting
+// on Done may act on the outcome before the event is published. A blocking
+// AcquirePermission publishes its own, on its goroutine, once it wakes.
 func (s *Semaphore) OnEvent(f func(Event)) (remove func()) { return s.events.add(f) }
 
 // publish is small enough to be inlined, so that with no listener an event
