@@ -3,7 +3,7 @@ package bulkhead
 import "sync"
 
 // This file runs the callbacks of decided outcomes. The contract (OnDone,
-// docs/design.md "Delivery"):
+// docs/design.md "Delivery: at once, on the deciding goroutine"):
 //   - the goroutine that decides an outcome makes it visible at once (settle)
 //     and then runs its callbacks itself: there is no shared deliverer, so
 //     callbacks of outcomes decided on different goroutines run
@@ -20,10 +20,10 @@ import "sync"
 //     (they run on a fresh goroutine) and goes on on its own goroutine.
 
 // maxInlineDeliveries bounds the deliveries a Semaphore runs on their
-// deciding goroutines at once. Each nested level costs a few hundred bytes
-// of stack (release, deliver, the callback), so 32 levels stay well under a
-// goroutine's initial 8 KB growth steps while leaving room for many
-// concurrent callbacks before any goroutine is started.
+// deciding goroutines at once. A nested level is about six frames (release,
+// deliver, runCallbacks, runEach, the callback, its FinishCall), a few
+// hundred bytes, so a chain's stack stays within some kilobytes, while many
+// callbacks may run concurrently before any goroutine is started.
 const maxInlineDeliveries = 32
 
 // runCallbacks runs a's callbacks in registration order on the calling
@@ -63,9 +63,8 @@ func runEach(err error, first func(error), rest []func(error)) {
 
 // decidedList links, through their next field, the acquisitions (pooled
 // blocking waiters excepted) decided by one call of a Semaphore, in decision
-// order. It lives
-// on the deciding goroutine's stack; the acquisitions on it have left the
-// queue, so their next link is free.
+// order. It lives on the deciding goroutine's stack; the acquisitions on it
+// have left the queue, so their next link is free.
 type decidedList struct {
 	head, tail *Acquisition
 	// wake links the pooled blocking waiters decided by the same call, to
