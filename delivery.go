@@ -45,13 +45,20 @@ func (a *Acquisition) runCallbacks() {
 }
 
 // runEach runs first, then rest, with err. A panic in one of them hands the
-// ones after it to a fresh goroutine before it propagates.
+// ones after it to a fresh goroutine, and lets the panic go on once that
+// goroutine has started (as deliver does for the callbacks it hands off).
 func runEach(err error, first func(error), rest []func(error)) {
 	next := -1 // index in rest of the callback running now (-1: first)
 	defer func() {
 		if next < len(rest) { // a callback panicked: run the others elsewhere
 			if after := rest[next+1:]; len(after) > 0 {
-				go runEach(err, after[0], after[1:])
+				var started sync.WaitGroup
+				started.Add(1)
+				go func() {
+					started.Done()
+					runEach(err, after[0], after[1:])
+				}()
+				started.Wait()
 			}
 		}
 	}()

@@ -62,7 +62,7 @@ func goroutineID() uint64 {
 type callbackState struct {
 	workerGoroutines sync.Map     // goroutine ID -> true, for the workers
 	open             sync.Map     // *bulkhead.Acquisition -> true: pending callback acquisitions
-	running          atomic.Int64 // callbacks executing right now
+	liveN            atomic.Int64 // callbacks registered and not finished
 	live             sync.WaitGroup
 	panics           atomic.Int64 // panics recovered by workers
 	blockedOnTime    atomic.Int64
@@ -82,10 +82,24 @@ func (r *stressRun) recoverStressPanic() {
 	}
 }
 
-// quiesceCallbacks waits until no callback is executing (the clock still
-// runs, so callbacks blocked on virtual time finish).
+// quiesceCallbacks waits, with every worker parked, until the only
+// callbacks not finished are those of acquisitions still pending: a
+// decided one's callbacks may still be about to start on a fresh goroutine
+// (past a panic, a batch, the nesting bound) or be blocked on virtual time,
+// which still runs.
 func (r *stressRun) quiesceCallbacks() {
-	for r.cb.running.Load() != 0 {
+	for {
+		pending := int64(0)
+		for _, w := range r.workers {
+			for _, a := range w.callbacks {
+				if a.Err() == bulkhead.ErrPending {
+					pending += int64(w.registeredOn[a])
+				}
+			}
+		}
+		if r.cb.liveN.Load() == pending {
+			return
+		}
 		runtime.Gosched()
 	}
 }
@@ -96,6 +110,8 @@ func (w *stressWorker) callbackAcquire() {
 	for _, a := range w.callbacks {
 		if a.Err() == bulkhead.ErrPending {
 			kept = append(kept, a)
+		} else {
+			delete(w.registeredOn, a)
 		}
 	}
 	clear(w.callbacks[len(kept):])
@@ -119,13 +135,17 @@ func (w *stressWorker) callbackAcquire() {
 	var runs atomic.Int32
 	var registered atomic.Bool // both callbacks are registered
 	me := goroutineID()
+	if w.registeredOn == nil {
+		w.registeredOn = map[*bulkhead.Acquisition]int{}
+	}
 	register := func(f func(err error)) {
 		r.callbacksRegistered.Add(1)
 		r.cb.live.Add(1)
+		r.cb.liveN.Add(1)
+		w.registeredOn[a]++
 		a.OnDone(func(err error) {
-			r.cb.running.Add(1)
 			defer r.cb.live.Done()
-			defer r.cb.running.Add(-1)
+			defer r.cb.liveN.Add(-1)
 			r.callbacksRun.Add(1)
 			f(err)
 		})

@@ -336,6 +336,8 @@ type stressWorker struct {
 	held      int                     // permits this worker holds
 	pending   []*bulkhead.Acquisition // async acquisitions not collected yet
 	callbacks []*bulkhead.Acquisition // acquisitions whose OnDone releases
+	// registeredOn counts the callbacks registered on each of callbacks.
+	registeredOn map[*bulkhead.Acquisition]int
 }
 
 func (w *stressWorker) loop() {
