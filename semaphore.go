@@ -134,8 +134,10 @@ func (s *Semaphore) queuedLocked() int {
 // AcquirePermission publishes its own, on its goroutine, once it wakes.
 func (s *Semaphore) OnEvent(f func(Event)) (remove func()) { return s.events.add(f) }
 
-// publish is small enough to be inlined, so that with no listener an event
-// costs one atomic load and no call.
+// publish publishes an event if a listener is registered. It is just over
+// the compiler's inlining budget (the listener check goes through a generic
+// type), so the fast paths write its body out instead: with no listener an
+// event costs them one atomic load and no call.
 func (s *Semaphore) publish(t EventType, r Reason) {
 	if s.events.active() {
 		s.publishSlow(t, r)
@@ -154,7 +156,9 @@ func (s *Semaphore) TryAcquirePermission() bool {
 	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
 		s.mu.Unlock()
-		s.publish(CallPermitted, 0)
+		if s.events.active() {
+			s.publishSlow(CallPermitted, 0)
+		}
 		return true
 	}
 	s.mu.Unlock()
@@ -178,7 +182,9 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
 		s.mu.Unlock()
-		s.publish(CallPermitted, 0)
+		if s.events.active() {
+			s.publishSlow(CallPermitted, 0)
+		}
 		return grantedAcquisition
 	}
 	if r := s.rejectAtOnceLocked(); r != nil {
@@ -236,18 +242,25 @@ func (s *Semaphore) FinishCall() { s.release(true) }
 
 func (s *Semaphore) release(finished bool) {
 	s.mu.Lock()
+	if s.available >= s.cfg.MaxConcurrentCalls || !s.nobodyWaitsLocked() {
+		s.releaseSlowLocked(finished)
+		return
+	}
+	s.available++
+	s.mu.Unlock()
+	if finished && s.events.active() {
+		s.publishSlow(CallFinished, 0)
+	}
+}
+
+// releaseSlowLocked is release when a call waits or the release is one too
+// many; mu is held and is released here.
+func (s *Semaphore) releaseSlowLocked(finished bool) {
 	if s.available >= s.cfg.MaxConcurrentCalls {
 		s.mu.Unlock()
 		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
 	}
 	s.available++
-	if s.nobodyWaitsLocked() {
-		s.mu.Unlock()
-		if finished {
-			s.publish(CallFinished, 0)
-		}
-		return
-	}
 	// The permit goes to the next waiter in the same critical section, so
 	// no observer (Metrics, TryAcquirePermission) sees it free while calls
 	// wait, and the grant is visible (Done closed) before mu is released.

@@ -59,7 +59,9 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
 		s.mu.Unlock()
-		s.publish(CallPermitted, 0)
+		if s.events.active() {
+			s.publishSlow(CallPermitted, 0)
+		}
 		return nil
 	}
 	if r := s.rejectAtOnceLocked(); r != nil {

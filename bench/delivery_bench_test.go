@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +33,7 @@ func newSemaphoreWith(n int, wait time.Duration) semaphoreWith {
 // "rxbulkhead-notimeout" waits without bound as x/sync does (NoTimeout: no
 // clock read, no timer). ctx is context.Background() ("bg", whose Done is
 // nil) or a cancellable context ("cancel", as a server's request context).
-// "bg+timer" is "bg" in a process that has one unrelated runtime timer
+// "+timer" runs the same in a process that has one unrelated runtime timer
 // pending during the run, as any server has (an HTTP deadline, a ticker):
 // the Go scheduler then reads the clock at each scheduling point whoever
 // armed a timer, so the cost of rxbulkhead's one timer is already paid.
@@ -48,17 +49,17 @@ func BenchmarkContendedWait(b *testing.B) {
 		{"xsync", func() peer.Peer { return peer.NewWeighted(permits) }},
 		{"chan", func() peer.Peer { return peer.NewChan(permits) }},
 	}
-	for _, kind := range []string{"bg", "bg+timer", "cancel"} {
+	for _, kind := range []string{"bg", "bg+timer", "cancel", "cancel+timer"} {
 		for _, f := range peers {
 			b.Run(kind+"/"+f.name, func(b *testing.B) {
 				p := f.new()
 				ctx := context.Background()
-				switch kind {
-				case "cancel":
+				if strings.HasPrefix(kind, "cancel") {
 					c, cancel := context.WithCancel(ctx)
 					defer cancel()
 					ctx = c
-				case "bg+timer":
+				}
+				if strings.HasSuffix(kind, "+timer") {
 					t := time.AfterFunc(time.Hour, func() {})
 					defer t.Stop()
 				}
