@@ -17,9 +17,6 @@ const (
 
 	outcomeMask uint32 = 0xff
 	knownBit    uint32 = 1 << 8
-	// firedBit is the same bit under the name the pool's Future uses
-	// (pool_future.go).
-	firedBit = knownBit
 )
 
 // owner is what a pending Acquisition is waiting on: a Semaphore's queue, the
