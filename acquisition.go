@@ -212,7 +212,8 @@ func (a *Acquisition) Granted() bool {
 //     before that call returns;
 //   - for an expiry, the Clock's timer goroutine (testkit.VirtualClock: the
 //     caller of Advance); for a LIFO eviction, the caller of
-//     AcquirePermissionAsync or AcquirePermission that evicted it;
+//     AcquirePermissionAsync that evicted it (a fresh goroutine when the
+//     newcomer is a blocking AcquirePermission);
 //   - for Cancel, the caller of Cancel, before Cancel returns;
 //   - for a Resolver's Grant or Reject, its caller; for FromBlocking, the
 //     bridge's goroutine.
@@ -221,9 +222,9 @@ func (a *Acquisition) Granted() bool {
 // bounded: when one call decides several outcomes (ChangeConfig granting
 // several waiters, one expiry sweep), the first outcome's callbacks run on
 // the deciding goroutine and each other outcome's on a fresh goroutine; and
-// when more than maxInlineDeliveries deliveries of one Semaphore are in
-// progress at once (callbacks releasing permits inside callbacks, nested or
-// on other goroutines), the next one runs on a fresh goroutine. In both
+// when more than 32 deliveries of one Semaphore are in progress at once
+// (callbacks giving permits back inside callbacks, nested or on other
+// goroutines), the next one runs on a fresh goroutine. In both
 // cases the deciding call returns only after those callbacks have started,
 // so a call that acquires after it never runs ahead of them.
 //
