@@ -262,3 +262,17 @@ func TestBadInputTableMatchesTheTests(t *testing.T) {
 		t.Error("no row found in the table of bad inputs")
 	}
 }
+
+func TestBadInputAcquirePermissionWithNilContextPanicsNamingIt(t *testing.T) {
+	s := newSemaphore(t, "walmart", bulkhead.Config{MaxConcurrentCalls: 1})
+	var noContext context.Context
+	defer func() {
+		if r := recover(); r != "bulkhead: AcquirePermission called with a nil context" {
+			t.Fatalf("recovered %v", r)
+		}
+		if m := s.Metrics(); m.InFlightCalls != 0 {
+			t.Fatalf("a permit was taken: %+v", m)
+		}
+	}()
+	_ = s.AcquirePermission(noContext)
+}

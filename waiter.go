@@ -51,7 +51,13 @@ func putWaiter(a *Acquisition) {
 // (its channel) and no goroutine; its CallPermitted or CallRejected event is published by the
 // calling goroutine once it wakes. In a LIFO queue, the callbacks of a
 // waiter it evicts run on a fresh goroutine, not on this one.
+//
+// It panics if ctx is nil ("bulkhead: AcquirePermission called with a nil
+// context"), as every entry point of this module that takes a context does.
 func (s *Semaphore) AcquirePermission(ctx context.Context) error {
+	if ctx == nil {
+		panic("bulkhead: AcquirePermission called with a nil context")
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -24,13 +24,13 @@ func TestBadInputNilArgumentsPanicNamingTheArgument(t *testing.T) {
 		call func()
 		want string
 	}{
-		{func() { pool.Submit(nilCtx, p, fn) }, "pool: Submit: nil context"},
-		{func() { pool.Submit(context.Background(), nil, fn) }, "pool: Submit: nil *Pool"},
-		{func() { pool.Submit[int](context.Background(), p, nil) }, "pool: Submit: nil func"},
-		{func() { _, _ = f.Get(nilCtx) }, "pool: Future.Get: nil context"},
-		{func() { f.OnDone(nil) }, "pool: Future.OnDone: nil func"},
-		{func() { p.OnEvent(nil) }, "pool: OnEvent: nil listener"},
-		{func() { _ = p.Close(nilCtx) }, "pool: Close: nil context"},
+		{func() { pool.Submit(nilCtx, p, fn) }, "pool: Submit called with a nil context"},
+		{func() { pool.Submit(context.Background(), nil, fn) }, "pool: Submit called with a nil *Pool"},
+		{func() { pool.Submit[int](context.Background(), p, nil) }, "pool: Submit called with a nil func"},
+		{func() { _, _ = f.Get(nilCtx) }, "pool: Future.Get called with a nil context"},
+		{func() { f.OnDone(nil) }, "pool: Future.OnDone called with a nil func"},
+		{func() { p.OnEvent(nil) }, "pool: OnEvent called with a nil listener"},
+		{func() { _ = p.Close(nilCtx) }, "pool: Close called with a nil context"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			defer func() {
@@ -48,7 +48,7 @@ func TestBadInputGetWithNilContextPanicsEvenWhenPending(t *testing.T) {
 	g := newPoolGate(t)
 	f := pool.Submit(context.Background(), p, poolTaskWaitingOn(g, 1))
 	defer func() {
-		if r := recover(); r != "pool: Future.Get: nil context" {
+		if r := recover(); r != "pool: Future.Get called with a nil context" {
 			t.Errorf("recovered %v", r)
 		}
 		g.open()

@@ -38,10 +38,10 @@ func (p *Pool) stopIfDoneLocked() {
 //
 // A task or a callback running on a worker must not call Close of its own
 // pool with a context that never ends: Close would wait for that worker.
-// Close panics if ctx is nil ("pool: Close: nil context").
+// Close panics if ctx is nil ("pool: Close called with a nil context").
 func (p *Pool) Close(ctx context.Context) error {
 	if ctx == nil {
-		panic("pool: Close: nil context")
+		panic("pool: Close called with a nil context")
 	}
 	p.mu.Lock()
 	if !p.closed {

@@ -51,19 +51,19 @@ type Future[T any] struct {
 // context.AfterFunc registration: no goroutine and no timer of its own.
 //
 // Submit panics if ctx, p or fn is nil, with a message naming the function
-// and the argument ("pool: Submit: nil context"): these are programming
+// and the argument ("pool: Submit called with a nil context"): these are programming
 // errors, not outcomes, and every entry point of the package that takes a
 // context (Future.Get, Pool.Close, Registry.Close) treats a nil one the same
 // way.
 func Submit[T any](ctx context.Context, p *Pool, fn func(ctx context.Context) (T, error)) *Future[T] {
 	if ctx == nil {
-		panic("pool: Submit: nil context")
+		panic("pool: Submit called with a nil context")
 	}
 	if p == nil {
-		panic("pool: Submit: nil *Pool")
+		panic("pool: Submit called with a nil *Pool")
 	}
 	if fn == nil {
-		panic("pool: Submit: nil func")
+		panic("pool: Submit called with a nil func")
 	}
 	f := &Future[T]{fn: fn}
 	f.job = f
@@ -138,10 +138,10 @@ func (f *Future[T]) Ran() bool { return f.cell.Load() == taskCompleted|outcome.P
 // Get waits for the outcome and returns Value and Err. If ctx ends first it
 // returns the zero T and ctx.Err(); the task is not affected (use Cancel, or
 // the context given to Submit, to stop it). Get panics if ctx is nil
-// ("pool: Future.Get: nil context"), as Submit does.
+// ("pool: Future.Get called with a nil context"), as Submit does.
 func (f *Future[T]) Get(ctx context.Context) (T, error) {
 	if ctx == nil {
-		panic("pool: Future.Get: nil context")
+		panic("pool: Future.Get called with a nil context")
 	}
 	if !f.cell.IsPublished() {
 		select {
@@ -178,7 +178,7 @@ func (f *Future[T]) Get(ctx context.Context) (T, error) {
 // that ends. OnDone panics if cb is nil.
 func (f *Future[T]) OnDone(cb func(v T, err error)) {
 	if cb == nil {
-		panic("pool: Future.OnDone: nil func")
+		panic("pool: Future.OnDone called with a nil func")
 	}
 	if f.cell.IsPublished() {
 		cb(f.result())

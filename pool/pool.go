@@ -166,7 +166,7 @@ func (p *Pool) Metrics() Metrics {
 // listener is recovered and ignored. OnEvent panics if f is nil.
 func (p *Pool) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	if f == nil {
-		panic("pool: OnEvent: nil listener")
+		panic("pool: OnEvent called with a nil listener")
 	}
 	return p.events.Add(f)
 }

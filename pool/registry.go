@@ -107,7 +107,7 @@ func (r *Registry) Remove(name string) bool {
 // ctx is nil.
 func (r *Registry) Close(ctx context.Context) error {
 	if ctx == nil {
-		panic("pool: Registry.Close: nil context")
+		panic("pool: Registry.Close called with a nil context")
 	}
 	all := r.All()
 	errs := make([]error, len(all))
