@@ -177,7 +177,13 @@ func hammerChild(p childParams) (childResult, error) {
 					}
 					for m := maxHolders.Load(); n > m && !maxHolders.CompareAndSwap(m, n); m = maxHolders.Load() {
 					}
-					time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+					hold := time.Duration(rng.IntN(1500)) * time.Microsecond
+					if rng.IntN(8) == 0 {
+						// Now and then a call outlasts MaxWaitDuration, so
+						// that waiters time out however fast the machine is.
+						hold = 35 * time.Millisecond
+					}
+					time.Sleep(hold)
 					c.Decr(ctx, p.Counter)
 				}
 				if rng.IntN(2) == 0 {
