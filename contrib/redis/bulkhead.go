@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/publish"
 )
 
 // Bulkhead is a bulkhead.Bulkhead whose permits are leases in Redis, shared
@@ -35,7 +36,7 @@ type Bulkhead struct {
 	keys  keys
 	local *bulkhead.Semaphore // FailOver only
 	epoch time.Time
-	pub   publisher
+	pub   publish.Listeners[bulkhead.Event]
 
 	errWaitTimeout, errNoWait, errQueueFull error
 	errUnavailable, errClosed               error
@@ -290,11 +291,16 @@ func (b *Bulkhead) grant(p *Permit) {
 // CallFinished, CallCancelled. Listeners run synchronously on the
 // goroutine that caused the event, never under a lock; a panicking
 // listener is recovered and ignored.
-func (b *Bulkhead) OnEvent(f func(bulkhead.Event)) (remove func()) { return b.pub.add(f) }
+func (b *Bulkhead) OnEvent(f func(bulkhead.Event)) (remove func()) {
+	if f == nil {
+		panic("redis: OnEvent called with a nil listener")
+	}
+	return b.pub.Add(f)
+}
 
 func (b *Bulkhead) publish(t bulkhead.EventType, r bulkhead.Reason) {
-	if b.pub.active() {
-		b.pub.publish(bulkhead.Event{Type: t, Name: b.name, Time: b.s.cfg.Clock.Now(), Reason: r})
+	if b.pub.Active() {
+		b.pub.Publish(bulkhead.Event{Type: t, Name: b.name, Time: b.s.cfg.Clock.Now(), Reason: r})
 	}
 }
 

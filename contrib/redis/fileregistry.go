@@ -68,9 +68,9 @@ func NewRegistryFromFile(s *Store, f fileconfig.File) (*Registry, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.mu.Lock()
-		r.bulkheads[name] = b
-		r.mu.Unlock()
+		r.cat.Lock()
+		r.cat.PutLocked(name, b)
+		r.cat.Unlock()
 	}
 	return r, nil
 }

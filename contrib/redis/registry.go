@@ -2,21 +2,18 @@ package redis
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/catalog"
 )
 
 // Registry keeps one fleet Bulkhead per name on one Store, created from
 // named configurations, as bulkhead.Registry does for Semaphores. It is
 // safe for concurrent use.
 type Registry struct {
-	s         *Store
-	mu        sync.Mutex
-	configs   map[string]Config
-	bulkheads map[string]*Bulkhead
+	s   *Store
+	cat *catalog.Catalog[Config, *Bulkhead]
+	// listeners are guarded by cat's lock.
 	listeners []func(bulkhead.Event)
 }
 
@@ -25,7 +22,7 @@ type RegistryOption func(*Registry)
 
 // WithConfig adds a named configuration for GetWithConfig.
 func WithConfig(name string, cfg Config) RegistryOption {
-	return func(r *Registry) { r.configs[name] = cfg }
+	return func(r *Registry) { r.cat.SetConfig(name, cfg) }
 }
 
 // NewRegistry returns a Registry of bulkheads on s that use defaults
@@ -36,14 +33,12 @@ func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, 
 	if s == nil {
 		return nil, fmt.Errorf("redis: NewRegistry: store must not be nil")
 	}
-	r := &Registry{s: s, configs: map[string]Config{bulkhead.DefaultConfigName: defaults}, bulkheads: map[string]*Bulkhead{}}
+	r := &Registry{s: s, cat: catalog.New[Config, *Bulkhead]("config", bulkhead.DefaultConfigName, defaults)}
 	for _, o := range opts {
 		o(r)
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.configs)) {
-		if err := r.configs[name].validateFor(name); err != nil {
-			return nil, err
-		}
+	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -58,44 +53,24 @@ func (r *Registry) Get(name string) (*Bulkhead, error) {
 // configuration named configName if it does not exist yet (an existing
 // one is returned as it is). It fails if configName is unknown.
 func (r *Registry) GetWithConfig(name, configName string) (*Bulkhead, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if b, ok := r.bulkheads[name]; ok {
+	return r.cat.GetOrCreate(name, configName, func(name string, cfg Config) (*Bulkhead, error) {
+		b, err := NewBulkhead(r.s, name, cfg)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range r.listeners {
+			b.OnEvent(f)
+		}
+		r.cat.PutLocked(name, b)
 		return b, nil
-	}
-	cfg, ok := r.configs[configName]
-	if !ok {
-		return nil, fmt.Errorf("redis: registry: bulkhead %q: unknown config %q (known: %v)", name, configName, slices.Sorted(maps.Keys(r.configs)))
-	}
-	b, err := NewBulkhead(r.s, name, cfg)
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range r.listeners {
-		b.OnEvent(f)
-	}
-	r.bulkheads[name] = b
-	return b, nil
+	})
 }
 
 // Find returns the bulkhead named name if it exists.
-func (r *Registry) Find(name string) (*Bulkhead, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	b, ok := r.bulkheads[name]
-	return b, ok
-}
+func (r *Registry) Find(name string) (*Bulkhead, bool) { return r.cat.Find(name) }
 
 // All returns the bulkheads, sorted by name.
-func (r *Registry) All() []*Bulkhead {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*Bulkhead, 0, len(r.bulkheads))
-	for _, name := range slices.Sorted(maps.Keys(r.bulkheads)) {
-		out = append(out, r.bulkheads[name])
-	}
-	return out
-}
+func (r *Registry) All() []*Bulkhead { return r.cat.All() }
 
 // OnEvent registers f on every bulkhead of the registry, present and
 // future. It panics if f is nil.
@@ -103,10 +78,10 @@ func (r *Registry) OnEvent(f func(bulkhead.Event)) {
 	if f == nil {
 		panic("redis: Registry.OnEvent called with a nil listener")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.cat.Lock()
+	defer r.cat.Unlock()
 	r.listeners = append(r.listeners, f)
-	for _, b := range r.bulkheads {
+	for _, b := range r.cat.ItemsLocked() {
 		b.OnEvent(f)
 	}
 }
