@@ -1,22 +1,23 @@
 package bulkhead
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/internal/outcome"
 )
 
-// Outcome states of an Acquisition. The low byte is the outcome; knownBit is
-// set once the outcome is visible (Err answers it, Done is closed), which the
-// deciding goroutine does right after its CAS, before any callback runs.
+// Outcome states of an Acquisition, in the low byte of its cell's state
+// word. The cell sets knownBit (outcome.Published) once the outcome is
+// visible (Err answers it, Done is closed), which the deciding goroutine does
+// right after its CAS, before any callback runs.
 const (
 	statePending uint32 = iota
 	stateGranted
 	stateRejected
 	stateCancelled
 
-	outcomeMask uint32 = 0xff
-	knownBit    uint32 = 1 << 8
+	outcomeMask = outcome.Mask
+	knownBit    = outcome.Published
 )
 
 // owner is what a pending Acquisition is waiting on: a Semaphore's queue, the
@@ -41,47 +42,43 @@ type owner interface {
 //   - The winner writes err, then makes the outcome visible (settle:
 //     knownBit, Done closed) before it runs any callback; a Semaphore does
 //     both under its lock, so Metrics and Err never disagree.
-//   - Callbacks registered before knownBit are run once, by the winner (see
-//     runCallbacks), in registration order; a callback registered after it
-//     runs at once on the registering goroutine. After knownBit, cb and more
-//     are owned by the winner.
+//   - Callbacks registered before knownBit are kept in the cell and run
+//     once, by the winner (see runCallbacks), in registration order; a
+//     callback registered after it runs at once on the registering
+//     goroutine. After knownBit, the cell's list is owned by the winner.
+//
+// The state word, the Done channel and the callback list are an
+// internal/outcome.Cell, the one pool.Future uses too; what differs is the
+// panic policy of the runner (outcome.RunHandOff here, RunRecover there).
 //
 // An Acquisition is safe for concurrent use.
 type Acquisition struct {
-	state atomic.Uint32
+	// cell holds the state word, Done and the callbacks (see the package
+	// outcome). A pooled blocking waiter keeps its one-slot channel there
+	// (waiter.go) and never publishes through the cell.
+	cell outcome.Cell[func(error)]
 	// Fields below are owned by the owner's lock (Semaphore.mu) while the
 	// acquisition is queued; next also links decided acquisitions on the
-	// deciding goroutine's delivery list (see decidedList).
-	linked   bool          // in the owner's wait queue
-	blocking bool          // a pooled waiter of AcquirePermission (see waiter.go)
+	// deciding goroutine's delivery list (see decidedList). An acquisition
+	// is in its owner's wait queue iff prev != nil or it is the queue's head
+	// (waitState.linked); a pooled blocking waiter is told by its owner's
+	// type (isBlocking). Neither has a flag of its own: a queued
+	// Acquisition is 96 bytes.
 	deadline time.Duration // offset from the owner's epoch
 	prev     *Acquisition
 	next     *Acquisition
 
 	owner owner
 	err   error // written by the deciding goroutine before knownBit is set
-
-	mu   sync.Mutex      // guards done, cb and more until knownBit is set
-	done chan struct{}   // created lazily by Done; a blocking waiter's one-slot channel
-	cb   func(err error) // the first callback
-	more *[]func(error)  // callbacks registered after the first, in order
 }
-
-// closedChan is returned by Done for acquisitions that are already done, so
-// that the fast path allocates no channel.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 // grantedAcquisition is shared by every immediately granted request: it is
 // immutable (Cancel fails, callbacks run at once), so it costs no allocation.
 var grantedAcquisition = newDone(stateGranted, nil)
 
-func newDone(outcome uint32, err error) *Acquisition {
+func newDone(state uint32, err error) *Acquisition {
 	a := &Acquisition{err: err}
-	a.state.Store(outcome | knownBit)
+	a.cell.Store(state | knownBit)
 	return a
 }
 
@@ -158,27 +155,14 @@ func (r *Resolver) Reject(err error) bool {
 
 // Done returns a channel that is closed as soon as the outcome is decided,
 // before any callback runs; Err no longer returns ErrPending then.
-func (a *Acquisition) Done() <-chan struct{} {
-	if a.state.Load()&knownBit != 0 {
-		return closedChan
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.state.Load()&knownBit != 0 {
-		return closedChan
-	}
-	if a.done == nil {
-		a.done = make(chan struct{})
-	}
-	return a.done
-}
+func (a *Acquisition) Done() <-chan struct{} { return a.cell.Done() }
 
 // Err returns nil if the permit was granted, the rejection error (a
 // *FullError for a Semaphore) if it was rejected, ErrCancelled if it was
 // withdrawn, and ErrPending while the outcome is not decided yet. It
 // reflects a decision at once, before any callback runs.
 func (a *Acquisition) Err() error {
-	return a.errOf(a.state.Load())
+	return a.errOf(a.cell.Load())
 }
 
 func (a *Acquisition) errOf(s uint32) error {
@@ -197,7 +181,7 @@ func (a *Acquisition) errOf(s uint32) error {
 
 // Granted reports whether the permit was granted. It is false while pending.
 func (a *Acquisition) Granted() bool {
-	return a.state.Load() == stateGranted|knownBit
+	return a.cell.Load() == stateGranted|knownBit
 }
 
 // OnDone registers f to run exactly once with the outcome (the value Err
@@ -237,25 +221,9 @@ func (a *Acquisition) OnDone(f func(err error)) {
 	if f == nil {
 		panic("bulkhead: OnDone called with a nil func")
 	}
-	if s := a.state.Load(); s&knownBit != 0 {
-		f(a.errOf(s))
-		return
+	if !a.cell.Register(f) {
+		f(a.Err())
 	}
-	a.mu.Lock()
-	if s := a.state.Load(); s&knownBit != 0 {
-		a.mu.Unlock()
-		f(a.errOf(s))
-		return
-	}
-	switch {
-	case a.cb == nil:
-		a.cb = f
-	case a.more == nil:
-		a.more = &[]func(error){f}
-	default:
-		*a.more = append(*a.more, f)
-	}
-	a.mu.Unlock()
 }
 
 // Cancel withdraws a pending acquisition. It returns true if it won the race
@@ -278,8 +246,8 @@ func (a *Acquisition) Cancel() bool {
 
 // decide is the single atomic decision of the outcome. Only the goroutine
 // whose CAS succeeds may write err, and it must then call settle.
-func (a *Acquisition) decide(outcome uint32, err error) bool {
-	if !a.state.CompareAndSwap(statePending, outcome) {
+func (a *Acquisition) decide(state uint32, err error) bool {
+	if !a.cell.CompareAndSwap(statePending, state) {
 		return false
 	}
 	a.err = err
@@ -288,17 +256,8 @@ func (a *Acquisition) decide(outcome uint32, err error) bool {
 
 // settle makes a decided outcome visible: it sets knownBit and closes Done.
 // (A pooled blocking waiter is woken by wakeWaiters instead.)
-// It runs no callback and takes only a.mu, so a Semaphore calls it under its
+// It runs no callback and takes only the cell's lock, so a Semaphore calls it under its
 // own lock. It is idempotent: the grant loop that pops a waiter whose Cancel
 // won calls it too, so that the cancellation is visible as soon as the
 // waiter has left the queue.
-func (a *Acquisition) settle() {
-	a.mu.Lock()
-	if s := a.state.Load(); s&knownBit == 0 {
-		a.state.Store(s | knownBit)
-		if a.done != nil {
-			close(a.done)
-		}
-	}
-	a.mu.Unlock()
-}
+func (a *Acquisition) settle() { a.cell.Publish() }

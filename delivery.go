@@ -1,6 +1,10 @@
 package bulkhead
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/rxbulkhead/bulkhead/internal/outcome"
+)
 
 // This file runs the callbacks of decided outcomes. The contract (OnDone,
 // docs/design.md "Delivery: at once, on the deciding goroutine"):
@@ -21,7 +25,7 @@ import "sync"
 
 // maxInlineDeliveries bounds the deliveries a Semaphore runs on their
 // deciding goroutines at once. A nested level is about six frames (release,
-// deliver, runCallbacks, runEach, the callback, its FinishCall), a few
+// deliver, runCallbacks, outcome.RunHandOff, the callback, its FinishCall), a few
 // hundred bytes, so a chain's stack stays within some kilobytes, while many
 // callbacks may run concurrently before any goroutine is started.
 const maxInlineDeliveries = 32
@@ -29,43 +33,13 @@ const maxInlineDeliveries = 32
 // runCallbacks runs a's callbacks in registration order on the calling
 // goroutine. It must be called once, by the goroutine that decided the
 // outcome, after settle. If a callback panics, the remaining ones are run on
-// a fresh goroutine and the panic goes on.
+// a fresh goroutine and the panic goes on (outcome.RunHandOff).
 func (a *Acquisition) runCallbacks() {
-	cb, more := a.cb, a.more
-	a.cb, a.more = nil, nil
-	if cb == nil {
+	first, rest, ok := a.cell.Take()
+	if !ok {
 		return
 	}
-	err := a.errOf(a.state.Load())
-	var rest []func(error)
-	if more != nil {
-		rest = *more
-	}
-	runEach(err, cb, rest)
-}
-
-// runEach runs first, then rest, with err. A panic in one of them hands the
-// ones after it to a fresh goroutine, and lets the panic go on once that
-// goroutine has started (as deliver does for the callbacks it hands off).
-func runEach(err error, first func(error), rest []func(error)) {
-	next := -1 // index in rest of the callback running now (-1: first)
-	defer func() {
-		if next < len(rest) { // a callback panicked: run the others elsewhere
-			if after := rest[next+1:]; len(after) > 0 {
-				var started sync.WaitGroup
-				started.Add(1)
-				go func() {
-					started.Done()
-					runEach(err, after[0], after[1:])
-				}()
-				started.Wait()
-			}
-		}
-	}()
-	first(err)
-	for next = 0; next < len(rest); next++ {
-		rest[next](err)
-	}
+	outcome.RunHandOff(a.errOf(a.cell.Load()), first, rest)
 }
 
 // decidedList links, through their next field, the acquisitions (pooled
@@ -96,7 +70,7 @@ func (s *Semaphore) deliver(d *decidedList) {
 	for a := d.wake; a != nil; {
 		n := a.next // the record belongs to its waiter once woken
 		a.next = nil
-		a.done <- struct{}{}
+		a.cell.Chan() <- struct{}{}
 		a = n
 	}
 	if d.head == nil {
@@ -113,7 +87,7 @@ func (s *Semaphore) deliver(d *decidedList) {
 	for a := d.head; a != nil; {
 		n := a.next // read before a's callbacks may run
 		a.next = nil
-		if a.cb != nil { // frozen since settle, which this goroutine ran
+		if a.cell.HasCallbacks() { // frozen since settle, which this goroutine ran
 			if inline == nil && w.inline.Add(1) <= maxInlineDeliveries {
 				inline = a
 			} else {
@@ -149,7 +123,7 @@ func runStarted(a *Acquisition, started *sync.WaitGroup) {
 // decided: CallPermitted or CallRejected (a withdrawal's CallCancelled is
 // published by withdraw).
 func (s *Semaphore) publishOutcome(a *Acquisition) {
-	switch a.state.Load() & outcomeMask {
+	switch a.cell.Load() & outcomeMask {
 	case stateGranted:
 		s.publish(CallPermitted, 0)
 	case stateRejected:

@@ -52,7 +52,6 @@ func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	if w.tail != nil && a.deadline < w.tail.deadline {
 		w.unordered = true
 	}
-	a.linked = true
 	a.prev = w.tail
 	if w.tail != nil {
 		w.tail.next = a
@@ -138,8 +137,8 @@ func (w *waitState) reject(a *Acquisition, err *FullError, d *decidedList) {
 // own goroutine looks at it, and waking it outside the lock keeps the
 // critical section short).
 func (w *waitState) settled(a *Acquisition, d *decidedList) {
-	if a.blocking {
-		a.state.Store(a.state.Load() | knownBit)
+	if a.isBlocking() {
+		a.cell.Store(a.cell.Load() | knownBit) // not a.settle: Done is never handed out, Chan gets a send
 		a.next = d.wake
 		d.wake = a
 		return
@@ -154,10 +153,15 @@ func (w *waitState) settled(a *Acquisition, d *decidedList) {
 // callbacks. A blocking waiter's own goroutine cancelled it and needs
 // nothing.
 func (w *waitState) leftCancelled(a *Acquisition) {
-	if !a.blocking {
+	if !a.isBlocking() {
 		a.settle()
 	}
 }
+
+// linked reports whether a is in the wait queue. An acquisition that is
+// not has a nil prev (unlink clears it, enqueueLocked sets it) and is not
+// the head; the decided list links through next only.
+func (w *waitState) linked(a *Acquisition) bool { return a.prev != nil || w.head == a }
 
 func (w *waitState) unlink(a *Acquisition) {
 	if a.prev != nil {
@@ -170,7 +174,7 @@ func (w *waitState) unlink(a *Acquisition) {
 	} else {
 		w.tail = a.prev
 	}
-	a.prev, a.next, a.linked = nil, nil, false
+	a.prev, a.next = nil, nil
 	w.queued--
 	if w.head == nil {
 		w.unordered = false

@@ -329,11 +329,11 @@ func (s *Semaphore) grantLocked(d *decidedList) {
 // published.
 func (s *Semaphore) withdraw(a *Acquisition) {
 	s.mu.Lock()
-	if a.linked {
+	if s.wait.linked(a) {
 		s.wait.unlink(a)
 		s.wait.stopTimerIfIdle()
 	}
-	if !a.blocking {
+	if !a.isBlocking() {
 		a.settle()
 	}
 	s.mu.Unlock()

@@ -25,18 +25,39 @@ import (
 // the decider touches it no more after the send (it reads next first). The waiting goroutine owns
 // it again once it has either received the value or won the cancel CAS and
 // unlinked it under mu (withdraw), and only then puts it back.
-var waiterPool = sync.Pool{New: func() any { return &Acquisition{blocking: true} }}
+//
+// The record is marked as a blocking waiter by its owner, a *waiterOwner
+// (isBlocking), and its channel is its cell's (Reset, Chan): the cell is
+// never published the usual way (PublishLocked would close the channel),
+// only its state word is set (waitState.settled).
+var waiterPool = sync.Pool{New: func() any { return new(Acquisition) }}
+
+// waiterOwner is the owner of a pooled blocking waiter: its Semaphore, under
+// a type of its own so that the record needs no flag to say what it is.
+// Nobody can call Cancel on a pooled waiter (it is never shown); its own
+// goroutine withdraws it with Semaphore.withdraw.
+type waiterOwner Semaphore
+
+func (o *waiterOwner) withdraw(a *Acquisition) { (*Semaphore)(o).withdraw(a) }
+
+// isBlocking reports whether a is a pooled blocking waiter of
+// AcquirePermission. Its owner is set before a is queued and cleared only
+// after, so the holders of the Semaphore's lock may ask.
+func (a *Acquisition) isBlocking() bool {
+	_, ok := a.owner.(*waiterOwner)
+	return ok
+}
 
 func getWaiter(s *Semaphore) *Acquisition {
 	a := waiterPool.Get().(*Acquisition)
-	a.owner = s
-	a.done = make(chan struct{}, 1)
+	a.owner = (*waiterOwner)(s)
+	a.cell.Reset(make(chan struct{}, 1))
 	return a
 }
 
 func putWaiter(a *Acquisition) {
-	a.state.Store(statePending)
-	a.owner, a.err, a.done = nil, nil, nil
+	a.cell.Reset(nil)
+	a.owner, a.err = nil, nil
 	waiterPool.Put(a)
 }
 
@@ -84,7 +105,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	}
 	if ctxDone := ctx.Done(); ctxDone != nil {
 		select {
-		case <-a.done:
+		case <-a.cell.Chan():
 		case <-ctxDone:
 			if a.decide(stateCancelled, nil) {
 				s.withdraw(a)
@@ -92,8 +113,8 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 				return ctx.Err()
 			}
 			// Decided concurrently: the value is sent or about to be.
-			<-a.done
-			if a.state.Load()&outcomeMask == stateGranted {
+			<-a.cell.Chan()
+			if a.cell.Load()&outcomeMask == stateGranted {
 				// Give the grant back, as if ctx had won ("pretend we
 				// didn't", as x/sync/semaphore does).
 				s.publish(CallPermitted, 0)
@@ -103,7 +124,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 			}
 		}
 	} else { // a context that never ends
-		<-a.done
+		<-a.cell.Chan()
 	}
 	err := a.err
 	s.publishOutcome(a)

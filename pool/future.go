@@ -29,10 +29,9 @@ type Future[T any] struct {
 	task
 	fn    func(context.Context) (T, error)
 	value T
-	// cbs are the callbacks registered before the outcome was published,
-	// in registration order: guarded by the cell's lock until then, owned
-	// by the publishing goroutine afterwards.
-	cbs []func(T, error)
+	// The callbacks are kept in the task's cell (a func(T, error) in each
+	// any: the task is untyped), guarded by its lock until the outcome is
+	// published and owned by the publishing goroutine afterwards.
 }
 
 // Submit hands fn to p and returns its Future at once; it never blocks and
@@ -91,13 +90,13 @@ func (f *Future[T]) publish(s uint32) {
 }
 
 func (f *Future[T]) deliver() []*outcome.Panic {
-	cbs := f.cbs
-	if cbs == nil {
+	first, rest, ok := f.cell.Take()
+	if !ok {
 		return nil
 	}
-	f.cbs = nil
 	v, err := f.result()
-	return outcome.Run(cbs, func(cb func(T, error)) { cb(v, err) })
+	// Every callback in the cell is a func(T, error): OnDone keeps nothing else.
+	return outcome.RunRecover(first, rest, func(cb any) { cb.(func(T, error))(v, err) })
 }
 
 func (f *Future[T]) result() (T, error) {
@@ -180,18 +179,9 @@ func (f *Future[T]) OnDone(cb func(v T, err error)) {
 	if cb == nil {
 		panic("pool: Future.OnDone called with a nil func")
 	}
-	if f.cell.IsPublished() {
+	if !f.cell.Register(cb) {
 		cb(f.result())
-		return
 	}
-	f.cell.Lock()
-	if f.cell.IsPublished() {
-		f.cell.Unlock()
-		cb(f.result())
-		return
-	}
-	f.cbs = append(f.cbs, cb)
-	f.cell.Unlock()
 }
 
 // Cancel withdraws the task if it is still queued and reports whether it

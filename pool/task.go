@@ -42,7 +42,7 @@ type job interface {
 //   - cancel and interrupted (and the Future's callbacks) are guarded by
 //     the cell's lock.
 type task struct {
-	cell outcome.Cell
+	cell outcome.Cell[any] // each callback is its Future's func(T, error)
 	pool *Pool
 	job  job
 	ctx  context.Context // the context given to Submit; nil once the task ran
