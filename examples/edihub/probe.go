@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -14,16 +15,23 @@ type pendingCost struct {
 	heap       float64 // bytes
 }
 
-// probeCalls is how many documents the probe leaves waiting.
-const probeCalls = 1000
+// probeCalls is how many documents the probe leaves waiting per sample;
+// probeSamples samples are taken one after the other and the median is
+// reported, so that memory another goroutine frees during one sample (a
+// connection closing) cannot make the figure negative.
+const (
+	probeCalls   = 1000
+	probeSamples = 3
+)
 
 // probePending holds walmart's server (every request it receives waits),
 // fills walmart's permits through a fresh hub of kind m, then sends
 // probeCalls more documents, which wait for a permit, and measures what
-// they added. Then it drains the hub and lets the server go.
+// they added, probeSamples times. Then it drains the hub and lets the
+// server go.
 func probePending(m mode, e *env) (pendingCost, error) {
 	pe := *e
-	pe.opts.queue = probeCalls
+	pe.opts.queue = probeCalls * probeSamples
 	pe.opts.maxWait = time.Minute
 	pe.rec = newRecorder(time.Now(), pe.opts)
 	h, err := m.newHub(&pe)
@@ -41,19 +49,28 @@ func probePending(m mode, e *env) (pendingCost, error) {
 		h.drain()
 		return pendingCost{}, err
 	}
+	var goroutines, heap [probeSamples]float64
 	g0, heap0 := liveCost()
-	for range probeCalls {
-		h.send(slow, time.Now())
+	for i := range probeSamples {
+		for range probeCalls {
+			h.send(slow, time.Now())
+		}
+		g1, heap1 := liveCost()
+		goroutines[i] = float64(g1-g0) / probeCalls
+		heap[i] = float64(int64(heap1)-int64(heap0)) / probeCalls
+		g0, heap0 = g1, heap1
 	}
-	g1, heap1 := liveCost()
 	h.drain() // withdraws the waiting documents, cancels the held calls
 	if err := h.leaked(); err != nil {
 		return pendingCost{}, fmt.Errorf("probe: %w", err)
 	}
-	return pendingCost{
-		goroutines: float64(g1-g0) / probeCalls,
-		heap:       float64(int64(heap1)-int64(heap0)) / probeCalls,
-	}, nil
+	return pendingCost{goroutines: median(goroutines[:]), heap: median(heap[:])}, nil
+}
+
+// median returns the median of xs (which it sorts).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // liveCost returns the goroutines and the live heap after a full GC.

@@ -61,7 +61,7 @@ func printReport(w io.Writer, ps []*partner, runs []*result) {
 	}
 	fmt.Fprintf(w, "\nOne process runs the hub and the %d partner servers: goroutines, heap and CPU count both.\n"+
 		"pending: what one document waiting for its permit adds (goroutines, live heap after GC),\n"+
-		"measured after each run with %d documents waiting for walmart.\n", len(ps), probeCalls)
+		"measured after each run, the median of %d batches of %d documents waiting for walmart.\n", len(ps), probeSamples, probeCalls)
 	for _, r := range runs {
 		if r.maxStall > stallWarning {
 			fmt.Fprintf(w, "\nnote: the %s run was starved of CPU for up to %v (a busy machine): every partner's calls\n"+

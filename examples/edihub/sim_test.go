@@ -99,7 +99,7 @@ func TestWaitingDocumentsCostNoGoroutine(t *testing.T) {
 	for _, m := range []mode{transportMode, poolMode} {
 		t.Run(m.String(), func(t *testing.T) {
 			r := shortRun(t, m)
-			// The probe left 1000 documents waiting: a goroutine each
+			// The probe left batches of 1000 documents waiting: a goroutine each
 			// would read 1.00.
 			if r.pending.goroutines > 0.01 {
 				t.Errorf("a waiting document costs %.3f goroutines; want 0", r.pending.goroutines)
