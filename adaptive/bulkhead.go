@@ -179,7 +179,10 @@ func (b *Bulkhead) Stats() Stats {
 // yet seen start: the semaphore closes Done before it runs callbacks, so
 // counting in a callback of its Acquisition would be too late. Cancel on the
 // proxy cancels the queued acquisition; a grant that wins that race is
-// given back with ReleasePermission.
+// given back with ReleasePermission. So a Cancel of the proxy that returns
+// true leaves no permit to its caller, but the semaphore may show that
+// permit held for a moment: it comes back on the goroutine that granted it,
+// as soon as the grant's callback runs.
 func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition {
 	inner := b.sem.AcquirePermissionAsync()
 	if b.watched {
