@@ -80,6 +80,14 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	defer remove()
 
 	var running, maxRunning, ran, withdrawn, rejected, callbacks atomic.Int64
+	// delivered counts down as each submitted Future's last callback (the
+	// counting one) runs. Done is closed before a Future's callbacks run, on
+	// whichever goroutine decided it, and a worker, a timer or an AfterFunc
+	// goroutine may still be inside them when the submitter sees Done: a
+	// callback may submit a task (see reentrant) after the submitter has
+	// counted its Future. Callbacks run in registration order, so once the
+	// counting one ran, the wild one before it has returned.
+	var delivered sync.WaitGroup
 	var violations atomic.Int64
 	stopMonitor := make(chan struct{})
 	monitorDone := make(chan struct{})
@@ -176,11 +184,14 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 						}
 					}
 					var once atomic.Int32
+					delivered.Add(1)
 					f.OnDone(func(int, error) {
 						if once.Add(1) != 1 {
 							violations.Add(1)
+							return
 						}
 						callbacks.Add(1)
+						delivered.Done()
 					})
 					fs[i] = f
 				}
@@ -214,6 +225,18 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 		})
 	}
 	wg.Wait()
+	// Every Future is done; wait for their callbacks too, so that every
+	// task submitted from a callback is in reentrant before it is read.
+	allDelivered := make(chan struct{})
+	go func() {
+		delivered.Wait()
+		close(allDelivered)
+	}()
+	select {
+	case <-allDelivered:
+	case <-time.After(time.Minute):
+		t.Fatalf("the callbacks of %d of %d done Futures did not run", int64(submitters*perWorker)-callbacks.Load(), submitters*perWorker)
+	}
 	// The tasks submitted from callbacks are outcomes too.
 	reentrantMu.Lock()
 	extra := reentrant
@@ -240,6 +263,13 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	<-monitorDone
 
 	total := int64(submitters*perWorker) + int64(len(extra))
+	// A callback's panic reaches the handler after all the callbacks of its
+	// Future ran, on the goroutine that ran them: the counting callback above
+	// may have run before it. Wait for the handler (bounded), then require
+	// exactly as many as were raised.
+	for deadline := time.Now().Add(time.Minute); panicsHandled.Load() < panicsRaised.Load() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if panicsHandled.Load() != panicsRaised.Load() {
 		t.Errorf("%d callback panics reached the handler, %d were raised", panicsHandled.Load(), panicsRaised.Load())
 	}
