@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,13 @@ func TestAReleaseWakesAWaiterOfAnotherReplicaThroughPubSub(t *testing.T) {
 	}
 	w := b.AcquirePermissionAsync()
 	eventually(t, outcomeTimeout, "waiter queued", func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 1 })
-	time.Sleep(100 * time.Millisecond) // the subscriber of b is subscribed by now
+	// Both stores' subscribers are in place before the release, as the
+	// server sees them (CLIENT LIST counts pattern subscriptions per client).
+	c := srv.client(t)
+	eventually(t, outcomeTimeout, "both stores subscribed", func() bool {
+		list, err := c.ClientList(context.Background()).Result()
+		return err == nil && strings.Count(list, " psub=1 ") >= 2
+	})
 	released := time.Now()
 	held.Finish()
 	if err := await(t, w); err != nil {
