@@ -31,11 +31,14 @@ func TestFutureDeliversValueAndErrorToEveryCallbackOnce(t *testing.T) {
 		f.OnDone(func(v int, err error) { calls <- fmt.Sprint("b", v, err) })
 		g.open()
 		<-f.Done()
-		f.OnDone(func(v int, err error) { calls <- fmt.Sprint("c", v, err) })
+		// Done closes before the worker runs a and b: wait for them, so
+		// that c is registered on a Future whose callbacks have all run
+		// and runs at once, here.
 		synctest.Wait()
+		f.OnDone(func(v int, err error) { calls <- fmt.Sprint("c", v, err) })
 		close(calls)
-		if want := []string{"a42 boom", "b42 boom", "c42 boom"}; !slices.Equal(slices.Collect(poolDrain(calls)), want) {
-			t.Fatalf("callbacks %v, want %v", calls, want)
+		if got, want := slices.Collect(poolDrain(calls)), []string{"a42 boom", "b42 boom", "c42 boom"}; !slices.Equal(got, want) {
+			t.Fatalf("callbacks %v, want %v", got, want)
 		}
 		if f.Value() != 42 || f.Err() != boom || !f.Ran() {
 			t.Fatalf("Value %v Err %v Ran %v", f.Value(), f.Err(), f.Ran())
