@@ -46,10 +46,18 @@ func (c *CorePool) hold(f func(error)) func(context.Context) (struct{}, error) {
 }
 
 // TryAcquire submits a holding task and withdraws it again if it was
-// queued: Cancel wins only against a task no worker has taken.
+// queued: Cancel wins only against a task no worker has taken. A task that
+// Cancel did not withdraw and that was not rejected took a worker, so the
+// permit is granted even if the task has already finished: release tokens
+// are not tied to a task, and a holding task that found one left by an
+// earlier Release (whose own holder had not taken it yet) returns at once,
+// leaving that other holder to wait for the token of this permit's Release.
 func (c *CorePool) TryAcquire() bool {
 	f := pool.Submit(context.Background(), c.p, c.hold(nil))
-	return f.Err() == bulkhead.ErrPending && !f.Cancel()
+	if f.Cancel() {
+		return false // it was queued: no worker was free
+	}
+	return f.Err() == bulkhead.ErrPending || f.Ran()
 }
 
 // Acquire submits a holding task and waits until a worker runs it or ctx
