@@ -81,24 +81,7 @@ func BenchmarkContended(b *testing.B) {
 		b.Run(f.Name, func(b *testing.B) {
 			p := f.New(permits)
 			defer closeIfPool(p)
-			ctx := context.Background()
-			var ops atomic.Int64
-			ops.Store(int64(b.N))
-			var wg sync.WaitGroup
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range goroutines {
-				wg.Go(func() {
-					for ops.Add(-1) >= 0 {
-						if err := p.Acquire(ctx); err != nil {
-							panic(err)
-						}
-						runtime.Gosched()
-						p.Release()
-					}
-				})
-			}
-			wg.Wait()
+			contend(b, p, context.Background(), goroutines)
 		})
 	}
 }
@@ -257,4 +240,27 @@ func BenchmarkCostPartners(b *testing.B) {
 			b.ReportMetric(gs/n, "goroutines")
 		})
 	}
+}
+
+// contend runs b.N blocking acquire + release pairs of p over the given
+// number of goroutines; each holds its permit across a runtime.Gosched so
+// that the others really find the bulkhead full and wait.
+func contend(b *testing.B, p peer.Peer, ctx context.Context, goroutines int) {
+	var ops atomic.Int64
+	ops.Store(int64(b.N))
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range goroutines {
+		wg.Go(func() {
+			for ops.Add(-1) >= 0 {
+				if err := p.Acquire(ctx); err != nil {
+					panic(err)
+				}
+				runtime.Gosched()
+				p.Release()
+			}
+		})
+	}
+	wg.Wait()
 }

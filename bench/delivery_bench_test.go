@@ -2,10 +2,7 @@ package bench_test
 
 import (
 	"context"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,23 +60,7 @@ func BenchmarkContendedWait(b *testing.B) {
 					t := time.AfterFunc(time.Hour, func() {})
 					defer t.Stop()
 				}
-				var ops atomic.Int64
-				ops.Store(int64(b.N))
-				var wg sync.WaitGroup
-				b.ReportAllocs()
-				b.ResetTimer()
-				for range goroutines {
-					wg.Go(func() {
-						for ops.Add(-1) >= 0 {
-							if err := p.Acquire(ctx); err != nil {
-								panic(err)
-							}
-							runtime.Gosched()
-							p.Release()
-						}
-					})
-				}
-				wg.Wait()
+				contend(b, p, ctx, goroutines)
 			})
 		}
 	}
