@@ -84,10 +84,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		running = append(running, t)
 	}
 	p.mu.Unlock()
-	p.decideAll(&withdrawn, taskWithdrawn, func(*task) error {
-		p.publish(bulkhead.CallCancelled, 0)
-		return &withdrawnError{pool: p.name, cause: ErrClosed}
-	})
+	p.decideAll(&withdrawn, taskWithdrawn, &withdrawnError{pool: p.name, cause: ErrClosed}, bulkhead.CallCancelled, 0)
 	for _, t := range running {
 		t.interrupt(ErrClosed)
 	}

@@ -11,8 +11,9 @@ import (
 // Future is the outcome of a task submitted to a Pool with Submit. It has
 // the three outcomes of a bulkhead.Acquisition plus the task's value:
 //   - ran: a worker ran the function; Ran is true and Err returns the
-//     function's error (nil on success, a *PanicError if it panicked) and
-//     Value its value;
+//     function's error (nil on success, a *PanicError if it panicked, a
+//     *GoexitError if it called runtime.Goexit) and Value its value (the
+//     zero T after a panic or a Goexit);
 //   - rejected: the task never ran; Err returns a *bulkhead.FullError
 //     (NoWait or QueueFull at submission, WaitTimeout after MaxQueueWait in
 //     the queue) or ErrClosed;
@@ -70,7 +71,9 @@ func Submit[T any](ctx context.Context, p *Pool, fn func(ctx context.Context) (T
 	return f
 }
 
-// exec runs fn on the worker. A panic is recovered into a *PanicError.
+// exec runs fn on the worker. A panic is recovered into a *PanicError. A
+// runtime.Goexit looks the same here (recover returns nil), but the
+// goroutine goes on ending; the worker that takes over calls exited.
 func (f *Future[T]) exec(ctx context.Context) {
 	returned := false
 	defer func() {
@@ -82,6 +85,14 @@ func (f *Future[T]) exec(ctx context.Context) {
 	returned = true
 }
 
+func (f *Future[T]) exited() {
+	var stack []byte
+	if pe, ok := f.err.(*PanicError); ok {
+		stack = pe.Stack
+	}
+	f.err = &GoexitError{Stack: stack}
+}
+
 func (f *Future[T]) publish(s uint32) {
 	f.fn = nil // let the function's captures be collected
 	f.cell.Lock()
@@ -89,14 +100,10 @@ func (f *Future[T]) publish(s uint32) {
 	f.cell.Unlock()
 }
 
-func (f *Future[T]) deliver() []*outcome.Panic {
-	first, rest, ok := f.cell.Take()
-	if !ok {
-		return nil
-	}
+// call runs cb, a func(T, error): OnDone keeps nothing else in the cell.
+func (f *Future[T]) call(cb any) {
 	v, err := f.result()
-	// Every callback in the cell is a func(T, error): OnDone keeps nothing else.
-	return outcome.RunRecover(first, rest, func(cb any) { cb.(func(T, error))(v, err) })
+	cb.(func(T, error))(v, err)
 }
 
 func (f *Future[T]) result() (T, error) {
@@ -170,7 +177,11 @@ func (f *Future[T]) Get(ctx context.Context) (T, error) {
 // Callbacks registered before the outcome run in registration order, each
 // exactly once even if one of them panics; a panic among them goes to the
 // pool's callback panic handler once they all ran (WithCallbackPanicHandler;
-// by default it ends the program). No Future waits for the callbacks of
+// by default it ends the program). A callback that calls runtime.Goexit
+// ends the goroutine that runs it, as Goexit does anywhere; the callbacks
+// after it (and the other outcomes that goroutine had to deliver) then run
+// on a new goroutine, and a worker is replaced by one that goes on where
+// it stopped, so the pool keeps its workers. No Future waits for the callbacks of
 // another: a timer tick or a Close that decides several outcomes publishes
 // them all before it runs any callback. Callbacks never run under a lock of
 // the pool, so they may submit tasks, cancel and call Close with a context
@@ -194,8 +205,7 @@ func (f *Future[T]) OnDone(cb func(v T, err error)) {
 func (f *Future[T]) Cancel() bool {
 	if f.cell.CompareAndSwap(taskQueued, taskWithdrawn) {
 		f.err = bulkhead.ErrCancelled
-		f.pool.withdraw(&f.task)
-		f.fire(taskWithdrawn)
+		f.withdrawn()
 		return true
 	}
 	if f.cell.Load() == taskRunning {

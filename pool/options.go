@@ -53,7 +53,9 @@ func WithClock(c bulkhead.Clock) Option {
 // the Clock's timer goroutine, the goroutine context.AfterFunc starts when
 // a task's context ends, or the caller of Cancel or Close), after the other
 // callbacks of the same decision have run; a worker then takes its next
-// task as usual. h must not panic.
+// task as usual. h must not panic (a panic of h ends the program). If h
+// calls runtime.Goexit, its goroutine ends and the remaining panics go to h
+// on a new goroutine; a worker is replaced, as for a callback's Goexit.
 //
 // Without a handler the (first) panic is raised again on a new goroutine,
 // so the program ends with the callback's value and stack, as it would for

@@ -50,6 +50,12 @@ var ErrClosed = errors.New("pool: closed")
 //     keep-alive timer).
 //   - a running task is in p.running until its worker has delivered it, so
 //     Close can cancel its context.
+//   - user code (a task, a listener, a callback, the callback panic
+//     handler) that calls runtime.Goexit ends its goroutine but loses
+//     nothing: every step of a worker and of a delivery is recorded before
+//     the user code it runs, and a deferred guard hands what is left to a
+//     new goroutine (see work and deliver). A worker replaced that way is
+//     the same worker for the counts.
 //
 // Callbacks (Future.OnDone) and event listeners never run while mu is held.
 type Pool struct {
@@ -163,7 +169,11 @@ func (p *Pool) Metrics() Metrics {
 // Every CallPermitted is followed by exactly one CallFinished. A task refused
 // because the pool is closed, or submitted with a context already done,
 // publishes nothing. Listeners never run under the pool's lock; a panicking
-// listener is recovered and ignored. OnEvent panics if f is nil.
+// listener is recovered and ignored. A listener that calls runtime.Goexit
+// ends its goroutine, and the listeners after it miss that event; what the
+// goroutine had still to deliver (outcomes, callbacks) is delivered by a
+// new goroutine, and a worker is replaced as for a task's Goexit (see
+// GoexitError). OnEvent panics if f is nil.
 func (p *Pool) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	if f == nil {
 		panic("pool: OnEvent called with a nil listener")
@@ -186,7 +196,7 @@ func (p *Pool) submit(t *task, ctx context.Context) {
 	t.pool = p
 	if ctx.Err() != nil {
 		t.err = &withdrawnError{pool: p.name, cause: context.Cause(ctx)}
-		t.fire(taskWithdrawn)
+		t.decide(taskWithdrawn)
 		return
 	}
 	t.ctx = ctx
@@ -195,7 +205,7 @@ func (p *Pool) submit(t *task, ctx context.Context) {
 	case p.closed:
 		p.mu.Unlock()
 		t.err = ErrClosed
-		t.fire(taskRejected)
+		t.decide(taskRejected)
 	case len(p.idle) > 0:
 		// The most recently idle worker takes it: the longest idle ones are
 		// the first to retire.
@@ -230,5 +240,5 @@ func (p *Pool) submit(t *task, ctx context.Context) {
 func (p *Pool) reject(t *task, err *bulkhead.FullError) {
 	p.publish(bulkhead.CallRejected, err.Reason)
 	t.err = err
-	t.fire(taskRejected)
+	t.decide(taskRejected)
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/clock"
-	"github.com/rxbulkhead/bulkhead/internal/outcome"
 )
 
 // taskList is an intrusive doubly linked list of tasks through their prev
@@ -89,9 +88,9 @@ func (p *Pool) unqueueLocked(t *task) {
 }
 
 // withdraw is called by the goroutine whose CAS withdrew t from the queue:
-// it unlinks t (unless a worker, the timer or Close already did), stops
-// watching its context, and publishes CallCancelled. The caller then
-// publishes t's outcome.
+// it unlinks t (unless a worker, the timer or Close already did) and stops
+// watching its context. The caller then delivers CallCancelled and t's
+// outcome.
 func (p *Pool) withdraw(t *task) {
 	p.mu.Lock()
 	if p.queuedLocked(t) {
@@ -103,7 +102,6 @@ func (p *Pool) withdraw(t *task) {
 	if stop != nil {
 		stop()
 	}
-	p.publish(bulkhead.CallCancelled, 0)
 }
 
 // queuedLocked reports whether t, whose CAS withdrew it, is still linked in
@@ -144,30 +142,26 @@ func (p *Pool) onWaitTimer(gen uint64) {
 		p.armWaitTimerLocked(now, h.deadline)
 	}
 	p.mu.Unlock()
-	p.decideAll(&expired, taskRejected, func(*task) error {
-		p.publish(bulkhead.CallRejected, bulkhead.WaitTimeout)
-		return p.errWaitTimeout
-	})
+	p.decideAll(&expired, taskRejected, p.errWaitTimeout, bulkhead.CallRejected, bulkhead.WaitTimeout)
 }
 
-// decideAll publishes the outcome of every task of l (tasks whose CAS this
-// goroutine won, unlinked from the queue), with the error errOf returns
-// after it has stopped the task's context watch; then it runs their
-// callbacks. Publishing them all first means no Future of the batch waits
-// for the callbacks of another.
-func (p *Pool) decideAll(l *taskList, state uint32, errOf func(*task) error) {
+// decideAll delivers the outcome of every task of l (tasks whose CAS this
+// goroutine won, unlinked from the queue), with err: it stops their context
+// watches, publishes one event per task, then every outcome, then runs
+// their callbacks. Publishing them all first means no Future of the batch
+// waits for the callbacks of another.
+func (p *Pool) decideAll(l *taskList, state uint32, err error, event bulkhead.EventType, reason bulkhead.Reason) {
+	if l.n == 0 {
+		return
+	}
 	for t := l.head; t != nil; t = t.next {
 		if t.stop != nil {
 			t.stop()
 			t.stop = nil
 		}
-		t.err = errOf(t)
-		t.job.publish(state)
+		t.err = err
 	}
-	var panics []*outcome.Panic
-	for t := l.head; t != nil; t = l.head {
-		l.remove(t)
-		panics = append(panics, t.job.deliver()...)
-	}
-	p.callbackPanicked(panics)
+	d := &delivery{events: l.n, event: event, reason: reason, state: state, decided: *l}
+	*l = taskList{}
+	p.deliver(d)
 }

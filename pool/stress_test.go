@@ -12,18 +12,23 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/pool"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // TestPoolStress hammers submission, dispatch, withdrawal (context end and
 // Cancel), MaxQueueWait expiry, keep-alive retirement and Close from many
-// goroutines on the real clock, and checks the invariants: never more than
+// goroutines on a virtual clock that the metrics monitor advances without
+// pause (KeepAlive and MaxQueueWait expire on it), and checks the
+// invariants: never more than
 // MaxWorkers tasks run, the queue never exceeds its capacity, every Future
 // is done exactly once with an outcome that agrees with the events, and
 // nothing is left after Close. The wild-callbacks cases add to every Future
 // a callback, before the counting one, that panics, re-enters the pool
 // (Submit from the callback, Cancel of a sibling, OnDone on its own Future)
-// or blocks for a while, on whichever goroutine delivers: each Future's
-// callbacks must still run exactly once and every panic reach the handler.
+// blocks for a while or calls runtime.Goexit, on whichever goroutine
+// delivers, and makes some tasks call runtime.Goexit: each Future's
+// callbacks must still run exactly once, every panic reach the handler, and
+// the pool keep its workers.
 func TestPoolStress(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -48,9 +53,15 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 		batch      = 4 // futures in flight per submitter
 	)
 	var panicsRaised, panicsHandled atomic.Int64
-	p, err := pool.New("stress", cfg, pool.WithCallbackPanicHandler(func(v any, _ []byte) {
+	handledSignal := make(chan struct{}, 1)
+	clock := testkit.NewVirtualClock(time.Unix(1_700_000_000, 0))
+	p, err := pool.New("stress", cfg, pool.WithClock(clock), pool.WithCallbackPanicHandler(func(v any, _ []byte) {
 		if v == "stress callback" {
 			panicsHandled.Add(1)
+			select {
+			case handledSignal <- struct{}{}:
+			default:
+			}
 		}
 	}))
 	if err != nil {
@@ -79,7 +90,7 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	})
 	defer remove()
 
-	var running, maxRunning, ran, withdrawn, rejected, callbacks atomic.Int64
+	var running, maxRunning, ran, goexits, withdrawn, rejected, callbacks atomic.Int64
 	// delivered counts down as each submitted Future's last callback (the
 	// counting one) runs. Done is closed before a Future's callbacks run, on
 	// whichever goroutine decided it, and a worker, a timer or an AfterFunc
@@ -91,7 +102,7 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	var violations atomic.Int64
 	stopMonitor := make(chan struct{})
 	monitorDone := make(chan struct{})
-	go func() { // samples the metrics while the hammer runs
+	go func() { // samples the metrics and moves the clock while the hammer runs
 		defer close(monitorDone)
 		for {
 			select {
@@ -99,6 +110,7 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 				return
 			default:
 			}
+			clock.Advance(5 * time.Microsecond) // fires KeepAlive and MaxQueueWait timers here
 			m := p.Metrics()
 			if m.QueueDepth > cfg.QueueCapacity || m.PoolSize > cfg.MaxWorkers || m.ActiveWorkers > m.PoolSize || m.RemainingQueueCapacity < 0 {
 				violations.Add(1)
@@ -129,6 +141,7 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 				for i := range batch {
 					ctx, cancel := context.WithCancel(context.Background())
 					cancels[i] = cancel
+					goexit := wild && rng.IntN(8) == 0
 					f := pool.Submit(ctx, p, func(ctx context.Context) (int, error) {
 						n := running.Add(1)
 						for {
@@ -139,6 +152,10 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 						}
 						if n > int64(cfg.MaxWorkers) {
 							violations.Add(1)
+						}
+						if goexit {
+							running.Add(-1)
+							runtime.Goexit() // as t.FailNow in a task does
 						}
 						for range poolBusyWork(n) {
 							if ctx.Err() != nil {
@@ -151,7 +168,7 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 					})
 					if wild {
 						sibling := i - 1 // already submitted, in the same batch
-						switch rng.IntN(5) {
+						switch rng.IntN(6) {
 						case 0:
 							panicsRaised.Add(1)
 							func() {
@@ -181,6 +198,19 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 							f.OnDone(func(int, error) {
 								f.OnDone(func(int, error) {}) // runs at once, on this goroutine
 							})
+						case 5:
+							// Goexit ends the worker that delivers a task that
+							// ran; not the submitter's goroutine (a Future
+							// already done runs the callback inside OnDone,
+							// and Cancel runs those of a withdrawn task).
+							var registering atomic.Bool
+							registering.Store(true)
+							f.OnDone(func(int, error) {
+								if f.Ran() && !registering.Load() {
+									runtime.Goexit()
+								}
+							})
+							registering.Store(false)
 						}
 					}
 					var once atomic.Int32
@@ -211,6 +241,11 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 					switch err := f.Err(); {
 					case f.Ran():
 						ran.Add(1)
+						if errors.Is(err, pool.ErrGoexit) {
+							goexits.Add(1)
+						} else if err != nil {
+							t.Errorf("a task that ran: Err() = %v", err)
+						}
 					case errors.Is(err, bulkhead.ErrCancelled):
 						withdrawn.Add(1)
 					case errors.Is(err, bulkhead.ErrBulkheadFull):
@@ -227,16 +262,7 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	wg.Wait()
 	// Every Future is done; wait for their callbacks too, so that every
 	// task submitted from a callback is in reentrant before it is read.
-	allDelivered := make(chan struct{})
-	go func() {
-		delivered.Wait()
-		close(allDelivered)
-	}()
-	select {
-	case <-allDelivered:
-	case <-time.After(time.Minute):
-		t.Fatalf("the callbacks of %d of %d done Futures did not run", int64(submitters*perWorker)-callbacks.Load(), submitters*perWorker)
-	}
+	delivered.Wait()
 	// The tasks submitted from callbacks are outcomes too.
 	reentrantMu.Lock()
 	extra := reentrant
@@ -265,10 +291,10 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	total := int64(submitters*perWorker) + int64(len(extra))
 	// A callback's panic reaches the handler after all the callbacks of its
 	// Future ran, on the goroutine that ran them: the counting callback above
-	// may have run before it. Wait for the handler (bounded), then require
-	// exactly as many as were raised.
-	for deadline := time.Now().Add(time.Minute); panicsHandled.Load() < panicsRaised.Load() && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	// may have run before it. Wait for the handler, then require exactly as
+	// many as were raised.
+	for panicsHandled.Load() < panicsRaised.Load() {
+		<-handledSignal
 	}
 	if panicsHandled.Load() != panicsRaised.Load() {
 		t.Errorf("%d callback panics reached the handler, %d were raised", panicsHandled.Load(), panicsRaised.Load())
@@ -296,8 +322,11 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	if m := p.Metrics(); m.PoolSize != 0 || m.ActiveWorkers != 0 || m.QueueDepth != 0 {
 		t.Errorf("after Close: %+v", m)
 	}
-	t.Logf("ran %d, withdrawn %d, rejected %d, refused after Close %d, max running %d, submitted from callbacks %d, callback panics %d",
-		ran.Load(), withdrawn.Load(), rejected.Load(), closedRejections.Load(), maxRunning.Load(), len(extra), panicsHandled.Load())
+	if wild && goexits.Load() == 0 {
+		t.Errorf("no task called runtime.Goexit")
+	}
+	t.Logf("ran %d (%d of them called runtime.Goexit), withdrawn %d, rejected %d, refused after Close %d, max running %d, submitted from callbacks %d, callback panics %d",
+		ran.Load(), goexits.Load(), withdrawn.Load(), rejected.Load(), closedRejections.Load(), maxRunning.Load(), len(extra), panicsHandled.Load())
 }
 
 // poolBusyWork is a small amount of work that depends on n, so tasks overlap.

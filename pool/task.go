@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,12 +24,14 @@ const (
 type job interface {
 	// exec runs the function and stores its result.
 	exec(ctx context.Context)
+	// exited records that the function called runtime.Goexit: exec never
+	// returned, and its outcome is a *GoexitError.
+	exited()
 	// publish publishes the decided outcome (Done closed, Err and Value
-	// answer) and keeps the callbacks registered so far for deliver.
+	// answer) and keeps the callbacks registered so far for the delivery.
 	publish(outcome uint32)
-	// deliver runs the callbacks publish kept, each exactly once, and
-	// returns their panics (nil if none).
-	deliver() []*outcome.Panic
+	// call runs one of those callbacks with Value and Err.
+	call(cb any)
 }
 
 // task is the untyped record of one submitted task, embedded in its
@@ -56,12 +59,20 @@ type task struct {
 	interrupted error                   // cause of an interrupt that came before cancel was set
 }
 
-// fire publishes the decided outcome, then runs the callbacks on the
-// calling goroutine, outside any lock; their panics go to the pool's
-// handler. err (and the value) are written before.
-func (t *task) fire(outcome uint32) {
+// decide publishes the decided outcome of t, a task not yet shared with
+// any other goroutine (Submit has not returned its Future), so that no
+// callback can be registered yet and no user code runs. err is written
+// before.
+func (t *task) decide(outcome uint32) {
 	t.job.publish(outcome)
-	t.pool.callbackPanicked(t.job.deliver())
+}
+
+// withdrawn delivers the outcome of t, withdrawn from the queue by the
+// calling goroutine (which won its CAS and wrote err): CallCancelled, then
+// the outcome, then the callbacks.
+func (t *task) withdrawn() {
+	t.pool.withdraw(t)
+	t.pool.deliver(&delivery{events: 1, event: bulkhead.CallCancelled, state: taskWithdrawn, one: t})
 }
 
 // onCtxDone runs on its own goroutine (context.AfterFunc) when the
@@ -72,8 +83,7 @@ func (t *task) onCtxDone() {
 		return
 	}
 	t.err = &withdrawnError{pool: t.pool.name, cause: context.Cause(t.ctx)}
-	t.pool.withdraw(t)
-	t.fire(taskWithdrawn)
+	t.withdrawn()
 }
 
 // interrupt cancels the context of a running task with cause. If the
@@ -124,6 +134,29 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
+// ErrGoexit is matched (errors.Is) by the error of a task whose function
+// called runtime.Goexit; see GoexitError.
+var ErrGoexit = errors.New("pool: task exited its goroutine (runtime.Goexit)")
+
+// GoexitError is the error of a task whose function called runtime.Goexit
+// instead of returning (t.FailNow, t.SkipNow and log.Fatal's cousins in
+// tests do). Goexit ends the worker goroutine and recover cannot stop it:
+// the Pool publishes the outcome from a deferred path and a new goroutine
+// takes the worker's place, so the Future is done as for any task that ran
+// (Ran is true, Value is the zero value), its callbacks run, and the pool
+// keeps its workers. Stack is the worker's stack while Goexit unwound it
+// (it shows where Goexit was called). errors.Is(err, ErrGoexit) and
+// errors.As(err, new(*GoexitError)) both match it.
+type GoexitError struct {
+	Stack []byte
+}
+
+// Error returns ErrGoexit's message.
+func (e *GoexitError) Error() string { return ErrGoexit.Error() }
+
+// Is reports whether target is ErrGoexit.
+func (e *GoexitError) Is(target error) bool { return target == ErrGoexit }
+
 // callbackPanic is what the default handler raises for a panicking
 // Future.OnDone callback: the message carries the callback's own stack, as
 // the new goroutine's stack says nothing about it.
@@ -135,24 +168,4 @@ type callbackPanic struct {
 
 func (e *callbackPanic) Error() string {
 	return fmt.Sprintf("pool %q: a Future.OnDone callback panicked: %v\n\ncallback goroutine at the panic:\n%s", e.pool, e.value, e.stack)
-}
-
-// callbackPanicked hands the panics of callbacks to the handler, one call
-// each, on the goroutine that ran the callbacks; without a handler it
-// raises the first on a new goroutine. The caller has finished every
-// delivery it had to make.
-func (p *Pool) callbackPanicked(panics []*outcome.Panic) {
-	if len(panics) == 0 {
-		return
-	}
-	h := p.onCallbackPanic
-	if h == nil {
-		first := panics[0]
-		err := &callbackPanic{pool: p.name, value: first.Value, stack: first.Stack}
-		go panic(err)
-		return
-	}
-	for _, pv := range panics {
-		h(pv.Value, pv.Stack)
-	}
 }

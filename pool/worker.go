@@ -12,51 +12,107 @@ import (
 // Pool.work; while it is idle its wake channel (capacity 1) is empty, and
 // the goroutine that pops it from Pool.idle sends it one task, or nil to
 // retire.
+//
+// t, step and d are the worker's progress through the task it holds; they
+// belong to the worker goroutine, and to the goroutine that replaces it
+// when user code ends it with runtime.Goexit (see work).
 type worker struct {
 	wake      chan *task
 	idleSince time.Duration
+
+	t    *task    // the task held, nil once the worker retires
+	step uint8    // how far run got with t
+	d    delivery // t's events, outcome and callbacks
 }
+
+// Steps of a worker through one task. Each is recorded before the user code
+// it runs (a listener, the function, callbacks), so that a goroutine taking
+// over after that code called runtime.Goexit resumes after it.
+const (
+	stepTaken      uint8 = iota // nothing done yet
+	stepAdmitted                // CallPermitted being published (the task will run)
+	stepRunning                 // the function runs
+	stepReturned                // the function returned (or panicked)
+	stepDelivering              // w.d holds the rest: events, outcome, callbacks
+)
 
 // work is the loop of one worker goroutine: it runs t, then the tasks it
 // takes from the queue or receives while idle, until it retires.
+//
+// User code that runs on a worker (the function, a listener, a callback,
+// the callback panic handler) may call runtime.Goexit (t.FailNow does),
+// which ends the goroutine whatever it defers and which recover cannot see.
+// The deferred guard then starts a goroutine that takes over the same
+// worker and resumes where this one stopped (w.step, w.d): the task's
+// outcome is still published and its callbacks run, the worker keeps its
+// place in the counts, and the pool keeps its capacity. A panic that gets
+// here (only one of the handler's, which ends the program) does the same,
+// to no effect.
 func (p *Pool) work(w *worker, t *task) {
-	for t != nil {
-		p.run(t)
-		t = p.next(w, t)
+	returned := false
+	defer func() {
+		if !returned {
+			go p.work(w, nil)
+		}
+	}()
+	if t != nil {
+		w.t, w.step = t, stepTaken
 	}
+	for w.t != nil {
+		p.run(w)
+		w.t, w.step = p.next(w, w.t), stepTaken
+	}
+	returned = true
 }
 
-// run executes a task this worker owns (its state is taskRunning) and
-// delivers its outcome on this goroutine. A panic of a callback goes to the
-// pool's handler (fire), so the worker survives it.
-func (p *Pool) run(t *task) {
-	if t.stop != nil {
-		// The task is running: its context no longer withdraws it.
-		t.stop()
-		t.stop = nil
+// run executes the task the worker holds (its state is taskRunning), or
+// what is left of it after a takeover, and delivers its outcome on this
+// goroutine. A panic of the function or of a callback is recovered (a
+// *PanicError, the pool's handler), so the worker survives it.
+func (p *Pool) run(w *worker) {
+	t := w.t
+	if w.step < stepAdmitted {
+		if t.stop != nil {
+			// The task is running: its context no longer withdraws it.
+			t.stop()
+			t.stop = nil
+		}
+		if t.ctx.Err() != nil {
+			// Handed to a worker, but its submitter gave up before it
+			// started: withdrawn, as if it had still been queued.
+			t.err = &withdrawnError{pool: p.name, cause: context.Cause(t.ctx)}
+			w.d = delivery{events: 1, event: bulkhead.CallCancelled, state: taskWithdrawn, one: t}
+			w.step = stepDelivering
+		} else {
+			w.step = stepAdmitted
+			p.publish(bulkhead.CallPermitted, 0)
+		}
 	}
-	if err := t.ctx.Err(); err != nil {
-		// Handed to a worker, but its submitter gave up before it started:
-		// withdrawn, as if it had still been queued.
-		t.err = &withdrawnError{pool: p.name, cause: context.Cause(t.ctx)}
-		p.publish(bulkhead.CallCancelled, 0)
-		t.fire(taskWithdrawn)
-		return
+	if w.step < stepRunning {
+		w.step = stepRunning
+		ctx, cancel := context.WithCancelCause(t.ctx)
+		t.cell.Lock()
+		t.cancel = cancel
+		cause := t.interrupted
+		t.cell.Unlock()
+		if cause != nil {
+			cancel(cause)
+		}
+		t.job.exec(ctx)
+		w.step = stepReturned
 	}
-	p.publish(bulkhead.CallPermitted, 0)
-	ctx, cancel := context.WithCancelCause(t.ctx)
-	t.cell.Lock()
-	t.cancel = cancel
-	cause := t.interrupted
-	t.cell.Unlock()
-	if cause != nil {
-		cancel(cause)
+	if w.step < stepDelivering {
+		if w.step == stepRunning {
+			// The function never returned: it called runtime.Goexit and
+			// this is the goroutine that took over.
+			t.job.exited()
+		}
+		t.cancel(nil) // only this worker writes t.cancel
+		t.ctx = nil   // no one reads it once the task ran; let it be collected
+		w.d = delivery{events: 1, event: bulkhead.CallFinished, state: taskCompleted, one: t}
+		w.step = stepDelivering
 	}
-	t.job.exec(ctx)
-	cancel(nil)
-	t.ctx = nil // no one reads it once the task runs; let it be collected
-	p.publish(bulkhead.CallFinished, 0)
-	t.fire(taskCompleted)
+	p.runDelivery(&w.d)
 }
 
 // next does the bookkeeping after done was delivered and returns the
