@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/adaptive"
 	"github.com/rxbulkhead/bulkhead/fileconfig"
 )
 
@@ -138,6 +139,8 @@ func FuzzRegistryConfigJSON(f *testing.F) {
 	f.Add(`{"configs": {"default": {"baseConfig": "x"}, "x": {"maxConcurrentCalls": -1}}}`)
 	f.Add(`{"instances": {"b": {"maxWaitDuration": "5 parsecs"}, "a": {"maxQueuedCalls": -1}, "c": {"maxQueuedCalls": "unbounded"}}}`)
 	f.Add(`{"configs": {"e": {"adaptive": {"algorithm": "vegas", "min": 10}}}, "instances": {"w": {"baseConfig": "e", "adaptive": {"max": 5}}, "k": {"adaptive": {}}}}`)
+	f.Add(`{"Configs":{"0":{"AdAptive":{"Algorithm":"vegAs"}}}}`) // issue 23: an algorithm is a func
+	f.Add(`{"instances": {"a": {"min": 1}, "a": {}}, "instances": {"b": {"queueOrder": "lifo", "QueueOrder": "fifo"}}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		var file fileconfig.File
 		if err := json.Unmarshal([]byte(doc), &file); err != nil {
@@ -173,8 +176,109 @@ func FuzzRegistryConfigJSON(f *testing.F) {
 			t.Fatalf("re-decoding %s: %v", out, err)
 		}
 		res2, err := back.Resolve()
-		if err != nil || !reflect.DeepEqual(res, res2) {
+		if err != nil || !sameResolution(reflect.ValueOf(res), reflect.ValueOf(res2)) {
 			t.Fatalf("round trip changed the resolution: %+v, %v; want %+v", res2, err, res)
 		}
 	})
+}
+
+// sameResolution is reflect.DeepEqual, except for funcs, which DeepEqual
+// never finds equal unless both are nil: a resolved adaptive section holds
+// adaptive.Config.Algorithm, a func made from the algorithm's name. Two
+// funcs are the same here when both are nil, or both are non-nil with the
+// same code (reflect.Value.Pointer: the constructor of one algorithm, not
+// another's). Everything else is compared as DeepEqual does, unexported
+// fields included.
+func sameResolution(a, b reflect.Value) bool {
+	if a.IsValid() != b.IsValid() {
+		return false
+	}
+	if !a.IsValid() {
+		return true
+	}
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Func:
+		return a.IsNil() == b.IsNil() && (a.IsNil() || a.Pointer() == b.Pointer())
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return sameResolution(a.Elem(), b.Elem())
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if !sameResolution(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		for _, k := range a.MapKeys() {
+			if !sameResolution(a.MapIndex(k), b.MapIndex(k)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if a.IsNil() != b.IsNil() {
+			return false
+		}
+		fallthrough
+	case reflect.Array:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for i := range a.Len() {
+			if !sameResolution(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	}
+	return a.Equal(b) // bool, numbers, strings, channels: comparable kinds
+}
+
+func TestSameResolutionComparesAlgorithmsButSeesEveryDifference(t *testing.T) {
+	resolve := func(doc string) fileconfig.Resolved {
+		t.Helper()
+		var f fileconfig.File
+		if err := json.Unmarshal([]byte(doc), &f); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	vegas := resolve(`{"configs":{"0":{"AdAptive":{"Algorithm":"vegAs"}}}}`) // the input that broke DeepEqual
+	// The same name with another algorithm's func is a difference too.
+	swapped := resolve(`{"configs":{"0":{"adaptive":{"algorithm":"vegas"}}}}`)
+	aimd, _ := adaptive.ByName("aimd")
+	swapped.Configs["0"].Adaptive.Config.Algorithm = aimd
+	if sameResolution(reflect.ValueOf(vegas), reflect.ValueOf(swapped)) {
+		t.Error("sameResolution does not tell the vegas func from the aimd one")
+	}
+	for _, tc := range []struct {
+		doc  string
+		same bool
+	}{
+		{`{"configs":{"0":{"adaptive":{"algorithm":"vegas"}}}}`, true},
+		{`{"configs":{"0":{"adaptive":{"algorithm":"aimd"}}}}`, false},
+		{`{"configs":{"0":{"adaptive":{}}}}`, false},
+		{`{"configs":{"0":{}}}`, false},
+		{`{"configs":{"0":{"adaptive":{"algorithm":"vegas","min":2}}}}`, false},
+		{`{"configs":{"1":{"adaptive":{"algorithm":"vegas"}}}}`, false},
+		{`{"configs":{"0":{"adaptive":{"algorithm":"vegas"},"maxConcurrentCalls":3}}}`, false},
+	} {
+		other := resolve(tc.doc)
+		if got := sameResolution(reflect.ValueOf(vegas), reflect.ValueOf(other)); got != tc.same {
+			t.Errorf("sameResolution(vegas, %s) = %v, want %v", tc.doc, got, tc.same)
+		}
+	}
 }
