@@ -26,7 +26,7 @@ func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, e
 	if err != nil {
 		return nil, err
 	}
-	if err := applyResolved(r, res); err != nil {
+	if err := applyResolved(r, f, res); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -40,8 +40,15 @@ func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, e
 // changes with Semaphore.ChangeConfig, a missing one is created with its
 // configuration, so no caller ever sees it with another one.
 //
-// Bulkheads that f does not list as instances keep their configuration,
-// and none is removed. Each bulkhead changes atomically, with
+// What f says nothing about stays as it is: if f has no config named
+// "default", the registry keeps its default (the one it was built with in
+// code, or by an earlier file), and bulkheads created later get it;
+// configs of the registry that f does not name are kept; bulkheads that f
+// does not list as instances keep their configuration, and none is
+// removed. An empty file changes nothing. The entries of f itself resolve
+// by Resolve's rule, which does not read the registry: in a file without
+// "default", an entry without baseConfig starts from
+// bulkhead.DefaultConfig(), not from the registry's default. Each bulkhead changes atomically, with
 // ChangeConfig's guarantees (growth grants waiters at once, shrinking
 // blocks nobody), but not all of them at the same instant.
 //
@@ -60,15 +67,16 @@ func Apply(r *bulkhead.Registry, f File) error {
 	if err := refuseRedis(res); err != nil {
 		return err
 	}
-	return applyResolved(r, res)
+	return applyResolved(r, f, res)
 }
 
-// applyResolved adds the configs of res, then configures its instances in
-// name order. res has been checked by Resolve, so the errors below are only
-// a safety net; a config is validated again by AddConfig and an instance by
+// applyResolved adds the configs of f (resolved in res: not the built-in
+// default res adds when f has none), then configures its instances in name
+// order. res has been checked by Resolve, so the errors below are only a
+// safety net; a config is validated again by AddConfig and an instance by
 // Configure, each before anything of it changes.
-func applyResolved(r *bulkhead.Registry, res Resolved) error {
-	for _, name := range slices.Sorted(maps.Keys(res.Configs)) {
+func applyResolved(r *bulkhead.Registry, f File, res Resolved) error {
+	for _, name := range slices.Sorted(maps.Keys(f.Configs)) {
 		if err := r.AddConfig(name, res.Configs[name].Config); err != nil {
 			return err
 		}

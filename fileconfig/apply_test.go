@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/fileconfig"
@@ -221,5 +222,71 @@ func TestApplyUnderTrafficLeaksNoPermit(t *testing.T) {
 		if err := fileconfig.Apply(r, files[i%2]); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// codeRegistry is a registry built in code, not from a file: default
+// {7 permits, 1 s wait, queue 10} and a config "batch".
+func codeRegistry(t *testing.T) (*bulkhead.Registry, bulkhead.Config, bulkhead.Config) {
+	t.Helper()
+	def := bulkhead.Config{MaxConcurrentCalls: 7, MaxWaitDuration: time.Second, MaxQueuedCalls: 10}
+	batch := bulkhead.Config{MaxConcurrentCalls: 2, MaxQueuedCalls: bulkhead.Unbounded, MaxWaitDuration: bulkhead.NoTimeout}
+	r, err := bulkhead.NewRegistry(def, bulkhead.WithConfig("batch", batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, def, batch
+}
+
+func TestApplyOfAFileWithoutDefaultKeepsTheRegistrysDefault(t *testing.T) {
+	for name, doc := range map[string]string{
+		"instances only":           `{"instances": {"walmart": {"maxConcurrentCalls": 3}}}`,
+		"configs without default":  `{"configs": {"big": {"maxConcurrentCalls": 60}}, "instances": {"walmart": {"baseConfig": "big"}}}`,
+		"an empty configs section": `{"configs": {}, "instances": {"walmart": {}}}`,
+		"a null configs section":   `{"configs": null}`,
+		"an empty file":            `{}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, def, batch := codeRegistry(t)
+			before, _ := r.Get("before")
+			if err := fileconfig.Apply(r, decodeJSON(t, doc)); err != nil {
+				t.Fatal(err)
+			}
+			if s, _ := r.Get("later"); s.Config() != def {
+				t.Errorf("a partner created after Apply has %v, want the registry's default %v", s.Config(), def)
+			}
+			if s, _ := r.GetWithConfig("later-batch", "batch"); s.Config() != batch {
+				t.Errorf("a config the file does not name changed: %v, want %v", s.Config(), batch)
+			}
+			if before.Config() != def {
+				t.Errorf("a bulkhead the file does not list changed: %v", before.Config())
+			}
+		})
+	}
+}
+
+func TestApplyOfAFileWithDefaultReplacesTheRegistrysDefault(t *testing.T) {
+	r, _, _ := codeRegistry(t)
+	if err := fileconfig.Apply(r, decodeJSON(t, `{"configs": {"default": {"maxConcurrentCalls": 4}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := bulkhead.DefaultConfig()
+	want.MaxConcurrentCalls = 4
+	if s, _ := r.Get("later"); s.Config() != want {
+		t.Errorf("a partner created after Apply has %v, want the file's default %v", s.Config(), want)
+	}
+}
+
+func TestApplyOfAFileWithoutDefaultResolvesItsEntriesFromTheBuiltinDefaults(t *testing.T) {
+	// Resolve's rule, documented at Apply: an entry without a base in a file
+	// without "default" starts from bulkhead.DefaultConfig().
+	r, _, _ := codeRegistry(t)
+	if err := fileconfig.Apply(r, decodeJSON(t, `{"instances": {"walmart": {"maxConcurrentCalls": 3}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := bulkhead.DefaultConfig()
+	want.MaxConcurrentCalls = 3
+	if s, _ := r.Find("walmart"); s.Config() != want {
+		t.Errorf("walmart = %v, want %v", s.Config(), want)
 	}
 }

@@ -1,7 +1,6 @@
 package fileconfig
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -18,15 +17,24 @@ import (
 // both go through Decode, so every format reports the same errors.
 
 // UnmarshalJSON decodes a JSON document with Decode. A JSON null leaves f
-// unchanged.
+// unchanged. A key given twice in one object (a section, a config or
+// instance name, a key of an entry), which encoding/json would let the
+// last one win, is an *Error like any other problem of the file, reported
+// with them.
 func (f *File) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
+	tree, dups, err := jsonTree(data)
+	if err != nil {
 		return fmt.Errorf("bulkhead config: %w", err)
 	}
-	return f.setFrom(tree)
+	if tree == nil {
+		return nil
+	}
+	got, err := decode(tree, dups)
+	if err != nil {
+		return err
+	}
+	*f = got
+	return nil
 }
 
 // UnmarshalYAML decodes a YAML document with Decode. It has the signature
@@ -67,8 +75,13 @@ func (f *File) setFrom(tree any) error {
 // File.Resolve), so that a file fails once with every problem it has, the
 // shape's and the rules', joined as described at Error. On failure it
 // returns the zero File.
-func Decode(tree any) (File, error) {
+func Decode(tree any) (File, error) { return decode(tree, nil) }
+
+// decode is Decode, reporting as well the keys a JSON document gave twice
+// (see jsonTree), which tree no longer shows.
+func decode(tree any, dups [][]string) (File, error) {
 	var r report
+	reportDuplicates(dups, &r)
 	f := decodeFile(tree, &r)
 	resolveInto(f, &r)
 	if err := r.err(); err != nil {
