@@ -276,7 +276,16 @@ func asInt(v any) (int, bool) {
 	case float32:
 		return asInt(float64(n))
 	case json.Number:
-		return parseInt(string(n))
+		// "2.0" and "1e2" are integers too, as a YAML decoder, which
+		// gives float64 for them, has them.
+		if i, ok := parseInt(string(n)); ok {
+			return i, true
+		}
+		f, err := n.Float64()
+		if err != nil {
+			return 0, false
+		}
+		return asInt(f)
 	case string:
 		return parseInt(n)
 	}

@@ -198,3 +198,24 @@ func TestDecodeAcceptsGenericTrees(t *testing.T) {
 		t.Error("an integer above MaxInt was accepted")
 	}
 }
+
+func TestJSONIntegersWrittenAsFloatsAreIntegersAsInYAML(t *testing.T) {
+	// A YAML decoder gives float64 for 2.0 and 1e2; encoding/json gives a
+	// json.Number with that text. Both must read them as the integers they
+	// are (contrib/yamltest, TestJSONAndYAMLDecodeAlike, runs both).
+	f := decodeJSON(t, `{"instances": {"a": {"maxConcurrentCalls": 2.0, "maxQueuedCalls": 1e2, "maxWaitDuration": 0.0}}}`)
+	a := f.Instances["a"]
+	if *a.MaxConcurrentCalls != 2 || *a.MaxQueuedCalls != 100 || *a.MaxWaitDuration != 0 {
+		t.Fatalf("decoded %d, %d, %v; want 2, 100, 0s", *a.MaxConcurrentCalls, *a.MaxQueuedCalls, *a.MaxWaitDuration)
+	}
+	for _, doc := range []string{
+		`{"instances": {"a": {"maxConcurrentCalls": 2.5}}}`,
+		`{"instances": {"a": {"maxQueuedCalls": 1e20}}}`,
+		`{"instances": {"a": {"maxConcurrentCalls": "2.0"}}}`, // a string must be a decimal integer
+	} {
+		var f fileconfig.File
+		if err := json.Unmarshal([]byte(doc), &f); err == nil || !strings.Contains(err.Error(), "want an integer") {
+			t.Errorf("%s: %v, want an error", doc, err)
+		}
+	}
+}
