@@ -319,3 +319,32 @@ func TestGoexitInACancelCallbackOrListenerLosesNoOutcome(t *testing.T) {
 		})
 	}
 }
+
+func TestListenerGoexitWhenAWorkerWithdrawsATaskLosesNoOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestPool(t, "p", pool.Config{MaxWorkers: 1, CoreWorkers: 1, KeepAlive: time.Hour})
+		exit := goexitOnce()
+		p.OnEvent(func(e bulkhead.Event) {
+			if e.Type == bulkhead.CallCancelled {
+				exit() // on the worker, which found the task's context ended
+			}
+		})
+		ctx := &poolCtxEndingAfterSubmit{Context: context.Background()}
+		f := pool.Submit(ctx, p, func(context.Context) (int, error) { panic("must not run") })
+		calls := 0
+		f.OnDone(func(int, error) { calls++ })
+		synctest.Wait()
+		if err := f.Err(); !errors.Is(err, bulkhead.ErrCancelled) || f.Ran() {
+			t.Fatalf("Err() = %v (ran %v), want a withdrawal", err, f.Ran())
+		}
+		if calls != 1 {
+			t.Fatalf("callback ran %d times, want 1", calls)
+		}
+		if m := p.Metrics(); m.PoolSize != 1 || m.ActiveWorkers != 0 {
+			t.Fatalf("after the Goexit: %+v", m)
+		}
+		if v, err := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 2, nil }).Get(context.Background()); v != 2 || err != nil {
+			t.Fatalf("next task: %d, %v", v, err)
+		}
+	})
+}
