@@ -25,9 +25,16 @@ import (
 //   - Full (rejected): the handler does not run; the response is 503
 //     Service Unavailable with a Retry-After header (WithRetryAfter), or what
 //     WithRejectHandler writes.
-//   - The request's context ends while queued (the client went away, or the
-//     server is shutting down): the request leaves the queue at once, holds
-//     no permit, and nothing is written.
+//   - Withdrawn: the request's context ends before a permit is granted (an
+//     outer timeout middleware that wraps r.Context(), a server whose
+//     BaseContext is cancelled, a client that went away). The request leaves
+//     the queue at once and holds no permit; the handler does not run; the
+//     response is the same rejection as for a full bulkhead (503 with
+//     Retry-After, or what WithRejectHandler writes, given a
+//     *WithdrawnError), never net/http's implicit 200 OK for a handler that
+//     wrote nothing. To a client that went away net/http sends nothing, so
+//     for it nothing changes. http.Server.Shutdown cancels no request's
+//     context: queued requests go on waiting while it waits for them.
 //   - No bulkhead (the key is "", or the bulkhead cannot be created): the
 //     handler does not run; the response is 500 with the error's text, or
 //     what WithErrorHandler writes.
@@ -85,8 +92,12 @@ func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, bulkhead.ErrBulkheadFull):
 		l.cfg.reject(w, r, err)
 	default:
-		// The request's context ended while it waited: it was withdrawn
-		// from the queue and holds no permit. Nobody reads an answer.
+		// The request's context ended before a grant (it was withdrawn
+		// from the queue, or had ended before it got there): it holds no
+		// permit. Answer the rejection: writing nothing would be net/http's
+		// 200 OK to a client that may still be reading (an outer timeout,
+		// a cancelled BaseContext); a gone client's answer is discarded.
+		l.cfg.reject(w, r, &WithdrawnError{Name: bh.Name(), Err: err})
 	}
 }
 

@@ -114,10 +114,14 @@ func WithRetryAfter(d time.Duration) Option {
 }
 
 // WithRejectHandler replaces the response NewMiddleware writes when a
-// request's bulkhead is full (default: 503 Service Unavailable with
-// Retry-After). f receives the rejection, which matches
-// bulkhead.ErrBulkheadFull (a *bulkhead.FullError that names the bulkhead);
-// the wrapped handler does not run. It is not a transport option.
+// request gets no permit (default: 503 Service Unavailable with
+// Retry-After); the wrapped handler does not run. f receives the rejection:
+// a *bulkhead.FullError (matching bulkhead.ErrBulkheadFull, naming the
+// bulkhead) when the bulkhead is full, or a *WithdrawnError (matching
+// bulkhead.ErrCancelled and the context's error) when the request's context
+// ended while it waited. f must write a status or a body: a handler that
+// writes nothing leaves net/http's implicit 200 OK. It is not a transport
+// option.
 func WithRejectHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return optionFunc(func(c *config) error {
 		if !c.server {
