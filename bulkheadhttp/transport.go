@@ -79,7 +79,9 @@ func NewTransport(base http.RoundTripper, reg *bulkhead.Registry, opts ...Option
 // Transport. It fails without sending req, and closes its body, if the key
 // function returns "" (a *KeyError), if the bulkhead cannot be created (the
 // Registry's error, which names the partner), if the bulkhead rejects the
-// request, or if the request's context ends first.
+// request, or if the request's context ends first. If the base transport
+// panics or calls runtime.Goexit, the permit is given back (FinishCall) and
+// the panic goes on.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	bh, err := t.cfg.bulkheadFor(t.reg, req)
 	if err == nil {
@@ -92,8 +94,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	// From here this goroutine owns one permit of bh, handed to the
-	// response body below or given back on failure.
+	// response body below or given back on failure, also when base panics
+	// or calls runtime.Goexit (a caller, or net/http's server around a
+	// handler, may recover the panic and go on).
+	returned := false
+	defer func() {
+		if !returned {
+			bh.FinishCall()
+		}
+	}()
 	resp, err := t.base.RoundTrip(req)
+	returned = true
 	if err != nil {
 		bh.FinishCall()
 		return nil, err
