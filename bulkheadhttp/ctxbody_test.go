@@ -122,3 +122,55 @@ func TestStressTransportBodyCloseRacingContextEndReleasesOnce(t *testing.T) {
 		t.Errorf("CallFinished published %d times for %d calls", got, calls)
 	}
 }
+
+// A 101 Switching Protocols response: the caller owns the connection and
+// the request's context no longer ends it, so ending the context leaves
+// the permit with the upgraded connection until it is closed.
+func TestTransportUpgradedConnectionKeepsItsPermitPastTheContext(t *testing.T) {
+	reg := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		brw.Flush()
+		io.Copy(conn, brw) // echo until the client closes
+	}))
+	c := newTransport(t, reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "echo")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %s, want 101", resp.Status)
+	}
+	rw, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		t.Fatalf("the 101 body %T is not writable", resp.Body)
+	}
+	cancel()
+	// The connection still works after the context ended ...
+	if _, err := io.WriteString(rw, "ping"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(rw, got); err != nil || string(got) != "ping" {
+		t.Fatalf("echo after cancel: %q, %v", got, err)
+	}
+	// ... and holds its permit until it is closed.
+	bh, _ := reg.Find(hostOf(t, srv.URL))
+	if m := bh.Metrics(); m.InFlightCalls != 1 {
+		t.Errorf("an open upgraded connection after its context ended: %d in flight, want 1", m.InFlightCalls)
+	}
+	rw.Close()
+	if m := bh.Metrics(); m.InFlightCalls != 0 {
+		t.Errorf("after Close: %d in flight, want 0", m.InFlightCalls)
+	}
+}

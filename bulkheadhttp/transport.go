@@ -38,6 +38,10 @@ import (
 //     gone: a partner can then see more requests at once than the limit,
 //     for that while.
 //
+// The body of a 101 Switching Protocols response is the connection, which
+// the caller owns and the request's context no longer ends: it holds its
+// permit until it is closed or fails to read, whatever the context does.
+//
 // A response body that is never closed nor read to its end, of a request
 // whose context never ends (context.Background()), keeps its permit for
 // good, as it keeps its connection: each such body takes one permit from its
@@ -114,19 +118,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	b := &body{rc: resp.Body, bh: bh}
+	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
+		// 101 Switching Protocols: keep the body writable, as
+		// http.Client's users expect. The caller owns the connection now
+		// and the request's context no longer ends it, so only Close,
+		// EOF or a read error give the permit back.
+		resp.Body = &rwBody{body: b, w: rwc}
+		return resp, nil
+	}
 	if ctx := req.Context(); ctx.Done() != nil {
 		// The request's context ending frees the permit even if the
 		// caller never touches the body again. Registered before resp is
 		// returned, so every Read and Close sees stop.
 		b.stop = context.AfterFunc(ctx, b.contextEnded)
 	}
-	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
-		// 101 Switching Protocols: keep the body writable, as
-		// http.Client's users expect.
-		resp.Body = &rwBody{body: b, w: rwc}
-	} else {
-		resp.Body = b
-	}
+	resp.Body = b
 	return resp, nil
 }
 
