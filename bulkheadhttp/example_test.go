@@ -1,6 +1,7 @@
 package bulkheadhttp_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -266,4 +267,33 @@ func ExampleTransport_Go() {
 	wg.Wait()
 	fmt.Println(answered.Load(), "answered")
 	// Output: 100 answered
+}
+
+// A request whose context ends while it waits for a permit (here an outer
+// timeout of 10 ms, while another call holds the only permit) is answered
+// with the rejection, never 200: the reject handler tells it apart by its
+// *WithdrawnError.
+func ExampleWithdrawnError() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: 10})
+	limit, _ := bulkheadhttp.NewMiddleware(reg,
+		bulkheadhttp.WithKey(func(*http.Request) string { return "orders" }),
+		bulkheadhttp.WithRejectHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+			var withdrawn *bulkheadhttp.WithdrawnError
+			if errors.As(err, &withdrawn) {
+				http.Error(w, "gave up waiting for "+withdrawn.Name, http.StatusServiceUnavailable)
+				return
+			}
+			http.Error(w, err.Error(), http.StatusTooManyRequests)
+		}))
+	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "accepted") }))
+
+	orders, _ := reg.Get("orders")
+	orders.TryAcquirePermission() // another call holds the only permit
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader("order")).WithContext(ctx))
+	orders.ReleasePermission()
+	fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
+	// Output: 503 gave up waiting for orders
 }
