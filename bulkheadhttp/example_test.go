@@ -297,3 +297,31 @@ func ExampleWithdrawnError() {
 	fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
 	// Output: 503 gave up waiting for orders
 }
+
+// Keyed by tenant, a tenant over its share is told 429 Too Many Requests
+// instead of the default 503.
+func ExampleWithRejectStatus() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	limit, err := bulkheadhttp.NewMiddleware(reg,
+		bulkheadhttp.WithKey(func(r *http.Request) string { return "tenant-" + r.Header.Get("X-Tenant") }),
+		bulkheadhttp.WithRejectStatus(http.StatusTooManyRequests))
+	if err != nil {
+		panic(err)
+	}
+	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "accepted") }))
+
+	acme, _ := reg.Get("tenant-acme")
+	acme.TryAcquirePermission() // acme's only permit is in use
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader("order"))
+	req.Header.Set("X-Tenant", "acme")
+	h.ServeHTTP(rec, req)
+	acme.ReleasePermission()
+	fmt.Println(rec.Code, "Retry-After:", rec.Header().Get("Retry-After"))
+
+	_, err = bulkheadhttp.NewMiddleware(reg, bulkheadhttp.WithRejectStatus(http.StatusInternalServerError))
+	fmt.Println(err)
+	// Output:
+	// 429 Retry-After: 1
+	// bulkheadhttp: NewMiddleware: WithRejectStatus: status must be 503 (Service Unavailable) or 429 (Too Many Requests), got 500
+}

@@ -23,14 +23,14 @@ import (
 // record in the bulkhead's queue: no goroutine is added.
 //
 //   - Full (rejected): the handler does not run; the response is 503
-//     Service Unavailable with a Retry-After header (WithRetryAfter), or what
-//     WithRejectHandler writes.
+//     Service Unavailable (or 429, WithRejectStatus) with a Retry-After
+//     header (WithRetryAfter), or what WithRejectHandler writes.
 //   - Withdrawn: the request's context ends before a permit is granted (an
 //     outer timeout middleware that wraps r.Context(), a server whose
 //     BaseContext is cancelled, a client that went away). The request leaves
 //     the queue at once and holds no permit; the handler does not run; the
-//     response is the same rejection as for a full bulkhead (503 with
-//     Retry-After, or what WithRejectHandler writes, given a
+//     response is the same rejection as for a full bulkhead (503 or 429
+//     with Retry-After, or what WithRejectHandler writes, given a
 //     *WithdrawnError), never net/http's implicit 200 OK for a handler that
 //     wrote nothing. To a client that went away net/http sends nothing, so
 //     for it nothing changes. http.Server.Shutdown cancels no request's
@@ -52,8 +52,11 @@ func NewMiddleware(reg *bulkhead.Registry, opts ...Option) (func(http.Handler) h
 	if err != nil {
 		return nil, fmt.Errorf("bulkheadhttp: NewMiddleware: %w", err)
 	}
-	if cfg.reject == nil {
-		cfg.reject = serviceUnavailable(cfg.retryAfter)
+	switch {
+	case cfg.reject != nil && cfg.rejectStatusSet:
+		return nil, errors.New("bulkheadhttp: NewMiddleware: WithRejectStatus and WithRejectHandler both given: the reject handler writes its own status")
+	case cfg.reject == nil:
+		cfg.reject = rejection(cfg.rejectStatus, cfg.retryAfter)
 	}
 	if cfg.fail == nil {
 		cfg.fail = internalError
@@ -101,7 +104,9 @@ func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func serviceUnavailable(retryAfter time.Duration) func(http.ResponseWriter, *http.Request, error) {
+// rejection is the default reject handler: status (503 or 429) with the
+// rejection's text, and Retry-After unless retryAfter is 0.
+func rejection(status int, retryAfter time.Duration) func(http.ResponseWriter, *http.Request, error) {
 	header := ""
 	if retryAfter > 0 {
 		header = strconv.FormatInt(int64(math.Ceil(retryAfter.Seconds())), 10)
@@ -110,7 +115,7 @@ func serviceUnavailable(retryAfter time.Duration) func(http.ResponseWriter, *htt
 		if header != "" {
 			w.Header().Set("Retry-After", header)
 		}
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		http.Error(w, err.Error(), status)
 	}
 }
 
