@@ -22,7 +22,8 @@ import (
 // goroutine, which must not block, so a bulkhead with a MaxWaitDuration
 // still rejects at once (Reason NoWait) when no permit is free and nobody
 // waits (TryAcquirePermission). Use the interceptors for calls that should
-// queue for a permit.
+// queue for a permit, not both on the same registry and key: a call would
+// then take two permits.
 //
 // Permit ownership: a call admitted by the handle holds its permit until
 // its stream's context ends, which gRPC does once the call's status is
