@@ -20,8 +20,8 @@ import (
 //
 // The handle never waits: gRPC runs it on the connection's reading
 // goroutine, which must not block, so a bulkhead with a MaxWaitDuration
-// still rejects at once (Reason NoWait) when no permit is free and nobody
-// waits (TryAcquirePermission). Use the interceptors for calls that should
+// still refuses a call at once (Reason NoWait) unless a permit is free and
+// nobody waits for one (TryAcquirePermission). Use the interceptors for calls that should
 // queue for a permit, not both on the same registry and key: a call would
 // then take two permits.
 //
