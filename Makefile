@@ -12,7 +12,7 @@ MODULES         := $(shell find . -name go.mod -not -path './.bin/*' -exec dirna
 STRESS_TIME     ?= 2m
 FUZZ_TIME       ?= 30s
 
-.PHONY: all test vet redis-server lint fmt-check bench bench-core cover demo stress fuzz tools clean
+.PHONY: all test vet redis-server lint fmt-check bench bench-core cover demo stress fuzz tools release-tags clean
 
 all: lint test
 
@@ -100,6 +100,19 @@ fuzz:
 	@set -e; for f in .:FuzzSemaphore ./fileconfig:FuzzConfig ./fileconfig:FuzzRegistryConfigJSON ./adaptive:FuzzAlgorithms; do \
 		pkg=$${f%%:*}; f=$${f#*:}; echo "== $$f"; \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) $$pkg ; \
+	done
+
+## release-tags: tag the current commit VERSION for the core and DIR/VERSION
+## for every published nested module (docs/releasing.md)
+release-tags:
+	@case "$(VERSION)" in v[0-9]*) ;; *) echo "usage: make release-tags VERSION=vX.Y.Z"; exit 1;; esac
+	@grep -q 'ReleaseVersion = "$(VERSION)"' internal/installcheck/modules.go || { \
+		echo "internal/installcheck's ReleaseVersion is not $(VERSION): see docs/releasing.md"; exit 1; }
+	git tag $(VERSION)
+	@for m in $(MODULES); do \
+		case $$m in .) continue;; esac; \
+		grep -q '^// Not published' $$m/go.mod && continue; \
+		echo "git tag $${m#./}/$(VERSION)"; git tag $${m#./}/$(VERSION); \
 	done
 
 clean:

@@ -1,10 +1,11 @@
+// Not published: benchmarks against peer libraries and simulations.
 module github.com/rxbulkhead/bulkhead/bench
 
 go 1.26.0
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
-	github.com/rxbulkhead/bulkhead v0.0.0
+	github.com/rxbulkhead/bulkhead v0.1.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.25.0
 	gonum.org/v1/plot v0.17.0

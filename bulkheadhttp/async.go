@@ -26,6 +26,11 @@ import (
 // while it waited (the context's error). done must not block for long on
 // the timer goroutine: hand long work to another goroutine.
 //
+// If done panics or calls runtime.Goexit (t.FailNow in a test) on the
+// goroutine Go started, Go closes the response's body, so its permit comes
+// back; a panic then goes on and ends the program, as any panic in a
+// goroutine does.
+//
 // Go panics if done is nil. A client whose Transport is not t fails the
 // request with an error, without sending it.
 func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.Response, error)) {
@@ -69,16 +74,33 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 		// The permit is this callback's; it travels to RoundTrip in the
 		// request's context, which takes it instead of acquiring one.
 		h := &heldPermit{bh: bh}
-		go func() {
-			resp, err := client.Do(req.WithContext(context.WithValue(ctx, heldPermitKey{}, h)))
-			if h.taken.CompareAndSwap(false, true) {
-				// client.Do failed before it reached RoundTrip (a bad
-				// URL, for instance): the permit was never used.
-				bh.ReleasePermission()
-			}
-			done(resp, err)
-		}()
+		go send(client, req.WithContext(context.WithValue(ctx, heldPermitKey{}, h)), h, done)
 	})
+}
+
+// send runs on the goroutine Go starts for a granted request: it sends req
+// with client and calls done with the result. If client.Do or done panics
+// or calls runtime.Goexit, the deferred path still gives back a permit
+// RoundTrip never took, and closes the response's body (which gives its
+// permit back) if done did not return.
+func send(client *http.Client, req *http.Request, h *heldPermit, done func(*http.Response, error)) {
+	var resp *http.Response
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		h.giveBackUnused()
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+	}()
+	resp, err := client.Do(req)
+	// client.Do failed before it reached RoundTrip (a bad URL, for
+	// instance): the permit was never used.
+	h.giveBackUnused()
+	done(resp, err)
+	returned = true
 }
 
 // heldPermit is a permit granted to Go, handed to the first RoundTrip of its
@@ -87,6 +109,13 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 type heldPermit struct {
 	bh    *bulkhead.Semaphore
 	taken atomic.Bool
+}
+
+// giveBackUnused gives the permit back if RoundTrip did not take it.
+func (h *heldPermit) giveBackUnused() {
+	if h.taken.CompareAndSwap(false, true) {
+		h.bh.ReleasePermission()
+	}
 }
 
 type heldPermitKey struct{}

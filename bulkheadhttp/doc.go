@@ -18,7 +18,9 @@
 //
 // Server: [NewMiddleware] returns a func(http.Handler) http.Handler. A full
 // bulkhead answers 503 with Retry-After without running the handler; a
-// queued request whose client goes away leaves the queue and costs no permit.
+// queued request whose context ends (an outer timeout, a client that goes
+// away) leaves the queue, costs no permit and is answered the same
+// rejection, never 200.
 //
 // The name follows net/http's contrib convention (promhttp, otelhttp): it
 // does not shadow net/http where both are imported.

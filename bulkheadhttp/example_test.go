@@ -1,6 +1,7 @@
 package bulkheadhttp_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -266,4 +267,61 @@ func ExampleTransport_Go() {
 	wg.Wait()
 	fmt.Println(answered.Load(), "answered")
 	// Output: 100 answered
+}
+
+// A request whose context ends while it waits for a permit (here an outer
+// timeout of 10 ms, while another call holds the only permit) is answered
+// with the rejection, never 200: the reject handler tells it apart by its
+// *WithdrawnError.
+func ExampleWithdrawnError() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: 10})
+	limit, _ := bulkheadhttp.NewMiddleware(reg,
+		bulkheadhttp.WithKey(func(*http.Request) string { return "orders" }),
+		bulkheadhttp.WithRejectHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+			var withdrawn *bulkheadhttp.WithdrawnError
+			if errors.As(err, &withdrawn) {
+				http.Error(w, "gave up waiting for "+withdrawn.Name, http.StatusServiceUnavailable)
+				return
+			}
+			http.Error(w, err.Error(), http.StatusTooManyRequests)
+		}))
+	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "accepted") }))
+
+	orders, _ := reg.Get("orders")
+	orders.TryAcquirePermission() // another call holds the only permit
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader("order")).WithContext(ctx))
+	orders.ReleasePermission()
+	fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
+	// Output: 503 gave up waiting for orders
+}
+
+// Keyed by tenant, a tenant over its share is told 429 Too Many Requests
+// instead of the default 503.
+func ExampleWithRejectStatus() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	limit, err := bulkheadhttp.NewMiddleware(reg,
+		bulkheadhttp.WithKey(func(r *http.Request) string { return "tenant-" + r.Header.Get("X-Tenant") }),
+		bulkheadhttp.WithRejectStatus(http.StatusTooManyRequests))
+	if err != nil {
+		panic(err)
+	}
+	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "accepted") }))
+
+	acme, _ := reg.Get("tenant-acme")
+	acme.TryAcquirePermission() // acme's only permit is in use
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader("order"))
+	req.Header.Set("X-Tenant", "acme")
+	h.ServeHTTP(rec, req)
+	acme.ReleasePermission()
+	fmt.Println(rec.Code, "Retry-After:", rec.Header().Get("Retry-After"))
+
+	_, err = bulkheadhttp.NewMiddleware(reg, bulkheadhttp.WithRejectStatus(http.StatusInternalServerError))
+	fmt.Println(err)
+	// Output:
+	// 429 Retry-After: 1
+	// bulkheadhttp: NewMiddleware: WithRejectStatus: status must be 503 (Service Unavailable) or 429 (Too Many Requests), got 500
 }

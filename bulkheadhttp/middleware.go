@@ -23,11 +23,18 @@ import (
 // record in the bulkhead's queue: no goroutine is added.
 //
 //   - Full (rejected): the handler does not run; the response is 503
-//     Service Unavailable with a Retry-After header (WithRetryAfter), or what
-//     WithRejectHandler writes.
-//   - The request's context ends while queued (the client went away, or the
-//     server is shutting down): the request leaves the queue at once, holds
-//     no permit, and nothing is written.
+//     Service Unavailable (or 429, WithRejectStatus) with a Retry-After
+//     header (WithRetryAfter), or what WithRejectHandler writes.
+//   - Withdrawn: the request's context ends before a permit is granted (an
+//     outer timeout middleware that wraps r.Context(), a server whose
+//     BaseContext is cancelled, a client that went away). The request leaves
+//     the queue at once and holds no permit; the handler does not run; the
+//     response is the same rejection as for a full bulkhead (503 or 429
+//     with Retry-After, or what WithRejectHandler writes, given a
+//     *WithdrawnError), never net/http's implicit 200 OK for a handler that
+//     wrote nothing. To a client that went away net/http sends nothing, so
+//     for it nothing changes. http.Server.Shutdown cancels no request's
+//     context: queued requests go on waiting while it waits for them.
 //   - No bulkhead (the key is "", or the bulkhead cannot be created): the
 //     handler does not run; the response is 500 with the error's text, or
 //     what WithErrorHandler writes.
@@ -45,8 +52,11 @@ func NewMiddleware(reg *bulkhead.Registry, opts ...Option) (func(http.Handler) h
 	if err != nil {
 		return nil, fmt.Errorf("bulkheadhttp: NewMiddleware: %w", err)
 	}
-	if cfg.reject == nil {
-		cfg.reject = serviceUnavailable(cfg.retryAfter)
+	switch {
+	case cfg.reject != nil && cfg.rejectStatusSet:
+		return nil, errors.New("bulkheadhttp: NewMiddleware: WithRejectStatus and WithRejectHandler both given: the reject handler writes its own status")
+	case cfg.reject == nil:
+		cfg.reject = rejection(cfg.rejectStatus, cfg.retryAfter)
 	}
 	if cfg.fail == nil {
 		cfg.fail = internalError
@@ -85,12 +95,18 @@ func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, bulkhead.ErrBulkheadFull):
 		l.cfg.reject(w, r, err)
 	default:
-		// The request's context ended while it waited: it was withdrawn
-		// from the queue and holds no permit. Nobody reads an answer.
+		// The request's context ended before a grant (it was withdrawn
+		// from the queue, or had ended before it got there): it holds no
+		// permit. Answer the rejection: writing nothing would be net/http's
+		// 200 OK to a client that may still be reading (an outer timeout,
+		// a cancelled BaseContext); a gone client's answer is discarded.
+		l.cfg.reject(w, r, &WithdrawnError{Name: bh.Name(), Err: err})
 	}
 }
 
-func serviceUnavailable(retryAfter time.Duration) func(http.ResponseWriter, *http.Request, error) {
+// rejection is the default reject handler: status (503 or 429) with the
+// rejection's text, and Retry-After unless retryAfter is 0.
+func rejection(status int, retryAfter time.Duration) func(http.ResponseWriter, *http.Request, error) {
 	header := ""
 	if retryAfter > 0 {
 		header = strconv.FormatInt(int64(math.Ceil(retryAfter.Seconds())), 10)
@@ -99,7 +115,7 @@ func serviceUnavailable(retryAfter time.Duration) func(http.ResponseWriter, *htt
 		if header != "" {
 			w.Header().Set("Retry-After", header)
 		}
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		http.Error(w, err.Error(), status)
 	}
 }
 

@@ -50,12 +50,17 @@ type config struct {
 	keyIsSet   bool // WithKey was given
 	configName func(key string) string
 	retryAfter time.Duration
-	reject     func(w http.ResponseWriter, r *http.Request, err error)
-	fail       func(w http.ResponseWriter, r *http.Request, err error)
+	// rejectStatus is the status of the default rejection (503 unless
+	// WithRejectStatus sets it); rejectStatusSet tells NewMiddleware that
+	// it was given, which conflicts with WithRejectHandler.
+	rejectStatus    int
+	rejectStatusSet bool
+	reject          func(w http.ResponseWriter, r *http.Request, err error)
+	fail            func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 func newConfig(server bool, opts []Option) (*config, error) {
-	c := &config{server: server, key: Host, retryAfter: time.Second}
+	c := &config{server: server, key: Host, retryAfter: time.Second, rejectStatus: http.StatusServiceUnavailable}
 	if server {
 		c.key = Pattern
 	}
@@ -113,11 +118,44 @@ func WithRetryAfter(d time.Duration) Option {
 	})
 }
 
+// WithRejectStatus sets the status of the default rejection response of
+// NewMiddleware, for a full bulkhead and for a withdrawn request alike:
+// http.StatusServiceUnavailable (503, the default) or
+// http.StatusTooManyRequests (429); any other value is an error. The
+// Retry-After header (WithRetryAfter) and the body, the rejection's text,
+// stay the same. It is not a transport option, and it cannot be combined
+// with WithRejectHandler, whose handler writes its own status.
+//
+// Why 503 by default: the default key is the route (Pattern), so a full
+// bulkhead means the server has no capacity left for that route whoever
+// asks, which is what 503 says (the server is temporarily overloaded, RFC
+// 9110 section 15.6.4), and proxies and load balancers take it as "try
+// another instance". 429 (RFC 6585) says that this client sent too many
+// requests: choose it when the key names the client or tenant (WithKey), so
+// that the tenant over its share is told to slow down while the server
+// stays open to the others.
+func WithRejectStatus(code int) Option {
+	return optionFunc(func(c *config) error {
+		if !c.server {
+			return errors.New("WithRejectStatus is an option of NewMiddleware, not of NewTransport")
+		}
+		if code != http.StatusServiceUnavailable && code != http.StatusTooManyRequests {
+			return fmt.Errorf("WithRejectStatus: status must be 503 (Service Unavailable) or 429 (Too Many Requests), got %d", code)
+		}
+		c.rejectStatus, c.rejectStatusSet = code, true
+		return nil
+	})
+}
+
 // WithRejectHandler replaces the response NewMiddleware writes when a
-// request's bulkhead is full (default: 503 Service Unavailable with
-// Retry-After). f receives the rejection, which matches
-// bulkhead.ErrBulkheadFull (a *bulkhead.FullError that names the bulkhead);
-// the wrapped handler does not run. It is not a transport option.
+// request gets no permit (default: 503 Service Unavailable with
+// Retry-After); the wrapped handler does not run. f receives the rejection:
+// a *bulkhead.FullError (matching bulkhead.ErrBulkheadFull, naming the
+// bulkhead) when the bulkhead is full, or a *WithdrawnError (matching
+// bulkhead.ErrCancelled and the context's error) when the request's context
+// ended while it waited. f must write a status or a body: a handler that
+// writes nothing leaves net/http's implicit 200 OK. It is not a transport
+// option.
 func WithRejectHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return optionFunc(func(c *config) error {
 		if !c.server {

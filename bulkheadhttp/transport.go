@@ -1,6 +1,7 @@
 package bulkheadhttp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,21 +26,33 @@ import (
 //     the bulkhead, i.e. the partner. A request whose context ends while it
 //     waits is not sent either: RoundTrip returns the context's error, and
 //     the request leaves the queue at once without holding a permit.
-//   - The permit is held while the partner works on the call, which is until
-//     the response body is closed, read to its end (io.EOF) or fails to read,
-//     whichever comes first; or until the base transport fails. It is then
-//     given back exactly once, with FinishCall (a CallFinished event), however
-//     many times the body is closed or read afterwards. A call the client
-//     abandons (a body closed before its end, a context that ends) gives its
-//     permit back at once, while the partner's server may go on working on
-//     it until it notices the connection is gone: a partner can then see
-//     more requests at once than the limit, for that while.
+//   - The permit is held while the partner works on the call: until the
+//     first of the response body being closed, read to its end (io.EOF) or
+//     failing to read, and the request's context ending; or until the base
+//     transport fails. It is then given back exactly once, with FinishCall
+//     (a CallFinished event), however many times the body is closed or read
+//     afterwards. A call the client abandons (a body closed before its end,
+//     a context that ends, also after the headers arrived and with the body
+//     never touched) gives its permit back at once, while the partner's
+//     server may go on working on it until it notices the connection is
+//     gone: a partner can then see more requests at once than the limit,
+//     for that while.
 //
-// A response body that is never closed nor read to its end keeps its permit
-// for good, as it keeps its connection: each such body takes one permit from
-// its partner until, with all of them gone, every further request to that
+// The body of a 101 Switching Protocols response is the connection, which
+// the caller owns and the request's context no longer ends: it holds its
+// permit until it is closed or fails to read, whatever the context does.
+//
+// A response body that is never closed nor read to its end, of a request
+// whose context never ends (context.Background()), keeps its permit for
+// good, as it keeps its connection: each such body takes one permit from its
+// partner until, with all of them gone, every further request to that
 // partner waits and is rejected. net/http already requires callers to close
 // every body; testkit.CheckPermits finds the ones a test forgets.
+//
+// Goroutines: the permit of a context that ends is given back on the
+// goroutine context.AfterFunc starts for it, which then runs the callbacks
+// of the waiter it grants (see bulkhead.Acquisition.OnDone); a Close, a read
+// or a failed round trip gives it back on the caller's goroutine.
 //
 // A Transport is safe for concurrent use.
 type Transport struct {
@@ -70,7 +83,9 @@ func NewTransport(base http.RoundTripper, reg *bulkhead.Registry, opts ...Option
 // Transport. It fails without sending req, and closes its body, if the key
 // function returns "" (a *KeyError), if the bulkhead cannot be created (the
 // Registry's error, which names the partner), if the bulkhead rejects the
-// request, or if the request's context ends first.
+// request, or if the request's context ends first. If the base transport
+// panics or calls runtime.Goexit, the permit is given back (FinishCall) and
+// the panic goes on.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	bh, err := t.cfg.bulkheadFor(t.reg, req)
 	if err == nil {
@@ -83,8 +98,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	// From here this goroutine owns one permit of bh, handed to the
-	// response body below or given back on failure.
+	// response body below or given back on failure, also when base panics
+	// or calls runtime.Goexit (a caller, or net/http's server around a
+	// handler, may recover the panic and go on).
+	returned := false
+	defer func() {
+		if !returned {
+			bh.FinishCall()
+		}
+	}()
 	resp, err := t.base.RoundTrip(req)
+	returned = true
 	if err != nil {
 		bh.FinishCall()
 		return nil, err
@@ -96,11 +120,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	b := &body{rc: resp.Body, bh: bh}
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
 		// 101 Switching Protocols: keep the body writable, as
-		// http.Client's users expect.
+		// http.Client's users expect. The caller owns the connection now
+		// and the request's context no longer ends it, so only Close,
+		// EOF or a read error give the permit back.
 		resp.Body = &rwBody{body: b, w: rwc}
-	} else {
-		resp.Body = b
+		return resp, nil
 	}
+	if ctx := req.Context(); ctx.Done() != nil {
+		// The request's context ending frees the permit even if the
+		// caller never touches the body again. Registered before resp is
+		// returned, so every Read and Close sees stop.
+		b.stop = context.AfterFunc(ctx, b.contextEnded)
+	}
+	resp.Body = b
 	return resp, nil
 }
 
@@ -112,11 +144,15 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
-// body owns the permit of one response until the first Close, end of
-// stream or read error; done's CAS decides which of them gives it back.
+// body owns the permit of one response until the first of Close, end of
+// stream, read error and the end of the request's context (stop's
+// AfterFunc): those four race, on the caller's goroutines and on
+// AfterFunc's, and done's CAS (in release) decides which one gives the
+// permit back; the losers do nothing.
 type body struct {
 	rc   io.ReadCloser
 	bh   *bulkhead.Semaphore
+	stop func() bool // unregisters the AfterFunc; nil for a context that never ends
 	done atomic.Bool
 }
 
@@ -134,11 +170,27 @@ func (b *body) Close() error {
 	return err
 }
 
+// finish gives the permit back from Close or Read, and unregisters the
+// context's AfterFunc so a long-lived context does not keep the body.
 func (b *body) finish() {
-	if b.done.CompareAndSwap(false, true) {
-		b.bh.FinishCall()
+	if b.release() && b.stop != nil {
+		b.stop()
 	}
 }
+
+// release gives the permit back if nobody did yet, and reports whether it
+// did.
+func (b *body) release() bool {
+	if !b.done.CompareAndSwap(false, true) {
+		return false
+	}
+	b.bh.FinishCall()
+	return true
+}
+
+// contextEnded is the AfterFunc of the request's context. It reads nothing
+// that RoundTrip writes after registering it (stop).
+func (b *body) contextEnded() { b.release() }
 
 // rwBody is the body of a 101 Switching Protocols response: writable.
 type rwBody struct {

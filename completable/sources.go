@@ -1,6 +1,9 @@
 package completable
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // FromFunc returns a Completable that runs f on a new goroutine for each
 // subscription and signals OnComplete when f returns nil, OnError with its
@@ -11,7 +14,9 @@ import "context"
 // OnSubscribe, f does not run. f runs on a goroutine of its own so that
 // Dispose can reach it from the subscribing goroutine, and so that a
 // Bulkhead that grants a permit on the goroutine of another call's release
-// never runs f there. FromFunc panics if f is nil.
+// never runs f there. If f calls runtime.Goexit, the observer gets
+// OnError(ErrGoexit); a panic in f is not recovered (it ends the program,
+// as any panic in a goroutine does). FromFunc panics if f is nil.
 func FromFunc(f func(ctx context.Context) error) Completable {
 	if f == nil {
 		panic("completable: FromFunc called with a nil func")
@@ -27,10 +32,26 @@ func (c funcCompletable) Subscribe(o Observer) {
 	subscribeCancellable(o, func(ctx context.Context, cancel context.CancelFunc, s *subscription) {
 		go func() {
 			defer cancel()
-			s.finish(o, c.f(ctx))
+			returned := false
+			defer func() {
+				if returned {
+					return
+				}
+				if r := recover(); r != nil {
+					panic(r) // f panicked: it goes on, and ends the program
+				}
+				s.finish(o, ErrGoexit) // f called runtime.Goexit
+			}()
+			err := c.f(ctx)
+			returned = true
+			s.finish(o, err)
 		}()
 	})
 }
+
+// ErrGoexit is the error FromFunc signals when its func calls
+// runtime.Goexit (t.FailNow in a test, for instance) instead of returning.
+var ErrGoexit = errors.New("completable: the FromFunc func called runtime.Goexit instead of returning")
 
 // subscribeCancellable signals OnSubscribe with a subscription whose Dispose
 // cancels ctx, then calls start unless the observer disposed it inside

@@ -24,9 +24,11 @@
 //
 //   - with FinishCall when the source ends (exhausted, or it returned after
 //     the loop body broke out), including a source that yields nothing;
-//   - when a panic unwinds through the iterator (from the loop body or from
-//     the source), with FinishCall if the loop body had received a value
-//     (the call ran) and ReleasePermission if not; the panic goes on.
+//   - when a panic or runtime.Goexit (t.FailNow inside the loop) unwinds
+//     through the iterator (from the loop body or from the source, also a
+//     source that swallows the body's panic, which Go turns into a panic of
+//     its own), with FinishCall if the loop body had received a value (the
+//     call ran) and ReleasePermission if not; the panic goes on.
 //
 // ctx bounds the wait only: once the permit is held, the loop runs to its
 // end whatever ctx does (give ctx to the source too if it should stop).

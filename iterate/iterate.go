@@ -79,7 +79,7 @@ type held struct {
 	ended bool // the source returned (no panic)
 }
 
-// giveBack runs deferred, also while a panic unwinds: FinishCall if the
+// giveBack runs deferred, also while a panic or runtime.Goexit unwinds: FinishCall if the
 // source ended or the body received a value, ReleasePermission otherwise.
 func (p *held) giveBack() {
 	if p.ended || p.ran {

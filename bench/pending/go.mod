@@ -1,11 +1,12 @@
+// Not published: the pending-cost measurements of every pipeline.
 module github.com/rxbulkhead/bulkhead/bench/pending
 
 go 1.26.0
 
 require (
 	github.com/reactivex/rxgo/v2 v2.5.0
-	github.com/rxbulkhead/bulkhead v0.0.0
-	github.com/rxbulkhead/bulkhead/contrib/ro v0.0.0
+	github.com/rxbulkhead/bulkhead v0.1.0
+	github.com/rxbulkhead/bulkhead/contrib/ro v0.1.0
 	github.com/samber/ro v0.3.0
 	go.uber.org/goleak v1.3.0
 )

@@ -34,7 +34,8 @@ func UnaryClientInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.UnaryC
 // message, SendMsg or Header fails, the stream's context ends (the caller
 // cancels it or its deadline passes), or the ClientConn closes. These are
 // the ways gRPC itself requires a stream to end; a stream left open holds
-// its permit.
+// its permit. If opening the stream panics or calls runtime.Goexit (a later
+// interceptor's doing), the permit is given back and the panic goes on.
 func StreamClientInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.StreamClientInterceptor, error) {
 	cfg, err := newConfig("StreamClientInterceptor", reg, opts)
 	if err != nil {
@@ -61,10 +62,18 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 	// gRPC calls OnFinish once when the stream ends, whichever way: on the
 	// goroutine whose RecvMsg, SendMsg or Header saw the end, or on the one
 	// gRPC runs per stream to watch its context. It is not called when
-	// streamer fails before the stream exists on some paths: give the
-	// permit back then too; the CAS keeps it to once.
+	// streamer fails before the stream exists on some paths, nor when
+	// streamer (a later interceptor) panics or calls runtime.Goexit: give
+	// the permit back then too; the CAS keeps it to once.
+	returned := false
+	defer func() {
+		if !returned {
+			p.finish(nil)
+		}
+	}()
 	// The full slice expression keeps append from writing into the caller's array.
 	cs, err := streamer(ctx, desc, cc, method, append(opts[:len(opts):len(opts)], grpc.OnFinish(p.finish))...)
+	returned = true
 	if err != nil {
 		p.finish(err)
 		return nil, err

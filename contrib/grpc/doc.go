@@ -1,7 +1,8 @@
 // Package bulkheadgrpc puts gRPC calls behind bulkheads: unary and stream
 // interceptors for clients and servers that take a permit per call from the
 // bulkhead of its key in a [bulkhead.Registry] (by default the connection's
-// target on a client, the full method on a server).
+// target on a client, the full method on a server), and a server tap handle
+// ([ServerInHandle]) that refuses a call before gRPC creates its stream.
 //
 // The rules are those of the net/http package bulkheadhttp:
 //   - a call that finds its bulkhead full is not sent (client) or does not

@@ -187,3 +187,31 @@ func ExampleWithKey() {
 	fmt.Println(err)
 	// Output: bulkheadgrpc: UnaryServerInterceptor: WithKey: key function is nil
 }
+
+// A tap handle refuses a call before gRPC creates its stream: while a Watch
+// holds the method's only permit, the next Watch gets ResourceExhausted and
+// costs the server no stream.
+func ExampleServerInHandle() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	admit, err := bulkheadgrpc.ServerInHandle(reg) // key: the full method
+	if err != nil {
+		panic(err)
+	}
+	addr, stop := startHealth(grpc.InTapHandle(admit))
+	defer stop()
+	cc, _ := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer cc.Close()
+	client := healthpb.NewHealthClient(cc)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch, _ := client.Watch(ctx, &healthpb.HealthCheckRequest{})
+	first, _ := watch.Recv()
+	fmt.Println("watching:", first.GetStatus())
+	second, _ := client.Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	_, err = second.Recv()
+	fmt.Println("second stream:", status.Code(err))
+	// Output:
+	// watching: SERVING
+	// second stream: ResourceExhausted
+}

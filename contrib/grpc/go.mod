@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/rxbulkhead/bulkhead => ../..
 
 require (
-	github.com/rxbulkhead/bulkhead v0.0.0-00010101000000-000000000000
+	github.com/rxbulkhead/bulkhead v0.1.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )

@@ -111,6 +111,22 @@ func newConfig(who string, reg *bulkhead.Registry, opts []Option) (*config, erro
 // connection's target ("" on a server). Every failure is a gRPC status error
 // that unwraps to its cause.
 func (c *config) acquire(ctx context.Context, fullMethod, target string) (*bulkhead.Semaphore, error) {
+	bh, err := c.bulkheadFor(ctx, fullMethod, target)
+	if err != nil {
+		return nil, err
+	}
+	if err := bh.AcquirePermission(ctx); err != nil {
+		if errors.Is(err, bulkhead.ErrBulkheadFull) {
+			return nil, &statusError{code: codes.ResourceExhausted, err: err}
+		}
+		return nil, &statusError{code: status.FromContextError(err).Code(), err: err}
+	}
+	return bh, nil
+}
+
+// bulkheadFor returns the bulkhead of a call, or a codes.Internal status
+// error (an empty key, an unknown or invalid configuration).
+func (c *config) bulkheadFor(ctx context.Context, fullMethod, target string) (*bulkhead.Semaphore, error) {
 	var key string
 	switch {
 	case c.key != nil:
@@ -132,12 +148,6 @@ func (c *config) acquire(ctx context.Context, fullMethod, target string) (*bulkh
 	}
 	if err != nil {
 		return nil, &statusError{code: codes.Internal, err: err}
-	}
-	if err := bh.AcquirePermission(ctx); err != nil {
-		if errors.Is(err, bulkhead.ErrBulkheadFull) {
-			return nil, &statusError{code: codes.ResourceExhausted, err: err}
-		}
-		return nil, &statusError{code: status.FromContextError(err).Code(), err: err}
 	}
 	return bh, nil
 }

@@ -6,7 +6,7 @@ replace github.com/rxbulkhead/bulkhead => ../..
 
 require (
 	github.com/prometheus/client_golang v1.25.0
-	github.com/rxbulkhead/bulkhead v0.0.0-00010101000000-000000000000
+	github.com/rxbulkhead/bulkhead v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

@@ -72,10 +72,19 @@ var (
 
 // Granted subscribes src with s as its observer and hands the source's
 // Unsubscribe to the Disposable. A synchronous src emits everything inside
-// this call.
+// this call. If src's SubscribeWithContext panics (an Observable not built
+// by ro, which would catch it) or calls runtime.Goexit, the subscription is
+// disposed, so the permit goes back, and the panic goes on.
 func (s *subscription[T]) Granted(g *permit.Guard) {
 	s.guard = g
+	returned := false
+	defer func() {
+		if !returned {
+			s.Dispose()
+		}
+	}()
 	sub := s.src.SubscribeWithContext(s.ctx, s)
+	returned = true
 	s.SetUpstream(sub.Unsubscribe)
 }
 

@@ -188,7 +188,7 @@ func TestGrantRacingUnsubscribeNeverLeaksAPermit(t *testing.T) {
 
 // A source that subscribes another subscription of the same full bulkhead
 // from inside its own subscription (re-entrance): the inner one queues, and
-// is granted, without recursion, on the goroutine that ends the outer one.
+// is granted on the goroutine that ends the outer one, nested in its FinishCall.
 func TestASourceThatSubscribesTheSameBulkheadAgainQueuesAndRunsAfterIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, _ := partner(t, 1, time.Hour)

@@ -32,12 +32,22 @@
 // granted on the goroutine that gave a permit back (inside its FinishCall
 // or ReleasePermission: for another subscription of this operator, inside
 // the Complete or Error of its source or inside its Unsubscribe; or inside
-// ChangeConfig), and src is subscribed on that goroutine: a synchronous source (ro.Just, ro.Range) then emits all its
-// values and completes there, before that FinishCall returns, and the
-// grants queued behind it wait their turn on the same goroutine (the
-// Semaphore delivers grants one at a time, in FIFO order, without
-// recursion). To run the source elsewhere, put ro.SubscribeOn before the
-// bulkhead:
+// ChangeConfig), and src is subscribed on that goroutine. A synchronous
+// source (ro.Just, ro.Range) then emits all its values and completes there,
+// before that FinishCall returns; its own FinishCall grants the next queued
+// subscription (in the queue's order, FIFO unless configured LIFO), whose
+// source is subscribed nested inside it, on the same goroutine, some stack
+// frames deeper per grant. A Semaphore bounds that nesting: it runs at most
+// 32 deliveries inline at once (counted over all goroutines, so fewer
+// levels when other grants are being delivered elsewhere); past the bound
+// each further grant runs on a fresh goroutine, and nesting resumes there
+// once fewer deliveries are in progress. The call that gave the permit
+// back returns once that goroutine has started (see
+// bulkhead.Acquisition.OnDone). A chain of queued
+// subscriptions thus nests at most about 32 grants deep on one goroutine,
+// never without bound; another Bulkhead implementation delivers its grants
+// where its own documentation says. To run the source elsewhere, put
+// ro.SubscribeOn before the bulkhead:
 //
 //	ro.Pipe2(src, ro.SubscribeOn[Order](16), bro.Transformer[Order](walmart))
 //

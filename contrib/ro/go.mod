@@ -3,7 +3,7 @@ module github.com/rxbulkhead/bulkhead/contrib/ro
 go 1.26.0
 
 require (
-	github.com/rxbulkhead/bulkhead v0.0.0
+	github.com/rxbulkhead/bulkhead v0.1.0
 	github.com/samber/ro v0.3.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -1,3 +1,4 @@
+// Not published: tests that configuration files decode with YAML libraries.
 module github.com/rxbulkhead/bulkhead/contrib/yamltest
 
 go 1.26
@@ -5,7 +6,7 @@ go 1.26
 replace github.com/rxbulkhead/bulkhead => ../..
 
 require (
-	github.com/rxbulkhead/bulkhead v0.0.0-00010101000000-000000000000
+	github.com/rxbulkhead/bulkhead v0.1.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	gopkg.in/yaml.v3 v3.0.1

@@ -1,10 +1,11 @@
+// Not published: the linearizability checker of the semaphore.
 module github.com/rxbulkhead/bulkhead/internal/linearizability
 
 go 1.26
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
-	github.com/rxbulkhead/bulkhead v0.0.0
+	github.com/rxbulkhead/bulkhead v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

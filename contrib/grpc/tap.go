@@ -1,0 +1,59 @@
+package bulkheadgrpc
+
+import (
+	"context"
+
+	"github.com/rxbulkhead/bulkhead"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/tap"
+)
+
+// ServerInHandle returns a tap handle (install it with grpc.InTapHandle)
+// that takes each call's permit before gRPC creates the server stream, so
+// a call that finds its bulkhead full costs no stream, no goroutine and no
+// decoding: the client receives codes.ResourceExhausted with the text of
+// the *bulkhead.FullError, and no interceptor or handler runs. The key is
+// Method by default, as for UnaryServerInterceptor; IncomingMetadata works
+// too (gRPC attaches the metadata before it calls the handle). A call
+// without a bulkhead fails with codes.Internal. It fails if reg is nil or
+// an option is invalid.
+//
+// The handle never waits: gRPC runs it on the connection's reading
+// goroutine, which must not block, so a bulkhead with a MaxWaitDuration
+// still refuses a call at once (Reason NoWait) unless a permit is free and
+// nobody waits for one (TryAcquirePermission). Use the interceptors for calls that should
+// queue for a permit, not both on the same registry and key: a call would
+// then take two permits.
+//
+// Permit ownership: a call admitted by the handle holds its permit until
+// its stream's context ends, which gRPC does once the call's status is
+// sent, the client resets the stream, or the connection closes. A
+// context.AfterFunc registered on that context gives the permit back
+// (FinishCall), exactly once, on a goroutine of its own. Because gRPC does
+// not end the context of a stream refused by a tap handle, put this one
+// last if you chain several: a handle after it that refuses the stream
+// would leave the permit held until the connection closes.
+//
+// tap is an experimental package of grpc-go.
+func ServerInHandle(reg *bulkhead.Registry, opts ...Option) (tap.ServerInHandle, error) {
+	cfg, err := newConfig("ServerInHandle", reg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.admit, nil
+}
+
+// admit is the tap handle: one TryAcquirePermission, and the permit tied to
+// the stream's context.
+func (c *config) admit(ctx context.Context, info *tap.Info) (context.Context, error) {
+	bh, err := c.bulkheadFor(ctx, info.FullMethodName, "")
+	if err != nil {
+		return nil, err
+	}
+	if !bh.TryAcquirePermission() {
+		return nil, &statusError{code: codes.ResourceExhausted, err: &bulkhead.FullError{Name: bh.Name(), Reason: bulkhead.NoWait}}
+	}
+	// From here the AfterFunc owns the permit.
+	context.AfterFunc(ctx, bh.FinishCall)
+	return ctx, nil
+}
