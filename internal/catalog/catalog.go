@@ -396,3 +396,39 @@ func (c *Catalog[C, B]) Sweep(idleTicks uint64, keep func(B) bool, evictedLocked
 	})
 	return unpinned
 }
+
+// GetOrCreate returns the item named name, or creates it under the lock
+// from the configuration named configName with create, which must not call
+// back into the catalog and registers the item with PutLocked if it wants
+// it kept. Items it returns are pinned. It is the older form of Pin, for a
+// registry (contrib/redis) that registers its items itself.
+func (c *Catalog[C, B]) GetOrCreate(name, configName string, create func(name string, cfg C) (B, error)) (B, error) {
+	if v, ok := c.items.Load(name); ok && v.(*Entry[B]).pinned.Load() {
+		return v.(*Entry[B]).item, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.items.Load(name); ok {
+		e := v.(*Entry[B])
+		e.TryEnter() // cannot fail under mu
+		e.pin()
+		return e.item, nil
+	}
+	cfg, err := c.configLocked(name, configName)
+	if err != nil {
+		var zero B
+		return zero, err
+	}
+	return create(name, cfg)
+}
+
+// PutLocked registers b under name, pinned and counted towards the cap,
+// replacing any item of that name.
+func (c *Catalog[C, B]) PutLocked(name string, b B) {
+	e := &Entry[B]{item: b, cat: &c.tick, counted: true}
+	e.users.Store(1)
+	e.pinned.Store(true)
+	if old, loaded := c.items.Swap(name, e); !loaded || !old.(*Entry[B]).counted {
+		c.counted.Add(1)
+	}
+}

@@ -182,3 +182,31 @@ func TestEnterAndSweepNeverHandOutAnEvictedEntry(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+func TestGetOrCreateAndPutLockedKeepTheOlderFormWorking(t *testing.T) {
+	c := catalog.New[int, string]("config", "default", 1)
+	created := 0
+	create := func(name string, cfg int) (string, error) {
+		created++
+		b := name + "!"
+		c.PutLocked(name, b)
+		return b, nil
+	}
+	a, err := c.GetOrCreate("a", "default", create)
+	again, _ := c.GetOrCreate("a", "default", create)
+	if err != nil || a != "a!" || again != a || created != 1 {
+		t.Fatalf("GetOrCreate = %q, %q, %v after %d creations", a, again, err, created)
+	}
+	c.Lock()
+	c.PutLocked("a", "replaced")
+	c.Unlock()
+	if got, _ := c.Find("a"); got != "replaced" || c.Counted() != 1 {
+		t.Fatalf("after PutLocked over a: %q, counted %d", got, c.Counted())
+	}
+	for range 5 {
+		c.Sweep(0, func(string) bool { return false }, func(string, string) { t.Fatal("evicted a PutLocked item") })
+	}
+	if _, err := c.GetOrCreate("b", "none", create); err == nil {
+		t.Fatal("unknown config accepted")
+	}
+}
