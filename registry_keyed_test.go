@@ -223,3 +223,19 @@ func TestOnEvictListenerMayPanicAndBeRemoved(t *testing.T) {
 	assert.Equal(t, 1, calls)
 	assert.Empty(t, names(r))
 }
+
+// A caller's OnDone callback that panics cannot keep a keyed bulkhead from
+// eviction: the registry lets go of a rejected call in its own callback,
+// registered before any of the caller's.
+func TestPanickingCallbackOfARejectedKeyedCallLetsGoOfItsBulkhead(t *testing.T) {
+	r, clock := newKeyedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: 1},
+		bulkhead.WithIdleTimeout(time.Minute))
+	held := mustGrant(t, r, "k")
+	queued, _ := r.AcquirePermissionAsync("k")
+	queued.OnDone(func(error) { panic("caller bug") })
+	assert.PanicsWithValue(t, "caller bug", func() { clock.Advance(time.Second) }, "the wait expires on the Advance caller")
+	require.ErrorIs(t, queued.Err(), bulkhead.ErrBulkheadFull)
+	held.FinishCall()
+	clock.Advance(2 * time.Minute)
+	assert.Empty(t, names(r), "the panicking callback's call still held its bulkhead")
+}
