@@ -64,6 +64,12 @@ func Consume(ctx context.Context, goBin, proxyDir, workDir, modCache, version st
 		// downloaded them; what is checked here is that ours resolve.
 		"GOSUMDB=off",
 		"GOTOOLCHAIN=local",
+		// The go command indexes the packages of a module cache directory
+		// once and trusts that index afterwards (module@version is
+		// immutable), but each run republishes v0.1.0 from another tree:
+		// with the index, a package that gained a file or an import since
+		// an earlier run fails to build ("undefined", "could not import").
+		"GODEBUG=goindex=0",
 	)
 	if err := os.WriteFile(filepath.Join(c.Dir, "go.mod"), []byte("module example.com/consumer\n\ngo 1.26\n"), 0o644); err != nil {
 		return nil, err
