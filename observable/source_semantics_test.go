@@ -119,3 +119,42 @@ func TestTheConsumersErrorStrategyReachesASourceChain(t *testing.T) {
 		assert.Equal(t, 0, b.Metrics().InFlightCalls)
 	})
 }
+
+func TestConnectThroughAChainedOperatorKeepsTheSharedEmissionRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := rxtest.Partner(t, 4, 0)
+		src := rxgo.Create([]rxgo.Producer{func(ctx context.Context, next chan<- rxgo.Item) {
+			for _, v := range []int{1, 2, 3} {
+				rxgo.Of(v).SendContext(ctx, next)
+			}
+		}}, rxgo.WithPublishStrategy(), rxgo.WithContext(t.Context()))
+		mapped := observable.Bulkhead(b, src).Map(inc, rxgo.WithPublishStrategy())
+		ch := mapped.Observe()
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		mapped.Connect(ctx)
+		assert.Equal(t, []any{2, 3, 4}, rxtest.Values(rxtest.Drain(ch)), "the connect request's context is the emission's: it is not cancelled when the request's observation ends")
+	})
+}
+
+func TestOperatorsChainedAfterTheWrapperSeeTheContextFromChannelWasBuiltWith(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := rxtest.Partner(t, 1, 0)
+		ctx, cancel := context.WithCancel(t.Context())
+		in := make(chan rxgo.Item)
+		seen := make(chan context.Context, 1)
+		ch := observable.Bulkhead(b, rxgo.FromChannel(in, rxgo.WithContext(ctx))).
+			Map(func(c context.Context, v any) (any, error) { seen <- c; return v, nil }).
+			Observe()
+		in <- rxgo.Of(1)
+		assert.Equal(t, 1, (<-ch).V)
+		mapCtx := <-seen
+		cancel()
+		synctest.Wait()
+		assert.Error(t, mapCtx.Err(), "Map merges FromChannel's context with its own, as without the bulkhead")
+		close(in)
+		rxtest.Drain(ch)
+		synctest.Wait() // the source's end gives the permit back
+	})
+}

@@ -15,7 +15,7 @@ import (
 // on to src with them. b and src must not be nil: the operators check them.
 func Observable(b bulkhead.Bulkhead, src rxgo.Observable, opts ...rxgo.Option) rxgo.Observable {
 	o := &observation{b: b, src: src, opts: opts}
-	return &observable{Observable: chainable(o), o: o, src: src}
+	return &observable{Observable: chainable(o, src), o: o, src: src}
 }
 
 // Single returns a Single each observation of which runs src under its own
@@ -24,14 +24,14 @@ func Observable(b bulkhead.Bulkhead, src rxgo.Observable, opts ...rxgo.Option) r
 // not be nil.
 func Single(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxgo.Single {
 	o := &observation{b: b, src: src, first: true, opts: opts}
-	return &single{o: o, obs: chainable(o)}
+	return &single{o: o, obs: chainable(o, src)}
 }
 
 // OptionalSingle is Single for a source that may close without an item: Get
 // then returns rxgo.OptionalSingleEmpty.
 func OptionalSingle(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxgo.OptionalSingle {
 	o := &observation{b: b, src: src, first: true, opts: opts}
-	return &optional{o: o, obs: chainable(o)}
+	return &optional{o: o, obs: chainable(o, src)}
 }
 
 // observation is the immutable part shared by all observations of one

@@ -189,11 +189,18 @@ func (s *subscription) deliver() {
 
 // forward pumps the subscribed source (ok false: disposed meanwhile, the
 // Disposable gave the permit back) and ends the subscription.
+//
+// A source that returned a nil channel was asked to connect (rxgo's
+// Connect, propagated by a chained operator as an option): the context it
+// was given is its shared emission's, so it is left to end with the
+// consumer's (the Connect's), not cancelled here.
 func (s *subscription) forward(in <-chan rxgo.Item, cancel context.CancelFunc, ok bool) {
 	if ok {
 		s.pump(s.guard, in, cancel)
 	}
-	cancel()
+	if in != nil || !ok {
+		cancel()
+	}
 	s.end()
 }
 
