@@ -158,3 +158,24 @@ func TestOperatorsChainedAfterTheWrapperSeeTheContextFromChannelWasBuiltWith(t *
 		synctest.Wait() // the source's end gives the permit back
 	})
 }
+
+// panicking is a source whose Observe panics.
+type panicking struct{ rxgo.Observable }
+
+func (panicking) Observe(...rxgo.Option) <-chan rxgo.Item { panic("source: Observe failed") }
+
+func TestASourceWhoseObservePanicsGivesThePermitBackBeforeThePanicGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, ev := rxtest.Partner(t, 1, 0)
+		wrapped := observable.Bulkhead(b, panicking{rxgo.Empty()})
+		var ch <-chan rxgo.Item
+		assert.PanicsWithValue(t, "source: Observe failed", func() { ch = wrapped.Observe() })
+		assert.Nil(t, ch)
+		assert.Equal(t, 0, b.Metrics().InFlightCalls)
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted}, ev.Types(), "ReleasePermission: the call did not run, no CallFinished")
+		// A chained operator observes its source on the caller's goroutine
+		// too (as it would observe the bare source): the same holds.
+		assert.PanicsWithValue(t, "source: Observe failed", func() { wrapped.Map(inc).Observe() })
+		assert.Equal(t, 0, b.Metrics().InFlightCalls)
+	})
+}

@@ -113,7 +113,7 @@ func (o *observation) observe(opts []rxgo.Option, discard bool) *subscription {
 	}
 	// Decided inside Start: no other goroutine touches s until the
 	// forwarding goroutine starts.
-	in, cancel, ok := s.subscribe()
+	in, cancel, ok := s.subscribeOnCaller()
 	if ok && !discard && in != nil && cap(in) != capacity {
 		s.outputs(cap(in), false)
 	}

@@ -292,6 +292,21 @@ func (s *subscription) subscribe() (in <-chan rxgo.Item, cancel context.CancelFu
 
 func noCancel() {}
 
+// subscribeOnCaller is subscribe on the goroutine that called Observe: if
+// the source's Observe panics there, the caller may recover, so the permit
+// is given back (ReleasePermission: nothing ran) and the channel closed
+// before the panic goes on.
+func (s *subscription) subscribeOnCaller() (in <-chan rxgo.Item, cancel context.CancelFunc, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.Dispose()
+			s.end()
+			panic(r)
+		}
+	}()
+	return s.subscribe()
+}
+
 // send passes item to the consumer; it reports false if the consumer's
 // context ended first (done is its Done channel, nil if it never ends; an
 // ended context wins over a ready consumer, as in rxgo's SendContext).
