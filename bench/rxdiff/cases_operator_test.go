@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -12,10 +11,9 @@ import (
 )
 
 var (
-	inc     = func(_ context.Context, v any) (any, error) { return v.(int) + 1, nil }
-	isEven  = func(v any) bool { return v.(int)%2 == 0 }
-	below10 = func(v any) bool { return v.(int) < 10 }
-	sum2    = func(_ context.Context, acc, v any) (any, error) {
+	inc    = func(_ context.Context, v any) (any, error) { return v.(int) + 1, nil }
+	isEven = func(v any) bool { return v.(int)%2 == 0 }
+	sum2   = func(_ context.Context, acc, v any) (any, error) {
 		if acc == nil {
 			return v, nil
 		}
@@ -450,7 +448,7 @@ var operatorCases = []Case{
 	}},
 	{Name: "ZipFromIterable", Tests: "ZipFromObservable, _DifferentLength1, _DifferentLength2", Early: true, Run: func(e *env) {
 		pair := func(_ context.Context, a, b any) (any, error) {
-			return strings.Repeat("+", 0) + value(a) + value(b), nil
+			return value(a) + "+" + value(b), nil
 		}
 		e.Drain(e.Src(1, 2, 3).ZipFromIterable(e.Src(10, 20, 30), pair))
 		e.Drain(e.Src(1, 2, 3).ZipFromIterable(e.Src(10, 20), pair))
