@@ -21,15 +21,24 @@
 // observed any number of times: each observation builds its own channel and
 // acquires its own permit.
 //
+// With a permit, the source is observed as it would be without the
+// bulkhead: with the options of the observation, and, when the consumer
+// gives no context, with the source's own (see the observable package, "It
+// behaves as its source"). After the value the observation stops reading:
+// a source the consumer gave a context is cancelled then; one it gave none
+// is left as rxgo leaves it (First or Find over a longer source stays
+// blocked upstream, bulkhead or not: give Get a context).
+//
 // A consumer that neither reads the value nor cancels the context it passed
 // with rxgo.WithContext leaves the observation blocked on its send; the
 // permit is back already, but the goroutine stays (see the observable
 // package for the rules a consumer must follow).
 //
 // An observation waiting for its permit (Observe, Get or Run of the
-// returned OptionalSingle) holds no goroutine, only the bulkhead's queue
-// record and its own state; the grant starts the goroutine that observes
-// src. The OptionalSingle that Map returns is an rxgo chain: a pending
-// observation of it holds Map's goroutine and one rxgo.Defer goroutine
-// (see the observable package, "Cost").
+// returned OptionalSingle, and of those its Map return) holds no
+// goroutine of the bulkhead's, only the bulkhead's queue record and its own
+// state; the grant starts the goroutine that observes src. Get blocks its
+// caller until the value arrives or its context ends (Get on what Map
+// returns learns its context on a goroutine rxgo.Defer starts for the call).
+// rxgo's Map starts a goroutine of its own, bulkhead or not.
 package maybe

@@ -29,7 +29,7 @@ func ExampleTransformer() {
 	walmart, _ := bulkhead.New("walmart", bulkhead.DefaultConfig())
 	viaWalmart := maybe.Transformer(walmart)
 
-	item, err := viaWalmart(rxgo.Just("po-1", "po-2")().First()).Get()
+	item, err := viaWalmart(rxgo.Just("po-1")().First()).Get()
 	fmt.Println(item.V, err)
 	// Output:
 	// po-1 <nil>

@@ -39,20 +39,27 @@ func TestBuildingThePipelineTakesNoPermit(t *testing.T) {
 	})
 }
 
-func TestPropagatesSourceErrorAndReleasesBeforeItArrives(t *testing.T) {
+func TestAnErrorItemIsForwardedAndTheConsumerDecidesWhetherItEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, ev := rxtest.Partner(t, 1, 0)
 		boom := errors.New("boom")
 		src := &rxtest.Probe{Items: []any{1, boom, 2}}
-		ch := observable.Bulkhead(b, src.Observable()).Observe()
-		assert.Equal(t, 1, (<-ch).V)
-		it := <-ch
-		require.ErrorIs(t, it.E, boom)
-		// The error is terminal and the permit is back when it arrives.
-		assert.Equal(t, 0, b.Metrics().InFlightCalls)
-		_, open := <-ch
-		assert.False(t, open, "no item after the error")
-		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished}, ev.Types())
+		wrapped := observable.Bulkhead(b, src.Observable())
+
+		got := rxtest.Drain(wrapped.OnErrorReturnItem("x").Observe())
+		assert.Equal(t, []any{1, "x", 2}, rxtest.Values(got), "OnErrorReturnItem goes on after the error")
+
+		id := func(_ context.Context, v any) (any, error) { return v, nil }
+		seen, err := wrapped.Map(id).ToSlice(0, rxgo.WithErrorStrategy(rxgo.ContinueOnError))
+		assert.Equal(t, []any{1, 2}, seen, "ContinueOnError reaches every item")
+		assert.ErrorIs(t, err, boom)
+
+		items := rxtest.Drain(wrapped.Observe())
+		require.Len(t, items, 3)
+		assert.ErrorIs(t, items[1].E, boom)
+		assert.Equal(t, 2, items[2].V)
+		assert.Equal(t, 0, b.Metrics().InFlightCalls, "the permit is back at the source's end")
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished}, ev.Types())
 	})
 }
 

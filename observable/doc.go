@@ -10,22 +10,49 @@
 // (errors.Is(err, bulkhead.ErrBulkheadFull)), and closes, and the source is
 // never observed.
 //
+// # It behaves as its source
+//
+// With a permit, the returned Observable is observed as src would be, by
+// Observe and by every rxgo operator chained after it:
+//
+//   - every item is forwarded, error items included: whether an error ends
+//     the stream is the consumer's choice (rxgo's error strategies,
+//     OnErrorReturn, OnErrorResumeNext, ...), as without the bulkhead;
+//   - the options of the observation (those given to Bulkhead, then those
+//     given to Observe or propagated by a chained operator: error strategy,
+//     buffer, pool, publish strategy) are passed on to src;
+//   - a consumer that gives no context leaves src its own: cancelling the
+//     context src was built with (rxgo.Defer(..., rxgo.WithContext(ctx)))
+//     ends src, and with it the observation and the permit. A consumer that
+//     gives one replaces it, as a downstream context does in rxgo;
+//   - granted at once, Observe returns a channel of the capacity src's
+//     channel has (rxgo.WithBufferedChannel given to src);
+//   - Connect connects src (a Connectable built with
+//     rxgo.WithPublishStrategy), and so does Connect on an operator chained
+//     after the Observable.
+//
+// The differential suite (bench/rxdiff) runs every rxgo operator and
+// factory on plain and wrapped sources and lists what differs, and why, in
+// docs/testing.md.
+//
 // # Walking away holds the permit
 //
 // rxgo gives an operator no signal when a consumer stops reading a channel.
 // A consumer that walks away without draining the channel and without
-// cancelling the context it passed with rxgo.WithContext leaves the
-// subscription blocked on its next send, and that subscription keeps its
-// permit for ever. Every consumer must either drain the channel until it
-// closes or cancel its context. Operators that stop early, such as Take or
-// First, do not cancel anything upstream: give them a context and cancel it
-// once done. In tests, testkit.CheckPermits reports such a leak.
+// cancelling a context it gave (to Bulkhead, to Observe or to a chained
+// operator) leaves the observation blocked on its next send, and that
+// observation keeps its permit for ever. Operators that stop early (Take,
+// First, Find, a StopOnError consumer at an error item the source follows
+// with more items) do not cancel anything upstream: give them a context and
+// cancel it once done. A context given only to the source does not help
+// there: the wrapper is the stage left blocked. docs/guide.md ("The
+// consumer's contract") lists each rxgo idiom and what it does to the
+// permit. In tests, testkit.CheckPermits reports such a leak.
 //
 // # The permit is given back when
 //
-//   - the source closes its channel or emits an error item (FinishCall; an
-//     error item is the last item forwarded, as with rxgo's default
-//     StopOnError strategy);
+//   - the source closes its channel (FinishCall), including when its own
+//     context ends;
 //   - the consumer's context ends while the source runs (FinishCall if the
 //     source had emitted an item, ReleasePermission otherwise), and the
 //     source's context is cancelled;
@@ -41,10 +68,11 @@
 // # Options, Retry and BackOffRetry
 //
 // rxgo options pass through: WithBufferedChannel sizes the channel Observe
-// returns, and WithContext (given to Bulkhead, to Observe, or to a
-// downstream operator, which propagates it upstream) is the consumer's
-// context. Retry and BackOffRetry re-observe their source after an error
-// item, so a pipeline such as
+// returns (when the permit is pending, before src is observed), and
+// WithContext (given to Bulkhead, to Observe, or to a downstream operator,
+// which propagates it upstream) is the consumer's context. Retry and
+// BackOffRetry re-observe their source after an error item, so a pipeline
+// such as
 //
 //	observable.Bulkhead(b, src).Retry(3, func(err error) bool {
 //		return errors.Is(err, bulkhead.ErrBulkheadFull)
@@ -57,21 +85,21 @@
 //
 // # Cost
 //
-// A subscription waiting for its permit holds no goroutine: Observe (and
+// An observation waiting for its permit holds no goroutine: Observe (and
 // Run) requests the permit and returns; the bulkhead's queue record and
-// the subscription's state (about 650 B in all, see docs/guide.md) are all
-// it costs until the grant, which starts one goroutine that observes src
-// and forwards its items. Given rxgo options (WithContext,
-// WithBufferedChannel), Observe lets rxgo evaluate them, which runs one
-// short-lived goroutine of rxgo.Defer that asks for the permit, pumps src
-// itself when the permit is free, and ends at once when it is not; a
-// context's end is then watched with context.AfterFunc, which starts no
-// goroutine for the standard library's contexts.
+// the subscription's state (about 750 B in all, see docs/guide.md) are all
+// it costs until the grant, which starts one goroutine that forwards src's
+// items. Given rxgo options (WithContext, WithBufferedChannel), Observe
+// first lets rxgo evaluate them: one short-lived goroutine of rxgo.Defer
+// hands their context over and ends before Observe returns. A context's end
+// is watched with context.AfterFunc, which starts no goroutine for the
+// standard library's contexts.
 //
-// Chained operators are rxgo's: they observe the rxgo Observable they were
-// called on, which is an rxgo.Defer inside the returned value, not its
-// Observe. A pending observation of observable.Bulkhead(b, src).Map(f)
-// therefore holds two goroutines: Map's own (rxgo starts one for every
-// Map, bulkhead or not) and the Defer goroutine, which waits there for the
-// permit. The permit rules are the same on both paths.
+// Chained operators are rxgo's, and they observe the same observation: the
+// returned value is an rxgo.ObservableImpl whose Iterable is the bulkhead's
+// (rxgo v2 has no exported constructor for that; the bulkhead sets the
+// field once, when Bulkhead is called, and panics with a clear message on
+// an rxgo whose ObservableImpl lacks it). A pending observation of
+// observable.Bulkhead(b, src).Map(f) therefore holds only Map's own
+// goroutine, which rxgo starts for every Map, bulkhead or not.
 package observable

@@ -53,7 +53,11 @@ func ExampleOp_Single() {
 func ExampleOp_Maybe() {
 	walmart, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 1})
 	first := operator.Of(walmart).Maybe(rxgo.Just("ASN-7", "ASN-8")().First())
-	item, err := first.Get()
+	// First stops reading after its value: with a context, the bulkhead
+	// ends the rest of the source once the value is in.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	item, err := first.Get(rxgo.WithContext(ctx))
 	fmt.Println(item.V, err)
 	// Output: ASN-7 <nil>
 }

@@ -67,3 +67,74 @@ func TestHammerEveryEntryPointUnderContention(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// observeFunc is a source whose Observe is f: it panics, blocks, or
+// re-enters a bulkhead observation on the caller's goroutine.
+type observeFunc struct {
+	rxgo.Observable
+	f func(opts ...rxgo.Option) <-chan rxgo.Item
+}
+
+func (o observeFunc) Observe(opts ...rxgo.Option) <-chan rxgo.Item { return o.f(opts...) }
+
+// TestHammerSourcesWhoseObservePanicsBlocksOrReenters observes, from
+// several goroutines, sources whose Observe (run on the caller's goroutine
+// when the permit is free, on the granting one's otherwise) panics, blocks
+// for a while, or observes another bulkhead observation of the same
+// semaphore and returns its channel, with and without options and through
+// a chained Map, cancelling a random part. Every panic must reach the
+// caller of Observe with the permit back; every observation must end and
+// every permit come back (Partner's leak check at cleanup).
+func TestHammerSourcesWhoseObservePanicsBlocksOrReenters(t *testing.T) {
+	b, _ := rxtest.Partner(t, 4, 0) // no wait: a re-entering source is rejected, never waits on itself
+	id := func(_ context.Context, v any) (any, error) { return v, nil }
+	const workers, rounds = 6, 300
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 2))
+			for range rounds {
+				ctx, cancel := context.WithCancel(t.Context())
+				var src rxgo.Observable
+				switch r.IntN(3) {
+				case 0:
+					src = observeFunc{rxgo.Empty(), func(...rxgo.Option) <-chan rxgo.Item { panic("boom") }}
+				case 1:
+					src = observeFunc{rxgo.Empty(), func(opts ...rxgo.Option) <-chan rxgo.Item {
+						for range 50 {
+							runtime.Gosched() // an Observe that takes a while
+						}
+						return rxgo.Just(1, 2)().Observe(opts...)
+					}}
+				default:
+					src = observeFunc{rxgo.Empty(), func(opts ...rxgo.Option) <-chan rxgo.Item {
+						return rxpermit.Observable(b, rxgo.Just(1)()).Observe(opts...) // re-enters the semaphore
+					}}
+				}
+				if r.IntN(4) == 0 {
+					go cancel()
+				}
+				func() {
+					defer func() {
+						if p := recover(); p != nil && p != "boom" {
+							panic(p)
+						}
+					}()
+					switch r.IntN(3) {
+					case 0:
+						rxtest.Drain(rxpermit.Observable(b, src).Observe())
+					case 1:
+						rxtest.Drain(rxpermit.Observable(b, src).Observe(rxgo.WithContext(ctx)))
+					default:
+						rxtest.Drain(rxpermit.Observable(b, src).Map(id).Observe(rxgo.WithContext(ctx)))
+					}
+				}()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for deadline := time.Now().Add(10 * time.Second); b.Metrics().InFlightCalls+b.Metrics().QueuedCalls != 0 && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+}

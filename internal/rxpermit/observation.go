@@ -9,14 +9,13 @@ import (
 )
 
 // Observable returns an Observable each observation of which runs src under
-// its own permit of b and forwards every item of src (see the package
-// documentation for when the permit goes back). An error item ends the
-// observation, as under rxgo's default StopOnError. opts apply to every
-// observation, before the options given to Observe. b and src must not be
-// nil: the operators check them.
-func Observable(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxgo.Observable {
+// its own permit of b and forwards every item of src, error items included
+// (see the package documentation for when the permit goes back). opts apply
+// to every observation, before the options given to Observe, and are passed
+// on to src with them. b and src must not be nil: the operators check them.
+func Observable(b bulkhead.Bulkhead, src rxgo.Observable, opts ...rxgo.Option) rxgo.Observable {
 	o := &observation{b: b, src: src, opts: opts}
-	return &observable{Observable: o.deferred(), o: o}
+	return &observable{Observable: chainable(o, src), o: o, src: src}
 }
 
 // Single returns a Single each observation of which runs src under its own
@@ -25,18 +24,20 @@ func Observable(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxg
 // not be nil.
 func Single(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxgo.Single {
 	o := &observation{b: b, src: src, first: true, opts: opts}
-	return &single{o: o, obs: o.deferred()}
+	return &single{o: o, obs: chainable(o, src)}
 }
 
 // OptionalSingle is Single for a source that may close without an item: Get
 // then returns rxgo.OptionalSingleEmpty.
 func OptionalSingle(b bulkhead.Bulkhead, src rxgo.Iterable, opts ...rxgo.Option) rxgo.OptionalSingle {
 	o := &observation{b: b, src: src, first: true, opts: opts}
-	return &optional{o: o, obs: o.deferred()}
+	return &optional{o: o, obs: chainable(o, src)}
 }
 
 // observation is the immutable part shared by all observations of one
-// Observable, Single or OptionalSingle.
+// Observable, Single or OptionalSingle. It is the rxgo.Iterable inside the
+// rxgo.ObservableImpl that chained operators observe (see chainable), so
+// that Map, Take, Retry, ... observe it as they would observe src.
 type observation struct {
 	b     bulkhead.Bulkhead
 	src   rxgo.Iterable
@@ -44,16 +45,22 @@ type observation struct {
 	opts  []rxgo.Option // the operator's options, before those of each observation
 }
 
+var _ rxgo.Iterable = (*observation)(nil)
+
+// Observe starts an observation and returns its channel at once; a chained
+// rxgo operator calls it with the options it propagates.
+func (o *observation) Observe(opts ...rxgo.Option) <-chan rxgo.Item {
+	return o.observe(opts, false).ch
+}
+
 // observable is the rxgo.Observable the observable operator returns. Its
-// own Observe and Run start an observation that parks nothing while the
-// permit is pending (see subscription). Every other method is the embedded
-// rxgo.Observable's, built by o.deferred: rxgo's operators (Map, Retry,
-// Take, ...) observe the ObservableImpl they are called on, not this
-// wrapper, so a chained observation runs on the goroutine rxgo.Defer starts
-// for it, which waits there for the permit.
+// own Observe and Run, and those of every operator chained on it, start an
+// observation that parks nothing while the permit is pending (see
+// subscription). Connect is forwarded to the source.
 type observable struct {
-	rxgo.Observable
-	o *observation
+	rxgo.Observable // rxgo's operators over o (chainable)
+	o               *observation
+	src             rxgo.Observable
 }
 
 // Observe starts an observation and returns its channel at once.
@@ -68,80 +75,60 @@ func (x *observable) Run(opts ...rxgo.Option) rxgo.Disposed {
 	return x.o.observe(opts, true).done
 }
 
+// Connect connects the source (a Connectable built with
+// rxgo.WithPublishStrategy): it starts the source's shared emission, which
+// reaches every observation already subscribed. It takes no permit: each
+// observation holds its own while it is subscribed.
+func (x *observable) Connect(ctx context.Context) (context.Context, rxgo.Disposable) {
+	return x.src.Connect(ctx)
+}
+
 // observe starts one observation with the options of an Observe, Get or
-// Run call, and returns its subscription (whose ch Observe returns, or
-// whose done Run returns if discard).
+// Run call (or those a chained operator propagates), and returns its
+// subscription (whose ch Observe returns, or whose done Run returns if
+// discard).
 //
-// Without options the context is context.Background() and the channel is
-// unbuffered, so the permit is requested on the caller's goroutine and no
-// goroutine exists until the outcome is known.
-//
-// With options, rxgo must evaluate them: their struct is unexported, and no
-// rxgo function hands the context they build to the caller. rxgo.Defer
-// does it as for any deferred Observable: its Observe builds the channel
-// (we copy its capacity, honouring WithBufferedChannel) and the context
-// (WithContext; the operator's options first, the observation's last) and
-// runs our producer with that context on a goroutine it starts. That
-// goroutine requests the permit and, granted at once, pumps the source
-// itself; pending, it registers the withdrawal with context.AfterFunc and
-// returns, so nothing stays parked. rxgo then closes the Defer's own
-// channel, which nobody reads.
+// The options are evaluated first, on the caller's goroutine (see
+// evaluate), then the permit is requested. Granted at once, src is
+// observed on the caller's goroutine with the options, so that the channel
+// returned has the capacity src's channel has, as it would without the
+// bulkhead, and a Connectable source has its subscriber before Observe
+// returns; a goroutine then forwards the items. Pending, the channel has
+// the capacity the options ask for and no goroutine exists until the
+// outcome is known.
 func (o *observation) observe(opts []rxgo.Option, discard bool) *subscription {
-	s := &subscription{o: o}
-	if len(o.opts) == 0 && len(opts) == 0 {
-		s.ctx = context.Background()
-		s.outputs(0, discard)
-		if s.begin() == beginDeliver {
-			go s.deliver()
-		}
+	s := &subscription{o: o, ctx: context.Background()}
+	capacity := 0
+	if len(o.opts)+len(opts) > 0 {
+		s.opts = append(o.opts[:len(o.opts):len(o.opts)], opts...)
+		s.ctx, capacity = evaluate(s.opts)
+	}
+	s.outputs(capacity, discard)
+	if s.begin() != beginDeliver {
 		return s
 	}
-	s.mu.Lock() // the producer waits until the outputs are set
-	probe := rxgo.Defer([]rxgo.Producer{s.produce}, o.opts...).Observe(opts...)
-	s.outputs(cap(probe), discard)
-	s.mu.Unlock()
+	if s.guard == nil {
+		go s.deliver() // the rejection item
+		return s
+	}
+	// Decided inside Start: no other goroutine touches s until the
+	// forwarding goroutine starts.
+	in, cancel, ok := s.subscribeOnCaller()
+	if ok && !discard && in != nil && cap(in) != capacity {
+		s.outputs(cap(in), false)
+	}
+	go s.forward(in, cancel, ok)
 	return s
 }
 
-// produce is the rxgo.Producer of an observation with options; it runs on
-// the goroutine rxgo.Defer starts, with the context the options built.
-func (s *subscription) produce(ctx context.Context, _ chan<- rxgo.Item) {
-	s.mu.Lock()
-	s.ctx = ctx
-	s.mu.Unlock()
-	if s.begin() == beginDeliver {
-		s.deliver() // granted at once: this goroutine pumps the source
-	}
-}
-
-// deferred returns the rxgo Observable that chained operators observe: each
-// observation runs on the goroutine rxgo.Defer starts and parks there while
-// the permit is pending (rxgo's operators cannot observe our own Observe).
-func (o *observation) deferred() rxgo.Observable {
-	return rxgo.Defer([]rxgo.Producer{o.run}, o.opts...)
-}
-
-// run is the rxgo.Producer of a chained observation; rxgo closes next when
-// it returns. ctx is the consumer's context.
-func (o *observation) run(ctx context.Context, next chan<- rxgo.Item) {
-	s := &subscription{o: o, ctx: ctx, out: next, wake: make(chan struct{}, 1)}
-	switch s.begin() {
-	case beginDeliver:
-		s.deliver()
-		return
-	case beginEnded:
-		return
-	}
-	select {
-	case <-s.wake:
-	case <-ctx.Done():
-		if s.phase.CompareAndSwap(phaseWaiting, phaseWithdrawn) {
-			// Withdraws a pending request; gives back a permit granted
-			// concurrently (the gate's CAS decides).
-			s.Dispose()
-			return
-		}
-		<-s.wake // decided first: the outcome is in the slot; the delivery sees ctx end
-	}
-	s.deliver()
+// evaluate returns the context and the channel capacity that opts build.
+// rxgo's options are opaque (their struct is unexported) and no rxgo
+// function hands the context they build to the caller, except to a
+// deferred producer: rxgo.Defer runs one on a goroutine it starts, which
+// hands the context over and ends. rxgo then closes the Defer's own
+// channel, which nobody reads.
+func evaluate(opts []rxgo.Option) (context.Context, int) {
+	got := make(chan context.Context, 1)
+	probe := rxgo.Defer([]rxgo.Producer{func(ctx context.Context, _ chan<- rxgo.Item) { got <- ctx }}).Observe(opts...)
+	return <-got, cap(probe)
 }

@@ -52,10 +52,12 @@ func TestRunDiscardsTheItemsAndGivesThePermitBackByTheSameRules(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			b, ev := rxtest.Partner(t, 1, 0)
 			src := &rxtest.Probe{Items: []any{1, 2}}
+			one := &rxtest.Probe{Items: []any{1}} // a Single's source
 			<-rxpermit.Observable(b, src.Observable()).Run()
-			<-rxpermit.Single(b, src.Observable()).Run()
-			<-rxpermit.OptionalSingle(b, src.Observable()).Run()
-			assert.Equal(t, int32(3), src.Observed.Load())
+			<-rxpermit.Single(b, one.Observable()).Run()
+			<-rxpermit.OptionalSingle(b, one.Observable()).Run()
+			assert.Equal(t, int32(1), src.Observed.Load())
+			assert.Equal(t, int32(2), one.Observed.Load())
 			assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished, rxtest.Permitted, rxtest.Finished}, ev.Types())
 		})
 	})

@@ -2,7 +2,6 @@ package rxpermit
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/reactivex/rxgo/v2"
@@ -18,10 +17,8 @@ import (
 //	starting -> withdrawn  the context ended inside Start: begin disposes
 //	                       and ends it once Start returns
 //	waiting  -> decided    Granted/Rejected ran later: that goroutine hands
-//	                       the delivery to a new goroutine (or to the parked
-//	                       goroutine of a chained observation, via wake)
-//	waiting  -> withdrawn  the context ended first: withdraw (or the parked
-//	                       goroutine of a chained observation) disposes
+//	                       the delivery to a new goroutine
+//	waiting  -> withdrawn  the context ended first: withdraw disposes
 //	                       and ends it
 //
 // Each transition is one CAS; decided and withdrawn are final.
@@ -37,46 +34,40 @@ const (
 // the outcome.
 //
 // Goroutines and ownership:
-//   - begin runs on the goroutine that has the consumer's context: the
-//     caller of Observe (no options), the goroutine rxgo.Defer starts
-//     (options, or a chained observation). While the permit is pending no
-//     goroutine belongs to the subscription, except the parked Defer
-//     goroutine of a chained observation.
+//   - begin runs on the goroutine that called Observe or Run (the caller's,
+//     or that of the chained rxgo operator that observes us). While the
+//     permit is pending no goroutine belongs to the subscription.
 //   - Granted and Rejected run on the goroutine that decided (begin's
 //     inside Start, or the one that gave a permit back, or the bulkhead's
 //     timer); they only record the outcome and, if begin has returned,
 //     start the delivery on a new goroutine, so that no user code (the
 //     source's Observe) runs on a goroutine that merely released a permit.
-//   - deliver (pump or the rejection item) runs on one goroutine; it alone
-//     calls SetUpstream and the Guard's MarkRan and Complete, and it ends
-//     the subscription (end) when it returns.
+//   - Decided inside Start, the caller of Observe subscribes the source
+//     (subscribe) and starts the goroutine that forwards its items.
+//   - deliver and forward (pump or the rejection item) run on one
+//     goroutine; it alone calls the Guard's MarkRan and Complete, and it
+//     ends the subscription (end) when it returns.
 //   - withdraw runs on the goroutine context.AfterFunc starts when the
 //     consumer's context ends; it withdraws a pending request.
 //
 // Permit ownership: the Disposable owns the request while pending and the
 // Guard owns the permit once granted. Every path after a grant ends with
-// exactly one effective release: Complete when the source closes, errs or
-// (first) delivers its item, Dispose when the consumer goes away (the
+// exactly one effective release: Complete when the source closes or
+// (first) delivers its item, Dispose when the consumer's context ends (the
 // Guard's Release: FinishCall if an item was received, ReleasePermission if
 // not). The Guard makes any second release a no-op.
 type subscription struct {
 	permit.Disposable
 	o *observation
 
-	// mu is held by observe while it sets the outputs, so that the
-	// producer rxgo.Defer runs sees them (observations with options).
-	mu  sync.Mutex
-	ctx context.Context // the consumer's; set before begin
+	ctx  context.Context // the consumer's; set before begin
+	opts []rxgo.Option   // the operator's and the observation's, passed on to the source
 
-	out chan<- rxgo.Item // the consumer's channel; nil when discarding (Run)
-	// ch is out when the subscription made it, and end closes it; nil for
-	// a chained observation (rxgo.Defer closes its channel when run
-	// returns) and for Run.
-	ch   chan rxgo.Item
-	done chan struct{} // Run's Disposed, closed by end; nil otherwise
+	out  chan<- rxgo.Item // the consumer's channel; nil when discarding (Run)
+	ch   chan rxgo.Item   // out, which end closes; nil for Run
+	done chan struct{}    // Run's Disposed, closed by end; nil otherwise
 
-	stop  func() bool   // unregisters withdraw from the context; nil if none
-	wake  chan struct{} // chained observation: its parked goroutine waits here
+	stop  func() bool // unregisters withdraw from the context; nil if none
 	phase atomic.Uint32
 	guard *permit.Guard // written by Granted before its phase CAS
 	err   error         // written by Rejected before its phase CAS
@@ -112,7 +103,7 @@ func (s *subscription) begin() int {
 		s.end() // the consumer is gone already: ask for nothing
 		return beginEnded
 	}
-	if s.wake == nil && s.ctx.Done() != nil {
+	if s.ctx.Done() != nil {
 		// Registered before Start so that stop is set before any other
 		// goroutine can read it. For a context of the standard library
 		// this starts no goroutine until the context ends.
@@ -150,10 +141,6 @@ func (s *subscription) decided() {
 		return // begin's caller delivers once Start returns
 	}
 	if !s.phase.CompareAndSwap(phaseWaiting, phaseDecided) {
-		return
-	}
-	if s.wake != nil {
-		s.wake <- struct{}{} // one slot, one send
 		return
 	}
 	go s.deliver()
@@ -194,8 +181,25 @@ func (s *subscription) end() {
 func (s *subscription) deliver() {
 	if s.guard == nil {
 		s.reject()
-	} else {
-		s.pump(s.guard)
+		s.end()
+		return
+	}
+	s.forward(s.subscribe())
+}
+
+// forward pumps the subscribed source (ok false: disposed meanwhile, the
+// Disposable gave the permit back) and ends the subscription.
+//
+// A source that returned a nil channel was asked to connect (rxgo's
+// Connect, propagated by a chained operator as an option): the context it
+// was given is its shared emission's, so it is left to end with the
+// consumer's (the Connect's), not cancelled here.
+func (s *subscription) forward(in <-chan rxgo.Item, cancel context.CancelFunc, ok bool) {
+	if ok {
+		s.pump(s.guard, in, cancel)
+	}
+	if in != nil || !ok {
+		cancel()
 	}
 	s.end()
 }
@@ -207,15 +211,19 @@ func (s *subscription) reject() {
 	}
 }
 
-// pump observes the source with a context that ends with the observation
-// and forwards its items (see the permit ownership rules on subscription).
-// A context that never ends (context.Background(), no options) needs no
-// select: items are received and sent with plain channel operations.
-func (s *subscription) pump(g *permit.Guard) {
-	in, cancel := s.subscribe()
-	defer cancel()
+// pump forwards the items of in, the subscribed source, error items
+// included: whether an error item ends the stream is the consumer's choice
+// (rxgo's error strategies, OnErrorReturn, ...), as without the bulkhead.
+// The permit goes back with Complete when in closes (or, first, with its
+// first item, before the consumer receives it) and with Dispose when the
+// consumer's context ends. A context that never ends (context.Background(),
+// no options) needs no select: items are received and sent with plain
+// channel operations. A source that returned a nil channel (a Connect
+// passed on by a chained operator) has nothing to forward.
+func (s *subscription) pump(g *permit.Guard, in <-chan rxgo.Item, cancel context.CancelFunc) {
 	if in == nil {
-		return // disposed meanwhile: the Disposable gave the permit back
+		g.Complete()
+		return
 	}
 	done := s.ctx.Done()
 	for {
@@ -238,8 +246,8 @@ func (s *subscription) pump(g *permit.Guard) {
 			return
 		}
 		g.MarkRan()
-		if s.o.first || item.Error() {
-			// The last item: the permit comes back before the consumer
+		if s.o.first {
+			// The only item: the permit comes back before the consumer
 			// receives it.
 			cancel()
 			g.Complete()
@@ -253,21 +261,50 @@ func (s *subscription) pump(g *permit.Guard) {
 	}
 }
 
-// subscribe observes the source with a context of its own and hands its
-// cancel func to the Disposable; in is nil if the subscription was
-// disposed meanwhile (the source is cancelled then). It is a function of
-// its own to keep pump's frame small: the pumping goroutine starts with a
-// small stack, and growing it costs more than the rest of a short
-// observation.
+// subscribe observes the source with the observation's options, as an
+// rxgo operator observes its source with the options it propagates, and
+// hands the func that cancels it to the Disposable; ok is false if the
+// subscription was disposed meanwhile (the source is cancelled then).
+//
+// If the consumer's context can end, the source is observed with a child
+// of it, which the subscription cancels when it ends (replacing a context
+// the source was built with, as a context given downstream does in rxgo).
+// If it cannot (no context given), the source keeps its own: cancelling
+// the context the source was built with ends the source, and with it the
+// observation. cancel is then a no-op.
+//
+// It is a function of its own to keep pump's frame small: the pumping
+// goroutine starts with a small stack, and growing it costs more than the
+// rest of a short observation.
 //
 //go:noinline
-func (s *subscription) subscribe() (in <-chan rxgo.Item, cancel context.CancelFunc) {
-	srcCtx, cancel := context.WithCancel(s.ctx)
-	in = s.o.src.Observe(rxgo.WithContext(srcCtx))
-	if !s.SetUpstream(cancel) {
-		return nil, cancel
+func (s *subscription) subscribe() (in <-chan rxgo.Item, cancel context.CancelFunc, ok bool) {
+	opts := s.opts
+	cancel = noCancel
+	if s.ctx.Done() != nil {
+		var srcCtx context.Context
+		srcCtx, cancel = context.WithCancel(s.ctx)
+		opts = append(opts[:len(opts):len(opts)], rxgo.WithContext(srcCtx))
 	}
-	return in, cancel
+	in = s.o.src.Observe(opts...)
+	return in, cancel, s.SetUpstream(cancel)
+}
+
+func noCancel() {}
+
+// subscribeOnCaller is subscribe on the goroutine that called Observe: if
+// the source's Observe panics there, the caller may recover, so the permit
+// is given back (ReleasePermission: nothing ran) and the channel closed
+// before the panic goes on.
+func (s *subscription) subscribeOnCaller() (in <-chan rxgo.Item, cancel context.CancelFunc, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.Dispose()
+			s.end()
+			panic(r)
+		}
+	}()
+	return s.subscribe()
 }
 
 // send passes item to the consumer; it reports false if the consumer's

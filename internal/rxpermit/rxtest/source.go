@@ -10,11 +10,13 @@ import (
 // Probe is a cold source that counts its observations (Observed), emits
 // Items in order (an error value as an error item) and then, if Hold is
 // set, stays open until its context ends. A Probe with no Items closes
-// empty (or holds).
+// empty (or holds). Opts are the rxgo options the source is built with
+// (rxgo.Defer's).
 type Probe struct {
 	Observed atomic.Int32
 	Items    []any
 	Hold     bool
+	Opts     []rxgo.Option
 }
 
 // Observable returns the probe as an Observable; each Observe runs it afresh.
@@ -33,7 +35,7 @@ func (p *Probe) Observable() rxgo.Observable {
 		if p.Hold {
 			<-ctx.Done()
 		}
-	}})
+	}}, p.Opts...)
 }
 
 // Single returns the probe as a Single (see ColdSingle).

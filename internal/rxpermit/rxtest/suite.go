@@ -40,7 +40,9 @@ func (s Suite) Run(t *testing.T) {
 		{"building takes no permit and each observation takes its own", s.eachObservationTakesItsOwnPermit},
 		{"the source's end or a Single's value completes the permit", s.completesAtTheEnd},
 		{"an empty source completes the permit", s.emptySourceCompletes},
-		{"an error item is the last and the permit is back when it arrives", s.errorItemIsTheLast},
+		{"an error item is forwarded like any item and the permit is back at the end", s.errorItemIsForwarded},
+		{"without a context given, the source keeps its own: cancelling it ends the observation", s.sourceKeepsItsOwnContext},
+		{"the channel has the capacity of the source's", s.sourceCapacity},
 		{"Observe returns at once when full and queues until a release", s.queuesUntilARelease},
 		{"queued observations are granted in FIFO order", s.fifo},
 		{"a context ended before Observe asks for no permit", s.endedBeforeObserve},
@@ -59,7 +61,8 @@ func (s Suite) Run(t *testing.T) {
 	})
 }
 
-// forwarded is what the operator forwards of items.
+// forwarded is what the operator forwards of items, and what a source
+// emits in a test: a Single's source emits one item.
 func (s Suite) forwarded(items ...any) []any {
 	if s.First {
 		return items[:1]
@@ -69,7 +72,7 @@ func (s Suite) forwarded(items ...any) []any {
 
 func (s Suite) eachObservationTakesItsOwnPermit(t *testing.T) {
 	b, ev := Partner(t, 1, 0)
-	src := &Probe{Items: []any{"a", "b"}}
+	src := &Probe{Items: s.forwarded("a", "b")}
 	obs := s.Apply(b, src.Observable())
 	synctest.Wait()
 	assert.Empty(t, ev.Types(), "building asked for a permit")
@@ -84,9 +87,10 @@ func (s Suite) eachObservationTakesItsOwnPermit(t *testing.T) {
 func (s Suite) completesAtTheEnd(t *testing.T) {
 	b, ev := Partner(t, 1, 0)
 	// With First, Hold checks that the first item stops the source (the
-	// bubble and goleak catch a source left running).
+	// bubble and goleak catch a source left running): it can, the
+	// consumer having given a context.
 	src := &Probe{Items: []any{"a", "b"}, Hold: s.First}
-	ch := s.Apply(b, src.Observable()).Observe()
+	ch := s.Apply(b, src.Observable()).Observe(rxgo.WithContext(t.Context()))
 	if s.First {
 		synctest.Wait() // the value waits for its reader
 		assert.Equal(t, 0, b.Metrics().InFlightCalls, "the permit is back before the value is read")
@@ -102,16 +106,44 @@ func (s Suite) emptySourceCompletes(t *testing.T) {
 	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types())
 }
 
-func (s Suite) errorItemIsTheLast(t *testing.T) {
+func (s Suite) errorItemIsForwarded(t *testing.T) {
 	b, ev := Partner(t, 1, 0)
 	boom := errors.New("boom")
-	ch := s.Apply(b, (&Probe{Items: []any{boom, "after"}, Hold: true}).Observable()).Observe()
+	ch := s.Apply(b, (&Probe{Items: s.forwarded(boom, "after")}).Observable()).Observe()
 	it := <-ch
 	require.ErrorIs(t, it.E, boom)
-	assert.Equal(t, 0, b.Metrics().InFlightCalls)
+	if s.First {
+		synctest.Wait()
+		assert.Equal(t, 0, b.Metrics().InFlightCalls, "a Single's error item is its only item")
+	} else {
+		assert.Equal(t, 1, b.Metrics().InFlightCalls, "the source has not ended")
+		assert.Equal(t, []any{"after"}, Values(Drain(ch)), "the consumer decides whether an error ends the stream")
+	}
 	_, open := <-ch
-	assert.False(t, open, "an item after the error")
+	assert.False(t, open)
+	assert.Equal(t, 0, b.Metrics().InFlightCalls)
 	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types())
+}
+
+func (s Suite) sourceKeepsItsOwnContext(t *testing.T) {
+	b, ev := Partner(t, 1, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	src := &Probe{Hold: true, Opts: []rxgo.Option{rxgo.WithContext(ctx)}}
+	ch := s.Apply(b, src.Observable()).Observe()
+	synctest.Wait()
+	require.Equal(t, 1, b.Metrics().InFlightCalls)
+	cancel()
+	assert.Empty(t, Drain(ch))
+	assert.Equal(t, 0, b.Metrics().InFlightCalls)
+	assert.Equal(t, []bulkhead.EventType{Permitted, Finished}, ev.Types())
+}
+
+func (s Suite) sourceCapacity(t *testing.T) {
+	b, _ := Partner(t, 1, 0)
+	src := &Probe{Items: []any{1}, Opts: []rxgo.Option{rxgo.WithBufferedChannel(5)}}
+	ch := s.Apply(b, src.Observable()).Observe()
+	assert.Equal(t, 5, cap(ch))
+	assert.Equal(t, []any{1}, Values(Drain(ch)))
 }
 
 func (s Suite) rejected(t *testing.T) {
@@ -162,7 +194,7 @@ func (s Suite) rejected(t *testing.T) {
 func (s Suite) queuesUntilARelease(t *testing.T) {
 	b, ev := Partner(t, 1, time.Hour)
 	require.True(t, b.TryAcquirePermission())
-	src := &Probe{Items: []any{"a", "b"}}
+	src := &Probe{Items: s.forwarded("a", "b")}
 	ch := s.Apply(b, src.Observable()).Observe() // must not block
 	synctest.Wait()
 	assert.Equal(t, 1, b.Metrics().QueuedCalls)

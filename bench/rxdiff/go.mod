@@ -1,0 +1,20 @@
+module github.com/rxbulkhead/bulkhead/bench/rxdiff
+
+go 1.26.0
+
+require (
+	github.com/cenkalti/backoff/v4 v4.0.0
+	github.com/reactivex/rxgo/v2 v2.5.0
+	github.com/rxbulkhead/bulkhead v0.0.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/emirpasic/gods v1.12.0 // indirect
+	github.com/stretchr/objx v0.5.3 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/teivah/onecontext v0.0.0-20200513185103-40f981bfd775 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
+
+replace github.com/rxbulkhead/bulkhead => ../..
