@@ -1,3 +1,4 @@
+// Not published: the differential suite of the rxgo operators (docs/testing.md).
 module github.com/rxbulkhead/bulkhead/bench/rxdiff
 
 go 1.26.0
@@ -5,7 +6,7 @@ go 1.26.0
 require (
 	github.com/cenkalti/backoff/v4 v4.0.0
 	github.com/reactivex/rxgo/v2 v2.5.0
-	github.com/rxbulkhead/bulkhead v0.0.0
+	github.com/rxbulkhead/bulkhead v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
