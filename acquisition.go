@@ -216,7 +216,10 @@ func (a *Acquisition) Granted() bool {
 // registration order, each once. If one panics, the ones registered after
 // it still run, on a fresh goroutine, and the panic goes on on the
 // goroutine that ran the panicking callback (unrecovered there, it ends
-// the program, as any panic in a goroutine does).
+// the program, as any panic in a goroutine does). The one call still
+// half-done when callbacks run, a LIFO AcquirePermissionAsync delivering
+// its evictions, withdraws the newcomer it will never return before the
+// panic goes on (see AcquirePermissionAsync).
 func (a *Acquisition) OnDone(f func(err error)) {
 	if f == nil {
 		panic("bulkhead: OnDone called with a nil func")

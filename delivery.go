@@ -77,10 +77,52 @@ func (s *Semaphore) deliver(d *decidedList) {
 		return
 	}
 	if s.events.active() {
-		for a := d.head; a != nil; a = a.next {
-			s.publishOutcome(a)
-		}
+		s.announce(d)
 	}
+	s.runDecided(d)
+}
+
+// announce publishes the events of the outcomes in d. A listener's panic is
+// recovered by publish; a listener that calls runtime.Goexit ends this
+// goroutine before the callbacks of d run, so a deferred call hands them to
+// a fresh goroutine instead: no decided outcome is left undelivered.
+func (s *Semaphore) announce(d *decidedList) {
+	announced := false
+	defer func() {
+		if !announced {
+			rest := *d
+			go s.runDecided(&rest)
+		}
+	}()
+	for a := d.head; a != nil; a = a.next {
+		s.publishOutcome(a)
+	}
+	announced = true
+}
+
+// deliverFinished is deliver for a FinishCall that handed its permit on:
+// CallFinished is published first (before the CallPermitted of the grant
+// it made). If a listener calls runtime.Goexit there, the whole delivery
+// of d goes to a fresh goroutine, so the waiter granted is still woken.
+func (s *Semaphore) deliverFinished(d *decidedList) {
+	if s.events.active() {
+		published := false
+		defer func() {
+			if !published {
+				rest := *d
+				go s.deliver(&rest)
+			}
+		}()
+		s.publishSlow(CallFinished, 0)
+		published = true
+	}
+	s.deliver(d)
+}
+
+// runDecided runs the callbacks of the outcomes in d, whose events are
+// published: the first with callbacks inline (within maxInlineDeliveries),
+// every other on a fresh goroutine, and returns once those have started.
+func (s *Semaphore) runDecided(d *decidedList) {
 	w := s.wait // set before the decisions in d, never reset
 	var inline *Acquisition
 	var started *sync.WaitGroup
