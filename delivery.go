@@ -12,8 +12,12 @@ import (
 //     and then runs its callbacks itself: there is no shared deliverer, so
 //     callbacks of outcomes decided on different goroutines run
 //     concurrently and a blocking callback delays only its own goroutine;
-//   - one call that decides several outcomes runs the first one's
-//     callbacks itself and each other's on a fresh goroutine;
+//   - one call that grants several outcomes (ChangeConfig) runs the first
+//     one's callbacks itself and each other's on a fresh goroutine;
+//   - an expiry sweep runs the callbacks of the waiters it rejected one
+//     after the other on the sweeping goroutine (sweepRelay), and a fresh
+//     goroutine carries on with the rest whenever one blocks for longer
+//     than relayStall;
 //   - a Semaphore runs at most maxInlineDeliveries deliveries inline at
 //     once (counted over all goroutines, nested or not); past that bound the
 //     next delivery runs on a fresh goroutine, so a chain of callbacks that
@@ -67,12 +71,7 @@ func (d *decidedList) push(a *Acquisition) {
 // decided outcomes, then runs their callbacks (see the contract at the top
 // of this file).
 func (s *Semaphore) deliver(d *decidedList) {
-	for a := d.wake; a != nil; {
-		n := a.next // the record belongs to its waiter once woken
-		a.next = nil
-		a.cell.Chan() <- struct{}{}
-		a = n
-	}
+	wakeBlocking(d)
 	if d.head == nil {
 		return
 	}
@@ -80,6 +79,18 @@ func (s *Semaphore) deliver(d *decidedList) {
 		s.announce(d)
 	}
 	s.runDecided(d)
+}
+
+// wakeBlocking wakes the blocking waiters on d and empties d.wake. It runs
+// no user code.
+func wakeBlocking(d *decidedList) {
+	for a := d.wake; a != nil; {
+		n := a.next // the record belongs to its waiter once woken
+		a.next = nil
+		a.cell.Chan() <- struct{}{}
+		a = n
+	}
+	d.wake = nil
 }
 
 // announce publishes the events of the outcomes in d. A listener's panic is

@@ -219,6 +219,18 @@ func (w *stressWorker) callbackAcquire() {
 		case err == bulkhead.ErrCancelled:
 		default:
 			w.rejected(err)
+			if behaviour == cbCancelOther {
+				// Re-enter from a rejection: an expiry sweep's runner (the
+				// clock's goroutine or a fresh one carrying on) or an
+				// evicting call cancels another waiter mid-delivery.
+				r.cb.open.Range(func(k, _ any) bool {
+					if k.(*bulkhead.Acquisition).Cancel() {
+						r.cancels.Add(1)
+						r.cb.cancelledInside.Add(1)
+					}
+					return false
+				})
+			}
 		}
 	})
 	registered.Store(true)
