@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/rxbulkhead/bulkhead/internal/lockhold"
 )
 
 // Semaphore is a bulkhead that limits concurrent calls with permits acquired
@@ -81,8 +83,8 @@ func (s *Semaphore) Name() string { return s.name }
 
 // Config returns the current configuration.
 func (s *Semaphore) Config() Config {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	return s.cfg
 }
 
@@ -103,8 +105,8 @@ type Metrics struct {
 
 // Metrics returns a consistent snapshot of the permits and the queue.
 func (s *Semaphore) Metrics() Metrics {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	return Metrics{
 		AvailableConcurrentCalls:  max(s.available, 0),
 		MaxAllowedConcurrentCalls: s.cfg.MaxConcurrentCalls,
@@ -152,16 +154,16 @@ func (s *Semaphore) publishSlow(t EventType, r Reason) {
 // and reports whether it did. It never waits and never overtakes queued calls.
 // It publishes CallPermitted or CallRejected (NoWait).
 func (s *Semaphore) TryAcquirePermission() bool {
-	s.mu.Lock()
+	s.lock()
 	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
-		s.mu.Unlock()
+		s.unlock()
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
 		}
 		return true
 	}
-	s.mu.Unlock()
+	s.unlock()
 	s.publish(CallRejected, NoWait)
 	return false
 }
@@ -173,15 +175,18 @@ func (s *Semaphore) TryAcquirePermission() bool {
 // is already rejected when MaxWaitDuration is zero (NoWait) or the FIFO queue
 // holds MaxQueuedCalls waiters (QueueFull); in LIFO order the oldest waiter
 // is evicted instead (Evicted; its callbacks run on this goroutine before
-// AcquirePermissionAsync returns). Otherwise the call is queued: the
+// AcquirePermissionAsync returns; if one of them panics, the panic goes on
+// out of AcquirePermissionAsync and the new call, which nobody will hold,
+// is withdrawn first, with CallCancelled, so no permit is stranded).
+// Otherwise the call is queued: the
 // returned Acquisition is granted in queue order as permits come back,
 // rejected with WaitTimeout after MaxWaitDuration, or withdrawn by its
 // Cancel (see Acquisition.OnDone for where its callbacks run).
 func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
-	s.mu.Lock()
+	s.lock()
 	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
-		s.mu.Unlock()
+		s.unlock()
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
 		}
@@ -194,9 +199,42 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 	s.evictLocked(&d)
 	a := &Acquisition{owner: s}
 	s.enqueueLocked(a)
-	s.mu.Unlock()
-	s.deliver(&d)
+	s.unlock()
+	if d.head != nil || d.wake != nil {
+		s.deliverEvictions(&d, a)
+	}
 	return a
+}
+
+// deliverEvictions delivers the outcomes of the waiters evicted to make
+// room for newcomer, which is already queued. If a callback of an evicted
+// waiter panics (or calls runtime.Goexit), the panic goes on to the caller
+// of AcquirePermissionAsync, which then never returns newcomer: nobody
+// could ever cancel it or give its permit back, so it is withdrawn first
+// (see abandon).
+func (s *Semaphore) deliverEvictions(d *decidedList, newcomer *Acquisition) {
+	delivered := false
+	defer func() {
+		if !delivered {
+			s.abandon(newcomer)
+		}
+	}()
+	s.deliver(d)
+	delivered = true
+}
+
+// abandon withdraws a queued Acquisition that will never be handed to
+// anyone (it has no callbacks): Cancel, publishing CallCancelled; if a
+// grant won the race first, the permit is given back (ReleasePermission,
+// no event: the call never ran); an expiry or eviction that won needs
+// nothing.
+func (s *Semaphore) abandon(a *Acquisition) {
+	if a.Cancel() {
+		return
+	}
+	if a.cell.Load()&outcomeMask == stateGranted {
+		s.ReleasePermission()
+	}
 }
 
 // rejectAtOnceLocked returns the prebuilt rejection, after releasing mu and
@@ -206,13 +244,13 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 func (s *Semaphore) rejectAtOnceLocked() *Acquisition {
 	w := s.waitLocked()
 	if s.cfg.MaxWaitDuration == 0 {
-		s.mu.Unlock()
+		s.unlock()
 		s.publish(CallRejected, NoWait)
 		return w.rejectNoWait
 	}
 	// MaxQueuedCalls >= 1 here: Validate refuses a wait without a queue.
 	if s.cfg.QueueOrder == FIFO && w.queued >= s.cfg.MaxQueuedCalls {
-		s.mu.Unlock()
+		s.unlock()
 		s.publish(CallRejected, QueueFull)
 		return w.rejectQueueFull
 	}
@@ -241,13 +279,13 @@ func (s *Semaphore) ReleasePermission() { s.release(false) }
 func (s *Semaphore) FinishCall() { s.release(true) }
 
 func (s *Semaphore) release(finished bool) {
-	s.mu.Lock()
+	s.lock()
 	if s.available >= s.cfg.MaxConcurrentCalls || !s.nobodyWaitsLocked() {
 		s.releaseSlowLocked(finished)
 		return
 	}
 	s.available++
-	s.mu.Unlock()
+	s.unlock()
 	if finished && s.events.active() {
 		s.publishSlow(CallFinished, 0)
 	}
@@ -257,7 +295,7 @@ func (s *Semaphore) release(finished bool) {
 // many; mu is held and is released here.
 func (s *Semaphore) releaseSlowLocked(finished bool) {
 	if s.available >= s.cfg.MaxConcurrentCalls {
-		s.mu.Unlock()
+		s.unlock()
 		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
 	}
 	s.available++
@@ -266,10 +304,10 @@ func (s *Semaphore) releaseSlowLocked(finished bool) {
 	// wait, and the grant is visible (Done closed) before mu is released.
 	var d decidedList
 	s.grantLocked(&d)
-	s.mu.Unlock()
+	s.unlock()
 	if finished {
-		// CallFinished before the CallPermitted of the grant it made.
-		s.publish(CallFinished, 0)
+		s.deliverFinished(&d)
+		return
 	}
 	s.deliver(&d)
 }
@@ -287,12 +325,12 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 	if err := cfg.validateFor(s.name); err != nil {
 		return err
 	}
-	s.mu.Lock()
+	s.lock()
 	s.available += cfg.MaxConcurrentCalls - s.cfg.MaxConcurrentCalls
 	s.cfg = cfg
 	var d decidedList
 	s.grantLocked(&d)
-	s.mu.Unlock()
+	s.unlock()
 	s.deliver(&d)
 	return nil
 }
@@ -328,16 +366,34 @@ func (s *Semaphore) grantLocked(d *decidedList) {
 // CAS) and its cancellation made visible under mu, then CallCancelled is
 // published.
 func (s *Semaphore) withdraw(a *Acquisition) {
-	s.mu.Lock()
+	s.lock()
 	if s.wait.linked(a) {
 		s.wait.unlink(a)
 		s.wait.stopTimerIfIdle()
 	}
-	if !a.isBlocking() {
+	blocking := a.isBlocking()
+	if !blocking {
 		a.settle()
 	}
-	s.mu.Unlock()
-	s.publish(CallCancelled, 0)
+	s.unlock()
+	if s.events.active() {
+		s.announceCancelled(a, blocking)
+	}
+}
+
+// announceCancelled publishes the CallCancelled of a withdrawn acquisition.
+// If a listener calls runtime.Goexit, Cancel never gets to run a's
+// callbacks, so a deferred call hands them to a fresh goroutine (a pooled
+// blocking waiter has none: its own goroutine is the one ending).
+func (s *Semaphore) announceCancelled(a *Acquisition, blocking bool) {
+	published := false
+	defer func() {
+		if !published && !blocking {
+			go a.runCallbacks()
+		}
+	}()
+	s.publishSlow(CallCancelled, 0)
+	published = true
 }
 
 // Compile-time checks.
@@ -345,3 +401,20 @@ var (
 	_ Bulkhead         = (*Semaphore)(nil)
 	_ BlockingBulkhead = (*Semaphore)(nil)
 )
+
+// lock and unlock take and release mu. Built with the tag bulkheadlockhold
+// they also measure the hold (internal/lockhold, for the scale benchmark);
+// without it they are mu.Lock and mu.Unlock.
+func (s *Semaphore) lock() {
+	s.mu.Lock()
+	if lockhold.On {
+		lockhold.Acquired()
+	}
+}
+
+func (s *Semaphore) unlock() {
+	if lockhold.On {
+		lockhold.Released()
+	}
+	s.mu.Unlock()
+}
