@@ -127,12 +127,16 @@ func (b *Bulkhead) Config() Config { return b.cfg }
 // would, or with a *StoreError while Redis is unreachable (FailClosed);
 // or withdrawn by Cancel. The permit is given back with FinishCall or
 // ReleasePermission; LeaseOf returns its Lease.
-func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition { return b.Acquire().a }
+func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition { return b.acquire(false).a }
 
 // Acquire is AcquirePermissionAsync returning the typed request, whose
-// Lease, Finish and Release refer to this permit.
-func (b *Bulkhead) Acquire() *Permit {
-	p := &Permit{b: b}
+// Lease, Finish and Release refer to this permit. Its permit is given back
+// only by its own Finish or Release: FinishCall and ReleasePermission
+// never choose it, so the two styles may be mixed in one process.
+func (b *Bulkhead) Acquire() *Permit { return b.acquire(true) }
+
+func (b *Bulkhead) acquire(typed bool) *Permit {
+	p := &Permit{b: b, typed: typed}
 	p.a, p.r = bulkhead.PendingAcquisition(p.withdraw)
 	b.mu.Lock()
 	switch {
@@ -142,6 +146,12 @@ func (b *Bulkhead) Acquire() *Permit {
 		b.reject(p, b.errClosed, 0)
 		return p
 	case b.s.down.Load():
+		if err := b.s.refusalError(b.name); err != nil {
+			p.state = stDone
+			b.mu.Unlock()
+			b.reject(p, err, 0)
+			return p
+		}
 		if b.local != nil {
 			p.state = stLocal
 			b.mu.Unlock()
@@ -176,13 +186,16 @@ func (b *Bulkhead) Acquire() *Permit {
 // if calls wait for it (here, or in the fleet as of the last round trip),
 // otherwise within releaseLinger (1ms), so that a release and the next
 // acquisition share one round trip. It gives back the permit of the oldest
-// grant this process still holds, since the
-// Bulkhead interface does not say which. It panics, naming the bulkhead,
-// if this process holds none. Use Permit.Release to give back a given one.
+// grant this process still holds among those of AcquirePermissionAsync,
+// since the Bulkhead interface does not say which (a Permit of Acquire is
+// given back only by its own Finish or Release). It panics, naming the
+// bulkhead, if this process holds none. Use Permit.Release to give back a
+// given one.
 func (b *Bulkhead) ReleasePermission() { b.giveBack(nil, false) }
 
 // FinishCall gives back a permit whose call ran (CallFinished event), as
-// ReleasePermission chooses it. Use Permit.Finish to give back a given one.
+// ReleasePermission chooses it (never a Permit of Acquire). Use
+// Permit.Finish to give back a given one.
 func (b *Bulkhead) FinishCall() { b.giveBack(nil, true) }
 
 // LeaseOf returns the lease granted to a, an Acquisition of b that is
@@ -217,10 +230,11 @@ func LeaseOf(bh bulkhead.Bulkhead, a *bulkhead.Acquisition) (Lease, bool) {
 func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	b.mu.Lock()
 	if p == nil {
-		// The oldest grant already delivered: a grant on its way to its
-		// callbacks belongs to nobody yet (and if Cancel wins its race, the
-		// delivery gives that very permit back).
-		for p = b.hhead; p != nil && !p.a.Granted(); p = p.next {
+		// The oldest grant of AcquirePermissionAsync already delivered: a
+		// grant on its way to its callbacks belongs to nobody yet (and if
+		// Cancel wins its race, the delivery gives that very permit back),
+		// and a Permit of Acquire belongs to its own Finish and Release.
+		for p = b.hhead; p != nil && (p.typed || !p.a.Granted()); p = p.next {
 		}
 	}
 	if p == nil || p.state != stHeld {

@@ -103,6 +103,8 @@ func runChild(role string) int {
 		res, err = hammerChild(p)
 	case "holder":
 		res, err = holderChild(p)
+	case "queuer":
+		res, err = queuerChild(p)
 	case "eventloop":
 		res, err = eventLoopChild(p)
 	default:
@@ -225,6 +227,37 @@ func holderChild(p childParams) (childResult, error) {
 		}
 		l, _ := pm.Lease()
 		res.Tokens = append(res.Tokens, l.Token)
+	}
+	js, _ := json.Marshal(res)
+	fmt.Println(string(js))
+	select {} // until SIGKILL
+}
+
+// queuerChild queues p.Hold waiting calls, reports once the fleet's queue
+// holds them, and waits (renewing their tickets) until it is killed.
+func queuerChild(p childParams) (childResult, error) {
+	var res childResult
+	c, s, err := childStore(p)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	b, err := rxredis.NewBulkhead(s, p.Name, fleetConfig(p.Permits, time.Minute))
+	if err != nil {
+		return res, err
+	}
+	for range p.Hold {
+		b.AcquirePermissionAsync()
+	}
+	for deadline := time.Now().Add(outcomeTimeout); ; {
+		m, err := b.FleetMetrics(context.Background())
+		if err == nil && m.QueuedCalls >= p.Hold {
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("the fleet queue did not reach %d: %+v, %v", p.Hold, m, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	js, _ := json.Marshal(res)
 	fmt.Println(string(js))

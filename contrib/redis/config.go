@@ -110,6 +110,14 @@ type StoreConfig struct {
 	// within LeaseTTL after its last renewal, at most LeaseTTL +
 	// RenewInterval after it was last known alive.
 	RenewInterval time.Duration
+	// TicketTTL is how long a waiting call's ticket lives unless renewed:
+	// the tickets of a crashed process stop blocking the fleet's queue
+	// within TicketTTL after their last renewal, at most TicketTTL ×
+	// 4/3 after the process was last alive. The renewal loop renews the
+	// tickets of this process every TicketTTL/3 (and its leases every
+	// RenewInterval). Default 2s, or LeaseTTL if it is shorter; at least
+	// 100ms.
+	TicketTTL time.Duration
 	// PollInterval is how often waiters ask Redis again if no release
 	// notification arrives (pub/sub is lossy, and expiries publish
 	// nothing); default 200ms.
@@ -136,6 +144,7 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 	}
 	def(&c.LeaseTTL, 10*time.Second)
 	def(&c.RenewInterval, c.LeaseTTL/3)
+	def(&c.TicketTTL, min(2*time.Second, c.LeaseTTL))
 	def(&c.PollInterval, 200*time.Millisecond)
 	def(&c.Timeout, time.Second)
 	def(&c.ProbeInterval, 500*time.Millisecond)
@@ -152,6 +161,8 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 		return c, bad("LeaseTTL", c.LeaseTTL, "must be >= 100ms")
 	case c.RenewInterval <= 0 || c.RenewInterval >= c.LeaseTTL/2:
 		return c, bad("RenewInterval", c.RenewInterval, fmt.Sprintf("must be > 0 and < LeaseTTL/2 (%v)", c.LeaseTTL/2))
+	case c.TicketTTL < 100*time.Millisecond:
+		return c, bad("TicketTTL", c.TicketTTL, "must be >= 100ms")
 	case c.PollInterval < 0:
 		return c, bad("PollInterval", c.PollInterval, "must be > 0")
 	case c.Timeout < 0:

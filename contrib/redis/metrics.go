@@ -49,14 +49,22 @@ type FleetMetrics struct {
 // FleetMetrics asks Redis (one round trip) for the fleet-wide counts. It
 // fails with a *StoreError.
 func (b *Bulkhead) FleetMetrics(ctx context.Context) (FleetMetrics, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.s.cfg.Timeout)
-	defer cancel()
-	v, err := statsScript.Run(ctx, b.s.client, b.keys.list).Int64Slice()
+	var v []int64
+	err := b.s.bounded(ctx, nil, func(ctx context.Context) error {
+		var err error
+		v, err = statsScript.Run(ctx, b.s.client, b.keys.list).Int64Slice()
+		for i := 0; err != nil && closedByServer(err) && ctx.Err() == nil && i <= int(b.s.client.PoolStats().TotalConns); i++ {
+			// A connection the server closed (after refusing it): once
+			// more on a new one, so that Check names the refusal.
+			v, err = statsScript.Run(ctx, b.s.client, b.keys.list).Int64Slice()
+		}
+		return err
+	})
 	b.mu.Lock()
 	m := FleetMetrics{MaxConcurrentCalls: b.cfg.MaxConcurrentCalls, LeasesLost: b.leasesLost, LeasesRestored: b.restored}
 	b.mu.Unlock()
 	if err != nil {
-		return m, &StoreError{Name: b.name, Unreachable: unreachable(err), Err: err}
+		return m, &StoreError{Name: b.name, Unreachable: unreachable(err) && !refused(err), Err: err}
 	}
 	m.InFlightCalls, m.QueuedCalls = int(v[0]), int(v[1])
 	return m, nil

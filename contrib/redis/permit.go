@@ -43,6 +43,7 @@ type Permit struct {
 	inFlight bool // sent in the round trip under way
 	isLocal  bool // stHeld: holds a FailOver permit, no lease
 	lost     bool // stHeld: the lease expired in Redis and could not be restored
+	typed    bool // made by Acquire: given back only by Finish or Release (immutable)
 }
 
 // Lease is the grant of one permit: its id in Redis and its fencing token.

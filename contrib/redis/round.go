@@ -73,7 +73,7 @@ func (b *Bulkhead) collect() *work {
 	}
 	s := b.s
 	w.args = make([]any, 0, 8+len(w.rel)+len(w.wd)+2*len(w.reqs))
-	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.LeaseTTL.Milliseconds(),
+	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.TicketTTL.Milliseconds(),
 		b.keys.channel, b.name, len(w.rel), len(w.wd), room)
 	for _, n := range w.rel {
 		w.args = append(w.args, s.id(n))
@@ -176,8 +176,16 @@ func (b *Bulkhead) fail(w *work, err error) {
 
 // storeDown applies the Policy to every call queued for Redis: FailClosed
 // rejects them (*StoreError, ErrUnavailable), FailOver moves them to the
-// local semaphore. Their tickets are withdrawn once Redis is back.
-func (b *Bulkhead) storeDown() {
+// local semaphore. With a refusal (the refused state) every call is
+// rejected with it instead, whatever the Policy. Their tickets are
+// withdrawn once Redis is back.
+func (b *Bulkhead) storeDown(refusal error) {
+	local := b.local
+	var rerr error
+	if refusal != nil {
+		local = nil
+		rerr = &StoreError{Name: b.name, Err: refusal}
+	}
 	b.mu.Lock()
 	var moved []*Permit
 	for p := b.qhead; p != nil; p = b.qhead {
@@ -189,7 +197,7 @@ func (b *Bulkhead) storeDown() {
 			b.releases = append(b.releases, p.n)
 			p.inFlight = false
 		}
-		if b.local != nil {
+		if local != nil {
 			p.state = stLocal
 		} else {
 			p.state = stDone
@@ -198,9 +206,12 @@ func (b *Bulkhead) storeDown() {
 	}
 	b.mu.Unlock()
 	for _, p := range moved {
-		if b.local != nil {
+		switch {
+		case local != nil:
 			b.acquireLocal(p)
-		} else {
+		case rerr != nil:
+			b.reject(p, rerr, 0)
+		default:
 			b.reject(p, b.errUnavailable, 0)
 		}
 	}
@@ -260,7 +271,7 @@ func (b *Bulkhead) close() *work {
 		return nil
 	}
 	s := b.s
-	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.LeaseTTL.Milliseconds(),
+	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.TicketTTL.Milliseconds(),
 		b.keys.channel, b.name, len(w.rel), len(w.wd), -1)
 	for _, n := range w.rel {
 		w.args = append(w.args, s.id(n))

@@ -1,0 +1,75 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// stallError is the error of a round trip that got no answer within
+// StoreConfig.Timeout. It matches context.DeadlineExceeded, so unreachable
+// counts it as Redis being away.
+type stallError struct{ timeout time.Duration }
+
+func (e stallError) Error() string {
+	return fmt.Sprintf("no answer within Timeout (%v)", e.timeout)
+}
+
+func (e stallError) Unwrap() error { return context.DeadlineExceeded }
+
+// bounded runs f with a context that ends after Timeout, on a goroutine of
+// its own, and returns a stallError once Timeout has passed if f has not
+// returned by then. go-redis applies context deadlines to socket reads only
+// with Options.ContextTimeoutEnabled, and retries by MaxRetries: without
+// this, a stalled server (SIGSTOP, a full kernel buffer, a half-open
+// connection) holds a round trip for the client's ReadTimeout times its
+// retries, whatever Timeout says.
+//
+// Contract for f: it writes only memory of its own and reports through its
+// return value and what it returns through out (read by the caller only
+// when bounded returns f's result); an abandoned f runs on until go-redis
+// gives up, holding one connection of the client's pool. busy, if not nil,
+// is held while f runs: a caller that finds it held skips its round trip
+// (one abandoned probe or renewal at a time, not one per interval).
+func (s *Store) bounded(ctx context.Context, busy *atomic.Bool, f func(context.Context) error) error {
+	if busy != nil && !busy.CompareAndSwap(false, true) {
+		return stallError{s.cfg.Timeout}
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, storeKey{}, s), s.cfg.Timeout)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		err := f(ctx)
+		if busy != nil {
+			busy.Store(false)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// f's return cancels ctx too, after it sent its result.
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
+		if err := parent.Err(); err != nil {
+			return err
+		}
+		return stallError{s.cfg.Timeout}
+	}
+}
+
+// storeKey is the context key under which bounded passes the Store to
+// go-redis, for Logger.
+type storeKey struct{}
+
+func isStall(err error) bool {
+	var st stallError
+	return errors.As(err, &st)
+}
