@@ -151,7 +151,17 @@ func hammerChild(p childParams) (childResult, error) {
 		rng := rand.New(rand.NewPCG(p.Seed, uint64(w)))
 		wg.Go(func() {
 			for time.Now().Before(stop) {
-				a := b.AcquirePermissionAsync()
+				// Both styles in one process: a Permit of Acquire given back
+				// by its own Finish, the others by FinishCall and
+				// ReleasePermission (which must never take a Permit).
+				var typed *rxredis.Permit
+				var a *bulkhead.Acquisition
+				if rng.IntN(3) == 0 {
+					typed = b.Acquire()
+					a = typed.Acquisition()
+				} else {
+					a = b.AcquirePermissionAsync()
+				}
 				if rng.IntN(4) == 0 {
 					// Cancel right away or after a short while.
 					if rng.IntN(2) == 0 {
@@ -188,9 +198,12 @@ func hammerChild(p childParams) (childResult, error) {
 					time.Sleep(hold)
 					c.Decr(ctx, p.Counter)
 				}
-				if rng.IntN(2) == 0 {
+				switch {
+				case typed != nil:
+					typed.Finish()
+				case rng.IntN(2) == 0:
 					b.FinishCall()
-				} else {
+				default:
 					b.ReleasePermission()
 				}
 			}
