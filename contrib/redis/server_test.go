@@ -32,17 +32,34 @@ type server struct {
 	cmd  *exec.Cmd
 }
 
-// redisServerPath finds redis-server, or returns "" if it is not installed.
+// serverEnv names the server binary the tests start (a path or a name on
+// PATH): redis-server by default, valkey-server for make test-valkey.
+const serverEnv = "RXBULKHEAD_REDIS_SERVER"
+
+// redisServerPath finds the server binary ($RXBULKHEAD_REDIS_SERVER, else
+// redis-server), or returns "" if it is not installed.
 func redisServerPath() string {
-	if p, err := exec.LookPath("redis-server"); err == nil {
+	name := os.Getenv(serverEnv)
+	if name == "" {
+		name = "redis-server"
+	}
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	for _, p := range []string{"/usr/bin/redis-server", "/usr/local/bin/redis-server"} {
-		if _, err := os.Stat(p); err == nil {
+	if filepath.Base(name) != name {
+		return ""
+	}
+	for _, dir := range []string{"/usr/bin", "/usr/local/bin", "/usr/sbin"} {
+		if p := filepath.Join(dir, name); fileExists(p) {
 			return p
 		}
 	}
 	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func freePort() (int, error) {
