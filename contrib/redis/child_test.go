@@ -26,6 +26,7 @@ import (
 // childParams is what a child gets from its parent.
 type childParams struct {
 	Addr     string
+	Addrs    []string // a Redis Cluster: the children use a ClusterClient
 	Prefix   string
 	Name     string
 	Permits  int
@@ -118,8 +119,13 @@ func runChild(role string) int {
 	return 0
 }
 
-func childStore(p childParams) (*goredis.Client, *rxredis.Store, error) {
-	c := goredis.NewClient(&goredis.Options{Addr: p.Addr, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+func childStore(p childParams) (goredis.UniversalClient, *rxredis.Store, error) {
+	var c goredis.UniversalClient
+	if len(p.Addrs) > 0 {
+		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: p.Addrs, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	} else {
+		c = goredis.NewClient(&goredis.Options{Addr: p.Addr, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	}
 	s, err := rxredis.NewStore(c, rxredis.StoreConfig{KeyPrefix: p.Prefix, LeaseTTL: p.LeaseTTL, RenewInterval: p.Renew, PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		c.Close()

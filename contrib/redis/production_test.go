@@ -60,10 +60,18 @@ func (r *storeEvents) first(t rxredis.StoreEventType) (rxredis.StoreEvent, bool)
 // got a wait-timeout *FullError instead of ErrUnavailable, and Close
 // blocked for seconds.
 func TestAStalledRedisIsNoticedWithinTimeoutWhateverTheClientsTimeouts(t *testing.T) {
+	for _, ctxTimeouts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			testStalledRedisIsNoticedWithinTimeout(t, ctxTimeouts)
+		})
+	}
+}
+
+func testStalledRedisIsNoticedWithinTimeout(t *testing.T, ctxTimeouts bool) {
 	srv := withServer(t)
 	c := srv.client(t, func(o *goredis.Options) {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
-		o.ContextTimeoutEnabled = false // the default, said out loud
+		o.ContextTimeoutEnabled = ctxTimeouts // false: go-redis ignores context deadlines
 	})
 	cfg := fastStore()
 	cfg.KeyPrefix = prefixFor(t)

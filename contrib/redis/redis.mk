@@ -19,7 +19,7 @@ test-redis: redis-server
 ## Debian bookworm-backports, which this target enables if needed, from the
 ## same mirror as the system's Debian sources)
 test-valkey: valkey-server
-	cd contrib/redis && RXBULKHEAD_REDIS_SERVER=valkey-server $(GO) test -race -count=1 ./...
+	cd contrib/redis && RXBULKHEAD_REDIS_SERVER=valkey-server RXBULKHEAD_REDIS_CLI=valkey-cli $(GO) test -race -count=1 ./...
 
 ## valkey-server: install valkey-server and valkey-cli from bookworm-backports
 valkey-server:

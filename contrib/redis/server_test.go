@@ -208,3 +208,7 @@ func flushKeys(t testing.TB, c *goredis.Client, prefix string) {
 		}
 	})
 }
+
+func netListen(port int) (net.Listener, error) {
+	return net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+}

@@ -41,6 +41,7 @@ type Store struct {
 	refusal  atomic.Pointer[refusalState]
 	probing  atomic.Bool // a probe is running (bounded)
 	renewing atomic.Bool // a renewal is running (bounded)
+	inline   bool        // the client applies context deadlines itself (bounded)
 	pub      publish.Listeners[StoreEvent]
 	kickc    chan struct{}
 	done     chan struct{}
@@ -71,7 +72,7 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 		return nil, fmt.Errorf("redis: NewStore: %w", err)
 	}
 	s := &Store{
-		client: client, cfg: cfg,
+		client: client, cfg: cfg, inline: honoursDeadlines(client),
 		idPrefix:  hex.EncodeToString(rnd[:]) + "-" + strconv.Itoa(os.Getpid()) + ":",
 		kickc:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
