@@ -103,6 +103,15 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	return b, nil
 }
 
+// unavailable is the error of a call rejected while Redis is away: it
+// names what the round trip that found it away said, if known.
+func (b *Bulkhead) unavailable() error {
+	if c := b.s.cause.Load(); c != nil {
+		return &StoreError{Name: b.name, Unreachable: true, Err: c.err}
+	}
+	return b.errUnavailable
+}
+
 func containsBrace(s string) bool {
 	for _, r := range s {
 		if r == '{' || r == '}' {
@@ -160,7 +169,7 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 		}
 		p.state = stDone
 		b.mu.Unlock()
-		b.reject(p, b.errUnavailable, 0)
+		b.reject(p, b.unavailable(), 0)
 		return p
 	case b.cfg.MaxWaitDuration > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
 		p.state = stDone

@@ -25,21 +25,27 @@ import (
 
 // childParams is what a child gets from its parent.
 type childParams struct {
-	Addr     string
-	Addrs    []string // a Redis Cluster: the children use a ClusterClient
-	Prefix   string
-	Name     string
-	Permits  int
-	Duration time.Duration
-	Workers  int
-	Hold     int    // holder: permits to take and hold until killed
-	Counter  string // hammer: the key of the independent holder counter
-	LeaseTTL time.Duration
-	Renew    time.Duration
-	Seed     uint64
-	Index    int   // eventloop: this child's share of the clients
-	Procs    int   // eventloop: number of children
-	Start    int64 // eventloop: common start, Unix nanoseconds
+	Addr  string
+	Addrs []string // a Redis Cluster: the children use a ClusterClient
+	// Sentinel: the children use a failover client of MasterName, WAIT for
+	// WaitReplicas, and count holders on CounterAddr (a server of its own).
+	SentinelAddrs []string
+	MasterName    string
+	CounterAddr   string
+	WaitReplicas  int
+	Prefix        string
+	Name          string
+	Permits       int
+	Duration      time.Duration
+	Workers       int
+	Hold          int    // holder: permits to take and hold until killed
+	Counter       string // hammer: the key of the independent holder counter
+	LeaseTTL      time.Duration
+	Renew         time.Duration
+	Seed          uint64
+	Index         int   // eventloop: this child's share of the clients
+	Procs         int   // eventloop: number of children
+	Start         int64 // eventloop: common start, Unix nanoseconds
 }
 
 // childResult is what a child reports.
@@ -121,12 +127,19 @@ func runChild(role string) int {
 
 func childStore(p childParams) (goredis.UniversalClient, *rxredis.Store, error) {
 	var c goredis.UniversalClient
-	if len(p.Addrs) > 0 {
+	if p.MasterName != "" {
+		c = goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: p.MasterName, SentinelAddrs: p.SentinelAddrs,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	} else if len(p.Addrs) > 0 {
 		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: p.Addrs, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	} else {
 		c = goredis.NewClient(&goredis.Options{Addr: p.Addr, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	}
-	s, err := rxredis.NewStore(c, rxredis.StoreConfig{KeyPrefix: p.Prefix, LeaseTTL: p.LeaseTTL, RenewInterval: p.Renew, PollInterval: 20 * time.Millisecond})
+	cfg := rxredis.StoreConfig{KeyPrefix: p.Prefix, LeaseTTL: p.LeaseTTL, RenewInterval: p.Renew, PollInterval: 20 * time.Millisecond}
+	if p.MasterName != "" {
+		cfg.WaitReplicas, cfg.ProbeInterval, cfg.Timeout = p.WaitReplicas, 50*time.Millisecond, 500*time.Millisecond
+	}
+	s, err := rxredis.NewStore(c, cfg)
 	if err != nil {
 		c.Close()
 		return nil, nil, err
@@ -148,6 +161,12 @@ func hammerChild(p childParams) (childResult, error) {
 		MaxConcurrentCalls: p.Permits, MaxWaitDuration: 30 * time.Millisecond, MaxQueuedCalls: 64}})
 	if err != nil {
 		return res, err
+	}
+	counter := c
+	if p.CounterAddr != "" {
+		cc := goredis.NewClient(&goredis.Options{Addr: p.CounterAddr})
+		defer cc.Close()
+		counter = cc
 	}
 	var grants, cancels, timeouts, rejections, violations, maxHolders atomic.Int64
 	ctx := context.Background()
@@ -184,11 +203,12 @@ func hammerChild(p childParams) (childResult, error) {
 						timeouts.Add(1)
 					} else {
 						rejections.Add(1)
+						time.Sleep(time.Millisecond) // Redis away: no busy loop
 					}
 					continue
 				}
 				grants.Add(1)
-				n, err := c.Incr(ctx, p.Counter).Result()
+				n, err := counter.Incr(ctx, p.Counter).Result()
 				if err == nil {
 					if n > int64(p.Permits) {
 						violations.Add(1)
@@ -202,7 +222,7 @@ func hammerChild(p childParams) (childResult, error) {
 						hold = 35 * time.Millisecond
 					}
 					time.Sleep(hold)
-					c.Decr(ctx, p.Counter)
+					counter.Decr(ctx, p.Counter)
 				}
 				switch {
 				case typed != nil:

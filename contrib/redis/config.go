@@ -128,6 +128,16 @@ type StoreConfig struct {
 	// ProbeInterval is how often an unreachable Redis is tried again;
 	// default 500ms.
 	ProbeInterval time.Duration
+	// WaitReplicas, if positive, ends every round trip that can grant a
+	// permit with WAIT WaitReplicas (in the same pipeline): its grants are
+	// delivered only once that many replicas acknowledged them, so that a
+	// failover to one of those replicas keeps them, their leases and their
+	// fencing tokens. A round trip whose writes fewer replicas acknowledged
+	// within Timeout/2 counts as Redis being unreachable: its grants are
+	// given back and each bulkhead's Policy applies until a probe passes.
+	// Zero (the default): no WAIT, and a failover to a replica that lagged
+	// may lose the last grants (see the guide). Not with a ClusterClient.
+	WaitReplicas int
 	// Clock measures MaxWaitDuration; default the real clock. Leases and
 	// tickets expire on the Redis server's clock regardless.
 	Clock bulkhead.Clock
@@ -163,6 +173,8 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 		return c, bad("RenewInterval", c.RenewInterval, fmt.Sprintf("must be > 0 and < LeaseTTL/2 (%v)", c.LeaseTTL/2))
 	case c.TicketTTL < 100*time.Millisecond:
 		return c, bad("TicketTTL", c.TicketTTL, "must be >= 100ms")
+	case c.WaitReplicas < 0:
+		return c, bad("WaitReplicas", c.WaitReplicas, "must be >= 0")
 	case c.PollInterval < 0:
 		return c, bad("PollInterval", c.PollInterval, "must be > 0")
 	case c.Timeout < 0:

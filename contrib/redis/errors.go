@@ -77,6 +77,10 @@ func unreachable(err error) bool {
 	if err == nil || refused(err) {
 		return false
 	}
+	var nr notReplicatedError
+	if errors.As(err, &nr) {
+		return true
+	}
 	var re goredis.Error
 	if errors.As(err, &re) {
 		// LOADING: a restarted server reading its data; treat as away.
@@ -89,4 +93,20 @@ func unreachable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, goredis.ErrPoolTimeout) ||
 		errors.Is(err, goredis.ErrPoolExhausted) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, goredis.ErrClosed)
+}
+
+// notReplicatedError is a round trip whose writes fewer than
+// StoreConfig.WaitReplicas replicas acknowledged: it counts as Redis being
+// unreachable, since a failover could lose its grants.
+type notReplicatedError struct {
+	got  int64
+	want int
+	err  error // WAIT's own error, if any
+}
+
+func (e notReplicatedError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("WAIT %d failed: %v", e.want, e.err)
+	}
+	return fmt.Sprintf("%d of WaitReplicas %d replicas acknowledged the grants in time", e.got, e.want)
 }

@@ -21,11 +21,11 @@ import (
 const childEnv = "RXBULKHEAD_REDIS_CHILD"
 
 func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the fault tests fail dials on purpose.
+	goredis.SetLogger(quietLogger{})
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
 	}
-	// go-redis logs every failed dial; the fault tests fail dials on purpose.
-	goredis.SetLogger(quietLogger{})
 	if redisServerPath() == "" && os.Getenv("CI") != "" {
 		fmt.Fprintf(os.Stderr, "contrib/redis: the server binary ($%s, default redis-server) is not installed and CI is set: run `make redis-server`\n", serverEnv)
 		os.Exit(1)

@@ -376,3 +376,50 @@ func TestGoRedisDialLogsOfAStoreGoToItsListenersWithLogger(t *testing.T) {
 type loggerFunc func(string)
 
 func (f loggerFunc) Printf(_ context.Context, format string, v ...any) { f(fmt.Sprintf(format, v...)) }
+
+// A failover to a replica that had not received the last increments of
+// the token counter (or a restart that lost it) finds the counter lower
+// than tokens already issued: the next token must still be higher.
+func TestTokensNeverGoBackWhenTheCounterIsRolledBack(t *testing.T) {
+	s, c := newStore(t, sharedServer(t), fastStore())
+	b := newBulkhead(t, s, "p", fleetConfig(1, time.Second))
+	first := b.Acquire()
+	if err := await(t, first.Acquisition()); err != nil {
+		t.Fatal(err)
+	}
+	l1, _ := first.Lease()
+	first.Finish()
+	// What a lagging replica holds: the counter as it was long ago.
+	if err := c.Set(context.Background(), prefixFor(t)+"{p}:seq", 7, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	second := b.Acquire()
+	if err := await(t, second.Acquisition()); err != nil {
+		t.Fatal(err)
+	}
+	l2, _ := second.Lease()
+	second.Finish()
+	if l2.Token <= l1.Token {
+		t.Errorf("token %d after the rollback, not above %d issued before", l2.Token, l1.Token)
+	}
+	fleetIdle(t, c, prefixFor(t), "p", outcomeTimeout)
+}
+
+// With WaitReplicas, a grant that no replica acknowledged is not
+// delivered: the call is rejected as if Redis were away (a failover could
+// lose that grant), and the lease is given back.
+func TestWaitReplicasRejectsGrantsNoReplicaAcknowledged(t *testing.T) {
+	srv := withServer(t) // no replica
+	cfg := fastStore()
+	cfg.WaitReplicas = 1
+	s, c := newStore(t, srv, cfg)
+	b := newBulkhead(t, s, "p", fleetConfig(2, 0))
+	err := await(t, b.AcquirePermissionAsync())
+	if !errors.Is(err, rxredis.ErrUnavailable) || !strings.Contains(err.Error(), "acknowledged") {
+		t.Fatalf("a grant without a replica: %v, want ErrUnavailable saying no replica acknowledged it", err)
+	}
+	fleetIdle(t, c, prefixFor(t), "p", outcomeTimeout)
+	if _, err := rxredis.NewStore(goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{srv.addr()}}), cfg); err == nil || !strings.Contains(err.Error(), "WaitReplicas") {
+		t.Errorf("NewStore with a ClusterClient and WaitReplicas: %v, want an error naming WaitReplicas", err)
+	}
+}

@@ -212,7 +212,7 @@ func (b *Bulkhead) storeDown(refusal error) {
 		case rerr != nil:
 			b.reject(p, rerr, 0)
 		default:
-			b.reject(p, b.errUnavailable, 0)
+			b.reject(p, b.unavailable(), 0)
 		}
 	}
 }

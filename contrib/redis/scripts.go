@@ -19,10 +19,12 @@ import (
 // not matter, and first drops expired leases (holders that crashed) and
 // expired tickets (waiters whose process crashed).
 //
-// seq starts, when it does not exist, at the server time in microseconds:
-// after a restart that lost it, new tokens still exceed every token issued
-// before, as long as fewer than one token per microsecond was issued on
-// average since the key was first created (Redis runs far fewer scripts).
+// seq never issues a number below the server time in microseconds: after
+// a restart that lost it, or a failover to a replica that had not received
+// its last increments, new numbers still exceed every number issued
+// before, as long as fewer than one number per microsecond was issued on
+// average (Redis runs far fewer scripts) and the new server's clock is not
+// behind the old one's by more than the time the failover took.
 type keys struct {
 	leases, queue, alive, seq string
 	channel                   string
@@ -88,9 +90,12 @@ end
 local function nextseq()
   local n = redis.pcall('INCR', KEYS[4])
   if type(n) == 'table' then error(typeerror(KEYS[4], 'counter')) end
-  if n == 1 then
-    -- new (or lost in a restart): start from the server clock in µs
-    n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  -- Never below the server clock in µs: a counter lost in a restart, or
+  -- rolled back by a failover to a replica that lagged, resumes above
+  -- every number issued before (see keys).
+  local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if n < floor then
+    n = floor
     redis.call('SET', KEYS[4], n)
   end
   return n

@@ -23,7 +23,8 @@ import (
 // that Close stops it; others read it with one atomic load. While not up,
 // the dispatcher probes every ProbeInterval.
 
-// refusalState is the error of the refused state.
+// refusalState is the error of the refused state, or of the unreachable
+// one (Store.cause).
 type refusalState struct{ err error }
 
 // refused reports whether err is Redis refusing the connection or the
@@ -74,6 +75,7 @@ func (s *Store) refusalError(name string) error {
 
 // markDown switches every bulkhead to its Policy (dispatcher goroutine).
 func (s *Store) markDown(err error) {
+	s.cause.Store(&refusalState{err})
 	wasRefused := s.refusal.Swap(nil) != nil
 	if s.down.CompareAndSwap(false, true) || wasRefused {
 		for _, b := range s.all() {

@@ -39,9 +39,10 @@ type Store struct {
 	nextID   atomic.Uint64
 	down     atomic.Bool // not up: unreachable, or refused if refusal is set (state.go)
 	refusal  atomic.Pointer[refusalState]
-	probing  atomic.Bool // a probe is running (bounded)
-	renewing atomic.Bool // a renewal is running (bounded)
-	inline   bool        // the client applies context deadlines itself (bounded)
+	cause    atomic.Pointer[refusalState] // what made the Store unreachable (state.go)
+	probing  atomic.Bool                  // a probe is running (bounded)
+	renewing atomic.Bool                  // a renewal is running (bounded)
+	inline   bool                         // the client applies context deadlines itself (bounded)
 	pub      publish.Listeners[StoreEvent]
 	kickc    chan struct{}
 	done     chan struct{}
@@ -66,6 +67,9 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := client.(*goredis.ClusterClient); ok && cfg.WaitReplicas > 0 {
+		return nil, errors.New("redis: invalid StoreConfig: WaitReplicas must be 0 with a ClusterClient (WAIT concerns one master)")
 	}
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
@@ -337,7 +341,13 @@ func (s *Store) exec(ctx context.Context, works []*work) ([]result, error) {
 }
 
 func (s *Store) run(ctx context.Context, works []*work, res []result) error {
-	if len(works) == 1 {
+	wait := false
+	if s.cfg.WaitReplicas > 0 {
+		for _, w := range works {
+			wait = wait || len(w.reqs) > 0
+		}
+	}
+	if len(works) == 1 && !wait {
 		w := works[0]
 		res[0].reply, res[0].err = roundScript.EvalSha(ctx, s.client, w.b.keys.list, w.args...).Int64Slice()
 		if unreachable(res[0].err) {
@@ -346,14 +356,23 @@ func (s *Store) run(ctx context.Context, works []*work, res []result) error {
 		return nil
 	}
 	cmds := make([]*goredis.Cmd, len(works))
+	var acks *goredis.Cmd
 	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, w := range works {
 			cmds[i] = roundScript.EvalSha(ctx, p, w.b.keys.list, w.args...)
+		}
+		if wait {
+			acks = p.Do(ctx, "WAIT", s.cfg.WaitReplicas, max(1, (s.cfg.Timeout/2).Milliseconds()))
 		}
 		return nil
 	})
 	if err != nil && unreachable(err) {
 		return err
+	}
+	if wait {
+		if n, err := acks.Int64(); err != nil || n < int64(s.cfg.WaitReplicas) {
+			return notReplicatedError{got: n, want: s.cfg.WaitReplicas, err: err}
+		}
 	}
 	for i := range works {
 		res[i].reply, res[i].err = cmds[i].Int64Slice()
