@@ -46,7 +46,13 @@
 // window in which newcomers can be admitted beyond the limit is at most one
 // RenewInterval plus the restart itself. A lease that cannot be added back
 // is reported lost (Permit.Lost, FleetMetrics.LeasesLost). Fencing tokens
-// keep increasing across the restart (the counter restarts from the server
-// clock in microseconds), so a resource that checks tokens refuses the
-// older holders. Waiting calls ask again and get new tickets.
+// keep increasing across the restart (the counter never issues a number
+// below the server clock in microseconds), so a resource that checks
+// tokens refuses the older holders. Waiting calls ask again and get new
+// tickets. A failover to a replica that lagged is the same, unless
+// StoreConfig.WaitReplicas makes every grant wait for the replicas.
+//
+// Redis Cluster (a ClusterClient): the keys of a bulkhead share the hash
+// tag {name}, so every script runs on one master. Valkey works as Redis
+// does (make test-valkey).
 package redis

@@ -48,8 +48,11 @@ type Permit struct {
 
 // Lease is the grant of one permit: its id in Redis and its fencing token.
 // Tokens are unique and increase with every grant of a bulkhead, across the
-// fleet and across Redis restarts (the counter then restarts from the
-// server clock in microseconds).
+// fleet, Redis restarts and failovers: the counter never issues a number
+// below the server clock in microseconds, so a counter lost or rolled back
+// resumes above every token issued before (unless a new primary's clock is
+// behind the old one's by more than the failover took). With
+// StoreConfig.WaitReplicas a delivered grant is also on the replicas.
 type Lease struct {
 	Bulkhead string // the bulkhead's name
 	ID       string // the member of the leases sorted set

@@ -27,11 +27,13 @@ const sentinelEnv = "RXBULKHEAD_REDIS_SENTINEL"
 // about a second), stopped at the end of the test.
 func startSentinel(t *testing.T, master string, port int) string {
 	t.Helper()
+	// $RXBULKHEAD_REDIS_SENTINEL; else, with $RXBULKHEAD_REDIS_SERVER set,
+	// that server in sentinel mode; else redis-sentinel.
 	bin, args := os.Getenv(sentinelEnv), []string{}
-	if bin == "" {
+	if bin == "" && os.Getenv(serverEnv) == "" {
 		bin = "redis-sentinel"
 	}
-	if p, err := exec.LookPath(bin); err == nil {
+	if p, err := exec.LookPath(bin); bin != "" && err == nil {
 		bin = p
 	} else {
 		bin, args = redisServerPath(), []string{"--sentinel"}
