@@ -37,7 +37,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 	})
 	// The guide's client options: go-redis applies the Store's deadlines
-	// itself, and the Store runs each round trip inline.
+	// itself (the Store bounds each round trip all the same).
 	b.Run("fleet-ctxtimeout", func(b *testing.B) {
 		cfg := rxredis.StoreConfig{KeyPrefix: prefixFor(b)}
 		c := srv.client(b, func(o *goredis.Options) { o.ContextTimeoutEnabled = true })

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 )
 
 // stallError is the error of a round trip that got no answer within
@@ -29,26 +27,13 @@ func (e stallError) Unwrap() error { return context.DeadlineExceeded }
 // connection) holds a round trip for the client's ReadTimeout times its
 // retries, whatever Timeout says.
 //
-// Contract for f: it writes only memory of its own and reports through its
-// return value and what it returns through out (read by the caller only
-// when bounded returns f's result); an abandoned f runs on until go-redis
-// gives up, holding one connection of the client's pool. busy, if not nil,
+// Contract for f: it writes only memory of its own, which the caller reads
+// only when bounded returned f's own result (the channel send orders the
+// writes before that read); an abandoned f runs on until go-redis gives
+// up, holding one connection of the client's pool. busy, if not nil,
 // is held while f runs: a caller that finds it held skips its round trip
 // (one abandoned probe or renewal at a time, not one per interval).
-//
-// A client whose options set ContextTimeoutEnabled gives up by itself at
-// the context's deadline (socket reads and writes, dials, pool waits): f
-// then runs inline, which saves a goroutine hand-off per round trip.
 func (s *Store) bounded(ctx context.Context, busy *atomic.Bool, f func(context.Context) error) error {
-	if s.inline {
-		ctx, cancel := context.WithTimeout(context.WithValue(ctx, storeKey{}, s), s.cfg.Timeout)
-		defer cancel()
-		err := f(ctx)
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && ctx.Err() == context.DeadlineExceeded {
-			return stallError{s.cfg.Timeout}
-		}
-		return err
-	}
 	if busy != nil && !busy.CompareAndSwap(false, true) {
 		return stallError{s.cfg.Timeout}
 	}
@@ -87,15 +72,4 @@ type storeKey struct{}
 func isStall(err error) bool {
 	var st stallError
 	return errors.As(err, &st)
-}
-
-// honoursDeadlines reports whether c applies context deadlines itself.
-func honoursDeadlines(c any) bool {
-	switch c := c.(type) {
-	case *goredis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *goredis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return false
 }

@@ -53,6 +53,8 @@ type Bulkhead struct {
 	releases    []uint64                          // lease ids to give back
 	withdrawals []uint64                          // ticket ids to withdraw
 	wake        bool                              // ask Redis for the waiters' turn
+	refresh     bool                              // the stored limit changed: one round trip to read it
+	limit       int                               // the fleet limit as of the last round trip
 	timer       bulkhead.Timer
 	timerGen    uint64
 	fleetHeld   int // as of the last round trip
@@ -81,7 +83,7 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	}
 	b := &Bulkhead{
 		name: name, cfg: cfg, s: s, keys: newKeys(s.cfg.KeyPrefix, name),
-		epoch: s.cfg.Clock.Now(), byAcq: make(map[*bulkhead.Acquisition]*Permit),
+		epoch: s.cfg.Clock.Now(), byAcq: make(map[*bulkhead.Acquisition]*Permit), limit: cfg.MaxConcurrentCalls,
 	}
 	b.errWaitTimeout = &bulkhead.FullError{Name: name, Reason: bulkhead.WaitTimeout}
 	b.errNoWait = &bulkhead.FullError{Name: name, Reason: bulkhead.NoWait}
@@ -124,8 +126,15 @@ func containsBrace(s string) bool {
 // Name returns the bulkhead's name.
 func (b *Bulkhead) Name() string { return b.name }
 
-// Config returns the configuration.
-func (b *Bulkhead) Config() Config { return b.cfg }
+// Config returns the configuration, with MaxConcurrentCalls the fleet
+// limit as of the last round trip (the one stored by ChangeConfig, if any).
+func (b *Bulkhead) Config() Config {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.cfg
+	c.MaxConcurrentCalls = b.limit
+	return c
+}
 
 // AcquirePermissionAsync requests a permit without blocking and without a
 // round trip on the calling goroutine: the request is a record in this

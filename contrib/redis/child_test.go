@@ -33,19 +33,23 @@ type childParams struct {
 	MasterName    string
 	CounterAddr   string
 	WaitReplicas  int
-	Prefix        string
-	Name          string
-	Permits       int
-	Duration      time.Duration
-	Workers       int
-	Hold          int    // holder: permits to take and hold until killed
-	Counter       string // hammer: the key of the independent holder counter
-	LeaseTTL      time.Duration
-	Renew         time.Duration
-	Seed          uint64
-	Index         int   // eventloop: this child's share of the clients
-	Procs         int   // eventloop: number of children
-	Start         int64 // eventloop: common start, Unix nanoseconds
+	// MaxAllowed, if set, is the holder count above which the hammer
+	// counts a violation (the limit stored in Redis may exceed Permits);
+	// every count above Permits is also reported (Over).
+	MaxAllowed int
+	Prefix     string
+	Name       string
+	Permits    int
+	Duration   time.Duration
+	Workers    int
+	Hold       int    // holder: permits to take and hold until killed
+	Counter    string // hammer: the key of the independent holder counter
+	LeaseTTL   time.Duration
+	Renew      time.Duration
+	Seed       uint64
+	Index      int   // eventloop: this child's share of the clients
+	Procs      int   // eventloop: number of children
+	Start      int64 // eventloop: common start, Unix nanoseconds
 }
 
 // childResult is what a child reports.
@@ -54,6 +58,8 @@ type childResult struct {
 	MaxHolders                                        int64
 	LeasesLost                                        int
 	Tokens                                            []int64
+	Over                                              []int64 // Unix ns of counts above Permits (at most 5000)
+	Limit                                             int     // the bulkhead's fleet limit at the end
 	Err                                               string
 }
 
@@ -168,6 +174,12 @@ func hammerChild(p childParams) (childResult, error) {
 		defer cc.Close()
 		counter = cc
 	}
+	allowed := p.Permits
+	if p.MaxAllowed > 0 {
+		allowed = p.MaxAllowed
+	}
+	var overMu sync.Mutex
+	var over []int64
 	var grants, cancels, timeouts, rejections, violations, maxHolders atomic.Int64
 	ctx := context.Background()
 	stop := time.Now().Add(p.Duration)
@@ -210,8 +222,15 @@ func hammerChild(p childParams) (childResult, error) {
 				grants.Add(1)
 				n, err := counter.Incr(ctx, p.Counter).Result()
 				if err == nil {
-					if n > int64(p.Permits) {
+					if n > int64(allowed) {
 						violations.Add(1)
+					}
+					if n > int64(p.Permits) && p.MaxAllowed > 0 {
+						overMu.Lock()
+						if len(over) < 5000 {
+							over = append(over, time.Now().UnixNano())
+						}
+						overMu.Unlock()
 					}
 					for m := maxHolders.Load(); n > m && !maxHolders.CompareAndSwap(m, n); m = maxHolders.Load() {
 					}
@@ -241,7 +260,8 @@ func hammerChild(p childParams) (childResult, error) {
 		return res, err
 	}
 	res = childResult{Grants: grants.Load(), Cancels: cancels.Load(), Timeouts: timeouts.Load(), Rejections: rejections.Load(),
-		Violations: violations.Load(), MaxHolders: maxHolders.Load(), LeasesLost: fm.LeasesLost}
+		Violations: violations.Load(), MaxHolders: maxHolders.Load(), LeasesLost: fm.LeasesLost,
+		Over: over, Limit: b.Config().MaxConcurrentCalls}
 	return res, nil
 }
 

@@ -36,8 +36,10 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", uint8(p))
 }
 
-// Config is the configuration of one fleet Bulkhead. Every replica must use
-// the same MaxConcurrentCalls for a given name; Redis does not store it.
+// Config is the configuration of one fleet Bulkhead. MaxConcurrentCalls is
+// the fleet limit until Bulkhead.ChangeConfig stores one in Redis, which
+// then applies to every replica whatever it was configured with; until
+// then every replica must use the same MaxConcurrentCalls for a name.
 type Config struct {
 	// Config holds the core fields:
 	//   - MaxConcurrentCalls is the fleet-wide number of permits (>= 1).

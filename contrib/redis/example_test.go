@@ -269,3 +269,21 @@ func ExampleStore_OnEvent() {
 	// unavailable: true refused: false
 	// store event: true
 }
+
+// One ChangeConfig stores the fleet limit in Redis for every replica.
+func ExampleBulkhead_ChangeConfig() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-change:"})
+	defer store.Close()
+	acme, _ := rxredis.NewBulkhead(store, "acme", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 5}})
+
+	cfg := acme.Config()
+	cfg.MaxConcurrentCalls = 8 // for every replica of "acme"
+	if err := acme.ChangeConfig(context.Background(), cfg); err != nil {
+		panic(err)
+	}
+	m, _ := acme.FleetMetrics(context.Background())
+	fmt.Println("fleet limit:", m.MaxConcurrentCalls)
+	// Output: fleet limit: 8
+}

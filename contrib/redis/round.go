@@ -34,9 +34,10 @@ func (b *Bulkhead) collect() *work {
 	if b.wake && b.ticketed == 0 {
 		b.wake = false
 	}
-	if b.closed || (len(b.releases) == 0 && len(b.withdrawals) == 0 && !b.wake && b.fresh == 0) {
+	if b.closed || (len(b.releases) == 0 && len(b.withdrawals) == 0 && !b.wake && b.fresh == 0 && !b.refresh) {
 		return nil
 	}
+	b.refresh = false
 	w := &work{b: b, rel: b.releases, wd: b.withdrawals}
 	b.releases, b.withdrawals = nil, nil
 	wake := b.wake
@@ -48,7 +49,7 @@ func (b *Bulkhead) collect() *work {
 			continue
 		}
 		switch {
-		case p.seq > 0 && wake && tickets < b.cfg.MaxConcurrentCalls:
+		case p.seq > 0 && wake && tickets < b.limit:
 			tickets++
 			kinds = append(kinds, 'w')
 		case p.seq == 0 && fresh < maxNewPerRound:
@@ -92,16 +93,17 @@ var kindArg = map[byte]string{'w': "w", 'n': "n", 't': "t"}
 // apply takes the outcome of a round trip and delivers it on the delivery
 // goroutine. It reports whether more work is left at once.
 func (b *Bulkhead) apply(w *work) bool {
-	if len(w.reply) != 2+2*len(w.reqs) {
-		w.err = errBadReply(len(w.reply), 2+2*len(w.reqs))
+	if len(w.reply) != 3+2*len(w.reqs) {
+		w.err = errBadReply(len(w.reply), 3+2*len(w.reqs))
 		b.fail(w, w.err)
 		return false
 	}
 	var out []delivery
 	b.mu.Lock()
 	b.fleetHeld, b.fleetQueued = int(w.reply[0]), int(w.reply[1])
+	changed := b.setLimitLocked(int(w.reply[2]))
 	for i, p := range w.reqs {
-		code, v := w.reply[2+2*i], w.reply[3+2*i]
+		code, v := w.reply[3+2*i], w.reply[4+2*i]
 		p.inFlight = false
 		if p.state != stWaiting {
 			// Decided meanwhile (Cancel, timeout, Close): give back by id
@@ -139,6 +141,9 @@ func (b *Bulkhead) apply(w *work) bool {
 	}
 	more := w.more || len(b.releases) > 0 || len(b.withdrawals) > 0
 	b.mu.Unlock()
+	if changed {
+		b.limitChanged()
+	}
 	b.s.deliveries.push(out)
 	return more
 }

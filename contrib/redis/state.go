@@ -109,7 +109,7 @@ func (s *Store) probe() bool {
 		err := s.ping(ctx)
 		if err == nil && s.refusal.Load() != nil {
 			for _, b := range s.all() {
-				if err = statsScript.Run(ctx, s.client, b.keys.list).Err(); err != nil {
+				if err = statsScript.Run(ctx, s.client, b.keys.list, b.cfg.MaxConcurrentCalls).Err(); err != nil {
 					break
 				}
 			}

@@ -76,7 +76,7 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 		return nil, fmt.Errorf("redis: NewStore: %w", err)
 	}
 	s := &Store{
-		client: client, cfg: cfg, inline: honoursDeadlines(client),
+		client: client, cfg: cfg,
 		idPrefix:  hex.EncodeToString(rnd[:]) + "-" + strconv.Itoa(os.Getpid()) + ":",
 		kickc:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
