@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -68,8 +67,3 @@ func (s *Store) bounded(ctx context.Context, busy *atomic.Bool, f func(context.C
 // storeKey is the context key under which bounded passes the Store to
 // go-redis, for Logger.
 type storeKey struct{}
-
-func isStall(err error) bool {
-	var st stallError
-	return errors.As(err, &st)
-}

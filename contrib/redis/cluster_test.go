@@ -122,18 +122,26 @@ func (c *cluster) nodeClient(t testing.TB, i int) *goredis.Client {
 	return nc
 }
 
-// owner returns the index of the node that serves slot.
+// owner returns the index of the node that serves slot (CLUSTER SHARDS).
 func (c *cluster) owner(t testing.TB, slot int64) int {
 	t.Helper()
-	slots, err := c.nodeClient(t, 0).ClusterSlots(context.Background()).Result()
+	shards, err := c.nodeClient(t, 0).ClusterShards(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range slots {
-		if int64(r.Start) <= slot && slot <= int64(r.End) {
-			for i, s := range c.nodes {
-				if r.Nodes[0].Addr == s.addr() {
-					return i
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start > slot || slot > r.End {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if n.Role != "master" {
+					continue
+				}
+				for i, s := range c.nodes {
+					if int64(s.port) == n.Port {
+						return i
+					}
 				}
 			}
 		}

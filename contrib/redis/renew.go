@@ -40,7 +40,6 @@ func (s *Store) renewLoop() {
 type renewal struct {
 	b      *Bulkhead
 	leases []*Permit
-	cmd    *goredis.Cmd
 }
 
 func (s *Store) renew(leases bool) {

@@ -42,7 +42,6 @@ type Store struct {
 	cause    atomic.Pointer[refusalState] // what made the Store unreachable (state.go)
 	probing  atomic.Bool                  // a probe is running (bounded)
 	renewing atomic.Bool                  // a renewal is running (bounded)
-	inline   bool                         // the client applies context deadlines itself (bounded)
 	pub      publish.Listeners[StoreEvent]
 	kickc    chan struct{}
 	done     chan struct{}
