@@ -31,7 +31,7 @@ func TestChangeConfigReachesEveryReplicaUnderLoad(t *testing.T) {
 	}
 	const procs = 3
 	p := childParams{Addr: srv.addr(), Prefix: cfg.KeyPrefix, Name: "partner", Permits: 2, MaxAllowed: 4,
-		Duration: 3 * time.Second, Workers: 6, Counter: cfg.KeyPrefix + "holders", LeaseTTL: 10 * time.Second, Renew: time.Second}
+		Duration: soak(3 * time.Second), Workers: 6, Counter: cfg.KeyPrefix + "holders", LeaseTTL: 10 * time.Second, Renew: time.Second}
 	var children []func() childResult
 	for i := range procs {
 		p.Seed = uint64(i + 1)

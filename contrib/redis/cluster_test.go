@@ -211,7 +211,7 @@ func TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad(t *testing.T) {
 		}
 	}
 	counter := prefix + "{holders}"
-	p := childParams{Addrs: cl.addrs(), Prefix: prefix, Name: "partner", Permits: permits, Duration: 3 * time.Second,
+	p := childParams{Addrs: cl.addrs(), Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(3 * time.Second),
 		Workers: 6, Counter: counter, LeaseTTL: 3 * time.Second, Renew: 500 * time.Millisecond}
 	var children []func() childResult
 	for i := range procs {

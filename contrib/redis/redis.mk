@@ -9,7 +9,7 @@ REDIS_BENCH_ROUNDS ?= 20
 REDIS_EL_ROUNDS    ?= 5
 REDIS_BENCH_TXT    := $(BIN)/redis-bench.txt
 
-.PHONY: test-redis test-valkey valkey-server bench-redis
+.PHONY: test-redis test-valkey soak-redis valkey-server bench-redis
 
 ## test-redis: the contrib/redis tests alone (real redis-server, about 15 s)
 test-redis: redis-server
@@ -20,6 +20,14 @@ test-redis: redis-server
 ## same mirror as the system's Debian sources)
 test-valkey: valkey-server
 	cd contrib/redis && RXBULKHEAD_REDIS_SERVER=valkey-server RXBULKHEAD_REDIS_CLI=valkey-cli $(GO) test -race -count=1 ./...
+
+## soak-redis: the process, Cluster, Sentinel failover and ChangeConfig
+## tests under load REDIS_SOAK times longer (default 20: about 6 min)
+REDIS_SOAK ?= 20
+soak-redis: redis-server
+	cd contrib/redis && RXBULKHEAD_REDIS_SOAK=$(REDIS_SOAK) $(GO) test -race -count=1 -timeout 30m \
+		-run '^(TestSeveralProcessesNeverHoldMoreThanTheFleetLimit|TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad|TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing|TestChangeConfigReachesEveryReplicaUnderLoad)$$' -v ./... \
+		| grep -E '^(---|ok|FAIL|PASS)|processes|failover:'
 
 ## valkey-server: install valkey-server and valkey-cli from bookworm-backports
 valkey-server:

@@ -212,3 +212,15 @@ func flushKeys(t testing.TB, c *goredis.Client, prefix string) {
 func netListen(port int) (net.Listener, error) {
 	return net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 }
+
+// soakEnv multiplies the load duration of the process, Cluster, failover
+// and ChangeConfig tests (make soak-redis).
+const soakEnv = "RXBULKHEAD_REDIS_SOAK"
+
+// soak returns d × $RXBULKHEAD_REDIS_SOAK (1 if unset or invalid).
+func soak(d time.Duration) time.Duration {
+	if n, err := strconv.Atoi(os.Getenv(soakEnv)); err == nil && n > 1 {
+		return d * time.Duration(n)
+	}
+	return d
+}
