@@ -33,11 +33,26 @@ func (e stallError) Unwrap() error { return context.DeadlineExceeded }
 // is held while f runs: a caller that finds it held skips its round trip
 // (one abandoned probe or renewal at a time, not one per interval).
 func (s *Store) bounded(ctx context.Context, busy *atomic.Bool, f func(context.Context) error) error {
+	return s.boundedLate(ctx, busy, f, nil)
+}
+
+// boundedLate is bounded with late, which runs on f's goroutine if f
+// returns after bounded gave up on it: a round trip abandoned on a stalled
+// server usually runs when the server resumes, after the round trips that
+// followed it, so late gives back by id what it may have granted or
+// restored. (A command that the server reads only after go-redis gave up
+// on it can still run later: what it grants nobody renews, and its permit
+// comes back within LeaseTTL.)
+//
+// One CAS on state decides between the two endings: the goroutine's
+// (0 -> 1, the result is sent) and the caller's timeout (0 -> 2, late runs).
+func (s *Store) boundedLate(ctx context.Context, busy *atomic.Bool, f func(context.Context) error, late func()) error {
 	if busy != nil && !busy.CompareAndSwap(false, true) {
 		return stallError{s.cfg.Timeout}
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, storeKey{}, s), s.cfg.Timeout)
+	var state atomic.Int32
 	done := make(chan error, 1)
 	go func() {
 		defer cancel()
@@ -45,17 +60,18 @@ func (s *Store) bounded(ctx context.Context, busy *atomic.Bool, f func(context.C
 		if busy != nil {
 			busy.Store(false)
 		}
-		done <- err
+		if state.CompareAndSwap(0, 1) {
+			done <- err
+		} else if late != nil {
+			late()
+		}
 	}()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		// f's return cancels ctx too, after it sent its result.
-		select {
-		case err := <-done:
-			return err
-		default:
+		if !state.CompareAndSwap(0, 2) {
+			return <-done // f's return (which also cancels ctx) won
 		}
 		if err := parent.Err(); err != nil {
 			return err

@@ -59,7 +59,7 @@ func (s *Store) renew(leases bool) {
 		args[i] = r.args(s)
 	}
 	replies := make([][]int64, len(rs))
-	err := s.bounded(context.Background(), &s.renewing, func(ctx context.Context) error {
+	err := s.boundedLate(context.Background(), &s.renewing, func(ctx context.Context) error {
 		cmds := make([]*goredis.Cmd, len(rs))
 		send := func() error {
 			_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -86,6 +86,13 @@ func (s *Store) renew(leases bool) {
 			}
 		}
 		return nil
+	}, func() {
+		// Abandoned, and run at last: it may have added back leases given
+		// back meanwhile.
+		for _, r := range rs {
+			r.b.giveBackLate(nil, r.leases)
+		}
+		s.kick()
 	})
 	if err != nil {
 		return // tried again at the next interval

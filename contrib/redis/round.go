@@ -294,3 +294,25 @@ func (e badReplyError) Error() string {
 }
 
 func errBadReply(got, want int) error { return badReplyError{got, want} }
+
+// giveBackLate gives back by id, again, what an abandoned round trip that
+// ran at last may have taken (bounded): the leases and tickets of reqs
+// (none of them is held under those ids: fail handed them to the Policy)
+// and the leases of renewed Permits that are no longer held. Ids are never
+// reused, and both scripts are no-ops for ids Redis does not have.
+func (b *Bulkhead) giveBackLate(reqs, renewed []*Permit) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range reqs {
+		if p.state == stHeld && !p.isLocal {
+			continue // granted since, under its id, by a later round trip
+		}
+		b.releases = append(b.releases, p.n)
+		b.withdrawals = append(b.withdrawals, p.n)
+	}
+	for _, p := range renewed {
+		if p.state != stHeld {
+			b.releases = append(b.releases, p.n)
+		}
+	}
+}

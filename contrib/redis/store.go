@@ -260,10 +260,16 @@ func (s *Store) round() bool {
 		return false
 	}
 	var res []result
-	err := s.bounded(context.Background(), nil, func(ctx context.Context) error {
+	err := s.boundedLate(context.Background(), nil, func(ctx context.Context) error {
 		var err error
 		res, err = s.exec(ctx, works)
 		return err
+	}, func() {
+		// Abandoned, and run at last: what it granted is given back again.
+		for _, w := range works {
+			w.b.giveBackLate(w.reqs, nil)
+		}
+		s.kick()
 	})
 	if err != nil && unreachable(err) {
 		for _, w := range works {
