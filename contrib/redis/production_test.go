@@ -170,19 +170,26 @@ func TestRefusedCredentialsOrACLAreReportedOnEveryCallAndNeverAdmittedLocally(t 
 					permitted++
 				}
 			})
-			// Calls spread over several probe intervals (50ms), so that
-			// some meet each state the Store goes through.
-			const calls = 20
-			for i := range calls {
-				a := b.AcquirePermissionAsync()
-				err := await(t, a)
-				if err == nil {
-					b.FinishCall()
-					evs.mu.Lock()
-					t.Fatalf("call %d was admitted although Redis refuses the credentials; store events %v", i, evs.evs)
+			// Bursts of calls (several requests per round trip) spread over
+			// several probe intervals (50ms), so that some meet each state
+			// the Store goes through.
+			const bursts, burst = 10, 10
+			const calls = bursts * burst
+			for i := range bursts {
+				var as []*bulkhead.Acquisition
+				for range burst {
+					as = append(as, b.AcquirePermissionAsync())
 				}
-				if !errors.Is(err, rxredis.ErrRefused) || errors.Is(err, rxredis.ErrUnavailable) || !strings.Contains(err.Error(), "check Username/Password") {
-					t.Fatalf("call %d: %v, want a *StoreError matching ErrRefused (not ErrUnavailable) that says what to check", i, err)
+				for j, a := range as {
+					err := await(t, a)
+					if err == nil {
+						b.FinishCall()
+						evs.mu.Lock()
+						t.Fatalf("burst %d call %d was admitted although Redis refuses the credentials; store events %v", i, j, evs.evs)
+					}
+					if !errors.Is(err, rxredis.ErrRefused) || errors.Is(err, rxredis.ErrUnavailable) || !strings.Contains(err.Error(), "check Username/Password") {
+						t.Fatalf("burst %d call %d: %v, want a *StoreError matching ErrRefused (not ErrUnavailable) that says what to check", i, j, err)
+					}
 				}
 				time.Sleep(15 * time.Millisecond)
 			}

@@ -30,6 +30,10 @@ import (
 //     pipelined round trip per RenewInterval;
 //   - the subscriber listens on the release channels (one PSUBSCRIBE).
 //
+// Each round trip runs on a short-lived goroutine of its own, bounded by
+// StoreConfig.Timeout whatever the client's options (bounded.go); the loop
+// that started it goes on after Timeout without it.
+//
 // A Store does not own its client: Close stops the goroutines, and the
 // caller closes the client afterwards.
 type Store struct {
