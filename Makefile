@@ -33,12 +33,12 @@ test: vet redis-server
 vet:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 
-## redis-server: the contrib/redis tests start their own redis-server (Debian's
-## package); install it when it is missing
+## redis-server: the contrib/redis tests start their own redis-server,
+## redis-sentinel and redis-cli (Debian's packages); install them when missing
 redis-server:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "== installing redis-server (apt-get)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	@{ command -v redis-server && command -v redis-sentinel && command -v redis-cli; } >/dev/null 2>&1 || { \
+		echo "== installing redis-server, redis-sentinel (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel redis-tools >/dev/null; \
 	}
 	@command -v redis-server >/dev/null 2>&1 || { echo "redis-server is missing and could not be installed"; exit 1; }
 

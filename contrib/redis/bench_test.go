@@ -36,6 +36,28 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			bh.FinishCall()
 		}
 	})
+	// The guide's client options: go-redis applies the Store's deadlines
+	// itself (the Store bounds each round trip all the same).
+	b.Run("fleet-ctxtimeout", func(b *testing.B) {
+		cfg := rxredis.StoreConfig{KeyPrefix: prefixFor(b)}
+		c := srv.client(b, func(o *goredis.Options) { o.ContextTimeoutEnabled = true })
+		flushKeys(b, c, cfg.KeyPrefix)
+		s, err := rxredis.NewStore(c, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		bh := newBulkhead(b, s, "bench", fleetConfig(10, time.Second))
+		b.ReportAllocs()
+		for b.Loop() {
+			a := bh.AcquirePermissionAsync()
+			<-a.Done()
+			if a.Err() != nil {
+				b.Fatal(a.Err())
+			}
+			bh.FinishCall()
+		}
+	})
 	b.Run("incr-decr", func(b *testing.B) {
 		c := srv.client(b)
 		key := prefixFor(b) + "counter"

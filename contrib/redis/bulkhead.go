@@ -53,6 +53,8 @@ type Bulkhead struct {
 	releases    []uint64                          // lease ids to give back
 	withdrawals []uint64                          // ticket ids to withdraw
 	wake        bool                              // ask Redis for the waiters' turn
+	refresh     bool                              // the stored limit changed: one round trip to read it
+	limit       int                               // the fleet limit as of the last round trip
 	timer       bulkhead.Timer
 	timerGen    uint64
 	fleetHeld   int // as of the last round trip
@@ -81,7 +83,7 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	}
 	b := &Bulkhead{
 		name: name, cfg: cfg, s: s, keys: newKeys(s.cfg.KeyPrefix, name),
-		epoch: s.cfg.Clock.Now(), byAcq: make(map[*bulkhead.Acquisition]*Permit),
+		epoch: s.cfg.Clock.Now(), byAcq: make(map[*bulkhead.Acquisition]*Permit), limit: cfg.MaxConcurrentCalls,
 	}
 	b.errWaitTimeout = &bulkhead.FullError{Name: name, Reason: bulkhead.WaitTimeout}
 	b.errNoWait = &bulkhead.FullError{Name: name, Reason: bulkhead.NoWait}
@@ -103,6 +105,15 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	return b, nil
 }
 
+// unavailable is the error of a call rejected while Redis is away: it
+// names what the round trip that found it away said, if known.
+func (b *Bulkhead) unavailable() error {
+	if c := b.s.cause.Load(); c != nil {
+		return &StoreError{Name: b.name, Unreachable: true, Err: c.err}
+	}
+	return b.errUnavailable
+}
+
 func containsBrace(s string) bool {
 	for _, r := range s {
 		if r == '{' || r == '}' {
@@ -115,8 +126,15 @@ func containsBrace(s string) bool {
 // Name returns the bulkhead's name.
 func (b *Bulkhead) Name() string { return b.name }
 
-// Config returns the configuration.
-func (b *Bulkhead) Config() Config { return b.cfg }
+// Config returns the configuration, with MaxConcurrentCalls the fleet
+// limit as of the last round trip (the one stored by ChangeConfig, if any).
+func (b *Bulkhead) Config() Config {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.cfg
+	c.MaxConcurrentCalls = b.limit
+	return c
+}
 
 // AcquirePermissionAsync requests a permit without blocking and without a
 // round trip on the calling goroutine: the request is a record in this
@@ -127,12 +145,16 @@ func (b *Bulkhead) Config() Config { return b.cfg }
 // would, or with a *StoreError while Redis is unreachable (FailClosed);
 // or withdrawn by Cancel. The permit is given back with FinishCall or
 // ReleasePermission; LeaseOf returns its Lease.
-func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition { return b.Acquire().a }
+func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition { return b.acquire(false).a }
 
 // Acquire is AcquirePermissionAsync returning the typed request, whose
-// Lease, Finish and Release refer to this permit.
-func (b *Bulkhead) Acquire() *Permit {
-	p := &Permit{b: b}
+// Lease, Finish and Release refer to this permit. Its permit is given back
+// only by its own Finish or Release: FinishCall and ReleasePermission
+// never choose it, so the two styles may be mixed in one process.
+func (b *Bulkhead) Acquire() *Permit { return b.acquire(true) }
+
+func (b *Bulkhead) acquire(typed bool) *Permit {
+	p := &Permit{b: b, typed: typed}
 	p.a, p.r = bulkhead.PendingAcquisition(p.withdraw)
 	b.mu.Lock()
 	switch {
@@ -142,6 +164,12 @@ func (b *Bulkhead) Acquire() *Permit {
 		b.reject(p, b.errClosed, 0)
 		return p
 	case b.s.down.Load():
+		if err := b.s.refusalError(b.name); err != nil {
+			p.state = stDone
+			b.mu.Unlock()
+			b.reject(p, err, 0)
+			return p
+		}
 		if b.local != nil {
 			p.state = stLocal
 			b.mu.Unlock()
@@ -150,7 +178,7 @@ func (b *Bulkhead) Acquire() *Permit {
 		}
 		p.state = stDone
 		b.mu.Unlock()
-		b.reject(p, b.errUnavailable, 0)
+		b.reject(p, b.unavailable(), 0)
 		return p
 	case b.cfg.MaxWaitDuration > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
 		p.state = stDone
@@ -176,13 +204,16 @@ func (b *Bulkhead) Acquire() *Permit {
 // if calls wait for it (here, or in the fleet as of the last round trip),
 // otherwise within releaseLinger (1ms), so that a release and the next
 // acquisition share one round trip. It gives back the permit of the oldest
-// grant this process still holds, since the
-// Bulkhead interface does not say which. It panics, naming the bulkhead,
-// if this process holds none. Use Permit.Release to give back a given one.
+// grant this process still holds among those of AcquirePermissionAsync,
+// since the Bulkhead interface does not say which (a Permit of Acquire is
+// given back only by its own Finish or Release). It panics, naming the
+// bulkhead, if this process holds none. Use Permit.Release to give back a
+// given one.
 func (b *Bulkhead) ReleasePermission() { b.giveBack(nil, false) }
 
 // FinishCall gives back a permit whose call ran (CallFinished event), as
-// ReleasePermission chooses it. Use Permit.Finish to give back a given one.
+// ReleasePermission chooses it (never a Permit of Acquire). Use
+// Permit.Finish to give back a given one.
 func (b *Bulkhead) FinishCall() { b.giveBack(nil, true) }
 
 // LeaseOf returns the lease granted to a, an Acquisition of b that is
@@ -217,10 +248,11 @@ func LeaseOf(bh bulkhead.Bulkhead, a *bulkhead.Acquisition) (Lease, bool) {
 func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	b.mu.Lock()
 	if p == nil {
-		// The oldest grant already delivered: a grant on its way to its
-		// callbacks belongs to nobody yet (and if Cancel wins its race, the
-		// delivery gives that very permit back).
-		for p = b.hhead; p != nil && !p.a.Granted(); p = p.next {
+		// The oldest grant of AcquirePermissionAsync already delivered: a
+		// grant on its way to its callbacks belongs to nobody yet (and if
+		// Cancel wins its race, the delivery gives that very permit back),
+		// and a Permit of Acquire belongs to its own Finish and Release.
+		for p = b.hhead; p != nil && (p.typed || !p.a.Granted()); p = p.next {
 		}
 	}
 	if p == nil || p.state != stHeld {

@@ -25,20 +25,31 @@ import (
 
 // childParams is what a child gets from its parent.
 type childParams struct {
-	Addr     string
-	Prefix   string
-	Name     string
-	Permits  int
-	Duration time.Duration
-	Workers  int
-	Hold     int    // holder: permits to take and hold until killed
-	Counter  string // hammer: the key of the independent holder counter
-	LeaseTTL time.Duration
-	Renew    time.Duration
-	Seed     uint64
-	Index    int   // eventloop: this child's share of the clients
-	Procs    int   // eventloop: number of children
-	Start    int64 // eventloop: common start, Unix nanoseconds
+	Addr  string
+	Addrs []string // a Redis Cluster: the children use a ClusterClient
+	// Sentinel: the children use a failover client of MasterName, WAIT for
+	// WaitReplicas, and count holders on CounterAddr (a server of its own).
+	SentinelAddrs []string
+	MasterName    string
+	CounterAddr   string
+	WaitReplicas  int
+	// MaxAllowed, if set, is the holder count above which the hammer
+	// counts a violation (the limit stored in Redis may exceed Permits);
+	// every count above Permits is also reported (Over).
+	MaxAllowed int
+	Prefix     string
+	Name       string
+	Permits    int
+	Duration   time.Duration
+	Workers    int
+	Hold       int    // holder: permits to take and hold until killed
+	Counter    string // hammer: the key of the independent holder counter
+	LeaseTTL   time.Duration
+	Renew      time.Duration
+	Seed       uint64
+	Index      int   // eventloop: this child's share of the clients
+	Procs      int   // eventloop: number of children
+	Start      int64 // eventloop: common start, Unix nanoseconds
 }
 
 // childResult is what a child reports.
@@ -47,6 +58,8 @@ type childResult struct {
 	MaxHolders                                        int64
 	LeasesLost                                        int
 	Tokens                                            []int64
+	Over                                              []int64 // Unix ns of counts above Permits (at most 5000)
+	Limit                                             int     // the bulkhead's fleet limit at the end
 	Err                                               string
 }
 
@@ -103,6 +116,8 @@ func runChild(role string) int {
 		res, err = hammerChild(p)
 	case "holder":
 		res, err = holderChild(p)
+	case "queuer":
+		res, err = queuerChild(p)
 	case "eventloop":
 		res, err = eventLoopChild(p)
 	default:
@@ -116,9 +131,21 @@ func runChild(role string) int {
 	return 0
 }
 
-func childStore(p childParams) (*goredis.Client, *rxredis.Store, error) {
-	c := goredis.NewClient(&goredis.Options{Addr: p.Addr, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
-	s, err := rxredis.NewStore(c, rxredis.StoreConfig{KeyPrefix: p.Prefix, LeaseTTL: p.LeaseTTL, RenewInterval: p.Renew, PollInterval: 20 * time.Millisecond})
+func childStore(p childParams) (goredis.UniversalClient, *rxredis.Store, error) {
+	var c goredis.UniversalClient
+	if p.MasterName != "" {
+		c = goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: p.MasterName, SentinelAddrs: p.SentinelAddrs,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	} else if len(p.Addrs) > 0 {
+		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: p.Addrs, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	} else {
+		c = goredis.NewClient(&goredis.Options{Addr: p.Addr, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	}
+	cfg := rxredis.StoreConfig{KeyPrefix: p.Prefix, LeaseTTL: p.LeaseTTL, RenewInterval: p.Renew, PollInterval: 20 * time.Millisecond}
+	if p.MasterName != "" {
+		cfg.WaitReplicas, cfg.ProbeInterval, cfg.Timeout = p.WaitReplicas, 50*time.Millisecond, 500*time.Millisecond
+	}
+	s, err := rxredis.NewStore(c, cfg)
 	if err != nil {
 		c.Close()
 		return nil, nil, err
@@ -141,6 +168,18 @@ func hammerChild(p childParams) (childResult, error) {
 	if err != nil {
 		return res, err
 	}
+	counter := c
+	if p.CounterAddr != "" {
+		cc := goredis.NewClient(&goredis.Options{Addr: p.CounterAddr})
+		defer cc.Close()
+		counter = cc
+	}
+	allowed := p.Permits
+	if p.MaxAllowed > 0 {
+		allowed = p.MaxAllowed
+	}
+	var overMu sync.Mutex
+	var over []int64
 	var grants, cancels, timeouts, rejections, violations, maxHolders atomic.Int64
 	ctx := context.Background()
 	stop := time.Now().Add(p.Duration)
@@ -149,7 +188,17 @@ func hammerChild(p childParams) (childResult, error) {
 		rng := rand.New(rand.NewPCG(p.Seed, uint64(w)))
 		wg.Go(func() {
 			for time.Now().Before(stop) {
-				a := b.AcquirePermissionAsync()
+				// Both styles in one process: a Permit of Acquire given back
+				// by its own Finish, the others by FinishCall and
+				// ReleasePermission (which must never take a Permit).
+				var typed *rxredis.Permit
+				var a *bulkhead.Acquisition
+				if rng.IntN(3) == 0 {
+					typed = b.Acquire()
+					a = typed.Acquisition()
+				} else {
+					a = b.AcquirePermissionAsync()
+				}
 				if rng.IntN(4) == 0 {
 					// Cancel right away or after a short while.
 					if rng.IntN(2) == 0 {
@@ -166,14 +215,22 @@ func hammerChild(p childParams) (childResult, error) {
 						timeouts.Add(1)
 					} else {
 						rejections.Add(1)
+						time.Sleep(time.Millisecond) // Redis away: no busy loop
 					}
 					continue
 				}
 				grants.Add(1)
-				n, err := c.Incr(ctx, p.Counter).Result()
+				n, err := counter.Incr(ctx, p.Counter).Result()
 				if err == nil {
-					if n > int64(p.Permits) {
+					if n > int64(allowed) {
 						violations.Add(1)
+					}
+					if n > int64(p.Permits) && p.MaxAllowed > 0 {
+						overMu.Lock()
+						if len(over) < 5000 {
+							over = append(over, time.Now().UnixNano())
+						}
+						overMu.Unlock()
 					}
 					for m := maxHolders.Load(); n > m && !maxHolders.CompareAndSwap(m, n); m = maxHolders.Load() {
 					}
@@ -184,11 +241,14 @@ func hammerChild(p childParams) (childResult, error) {
 						hold = 35 * time.Millisecond
 					}
 					time.Sleep(hold)
-					c.Decr(ctx, p.Counter)
+					counter.Decr(ctx, p.Counter)
 				}
-				if rng.IntN(2) == 0 {
+				switch {
+				case typed != nil:
+					typed.Finish()
+				case rng.IntN(2) == 0:
 					b.FinishCall()
-				} else {
+				default:
 					b.ReleasePermission()
 				}
 			}
@@ -200,7 +260,8 @@ func hammerChild(p childParams) (childResult, error) {
 		return res, err
 	}
 	res = childResult{Grants: grants.Load(), Cancels: cancels.Load(), Timeouts: timeouts.Load(), Rejections: rejections.Load(),
-		Violations: violations.Load(), MaxHolders: maxHolders.Load(), LeasesLost: fm.LeasesLost}
+		Violations: violations.Load(), MaxHolders: maxHolders.Load(), LeasesLost: fm.LeasesLost,
+		Over: over, Limit: b.Config().MaxConcurrentCalls}
 	return res, nil
 }
 
@@ -225,6 +286,37 @@ func holderChild(p childParams) (childResult, error) {
 		}
 		l, _ := pm.Lease()
 		res.Tokens = append(res.Tokens, l.Token)
+	}
+	js, _ := json.Marshal(res)
+	fmt.Println(string(js))
+	select {} // until SIGKILL
+}
+
+// queuerChild queues p.Hold waiting calls, reports once the fleet's queue
+// holds them, and waits (renewing their tickets) until it is killed.
+func queuerChild(p childParams) (childResult, error) {
+	var res childResult
+	c, s, err := childStore(p)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	b, err := rxredis.NewBulkhead(s, p.Name, fleetConfig(p.Permits, time.Minute))
+	if err != nil {
+		return res, err
+	}
+	for range p.Hold {
+		b.AcquirePermissionAsync()
+	}
+	for deadline := time.Now().Add(outcomeTimeout); ; {
+		m, err := b.FleetMetrics(context.Background())
+		if err == nil && m.QueuedCalls >= p.Hold {
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("the fleet queue did not reach %d: %+v, %v", p.Hold, m, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	js, _ := json.Marshal(res)
 	fmt.Println(string(js))

@@ -36,8 +36,10 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", uint8(p))
 }
 
-// Config is the configuration of one fleet Bulkhead. Every replica must use
-// the same MaxConcurrentCalls for a given name; Redis does not store it.
+// Config is the configuration of one fleet Bulkhead. MaxConcurrentCalls is
+// the fleet limit until Bulkhead.ChangeConfig stores one in Redis, which
+// then applies to every replica whatever it was configured with; until
+// then every replica must use the same MaxConcurrentCalls for a name.
 type Config struct {
 	// Config holds the core fields:
 	//   - MaxConcurrentCalls is the fleet-wide number of permits (>= 1).
@@ -110,6 +112,14 @@ type StoreConfig struct {
 	// within LeaseTTL after its last renewal, at most LeaseTTL +
 	// RenewInterval after it was last known alive.
 	RenewInterval time.Duration
+	// TicketTTL is how long a waiting call's ticket lives unless renewed:
+	// the tickets of a crashed process stop blocking the fleet's queue
+	// within TicketTTL after their last renewal, at most TicketTTL ×
+	// 4/3 after the process was last alive. The renewal loop renews the
+	// tickets of this process every TicketTTL/3 (and its leases every
+	// RenewInterval). Default 2s, or LeaseTTL if it is shorter; at least
+	// 100ms.
+	TicketTTL time.Duration
 	// PollInterval is how often waiters ask Redis again if no release
 	// notification arrives (pub/sub is lossy, and expiries publish
 	// nothing); default 200ms.
@@ -120,6 +130,16 @@ type StoreConfig struct {
 	// ProbeInterval is how often an unreachable Redis is tried again;
 	// default 500ms.
 	ProbeInterval time.Duration
+	// WaitReplicas, if positive, ends every round trip that can grant a
+	// permit with WAIT WaitReplicas (in the same pipeline): its grants are
+	// delivered only once that many replicas acknowledged them, so that a
+	// failover to one of those replicas keeps them, their leases and their
+	// fencing tokens. A round trip whose writes fewer replicas acknowledged
+	// within Timeout/2 counts as Redis being unreachable: its grants are
+	// given back and each bulkhead's Policy applies until a probe passes.
+	// Zero (the default): no WAIT, and a failover to a replica that lagged
+	// may lose the last grants (see the guide). Not with a ClusterClient.
+	WaitReplicas int
 	// Clock measures MaxWaitDuration; default the real clock. Leases and
 	// tickets expire on the Redis server's clock regardless.
 	Clock bulkhead.Clock
@@ -136,6 +156,7 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 	}
 	def(&c.LeaseTTL, 10*time.Second)
 	def(&c.RenewInterval, c.LeaseTTL/3)
+	def(&c.TicketTTL, min(2*time.Second, c.LeaseTTL))
 	def(&c.PollInterval, 200*time.Millisecond)
 	def(&c.Timeout, time.Second)
 	def(&c.ProbeInterval, 500*time.Millisecond)
@@ -152,6 +173,10 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 		return c, bad("LeaseTTL", c.LeaseTTL, "must be >= 100ms")
 	case c.RenewInterval <= 0 || c.RenewInterval >= c.LeaseTTL/2:
 		return c, bad("RenewInterval", c.RenewInterval, fmt.Sprintf("must be > 0 and < LeaseTTL/2 (%v)", c.LeaseTTL/2))
+	case c.TicketTTL < 100*time.Millisecond:
+		return c, bad("TicketTTL", c.TicketTTL, "must be >= 100ms")
+	case c.WaitReplicas < 0:
+		return c, bad("WaitReplicas", c.WaitReplicas, "must be >= 0")
 	case c.PollInterval < 0:
 		return c, bad("PollInterval", c.PollInterval, "must be > 0")
 	case c.Timeout < 0:

@@ -28,8 +28,17 @@
 // Policy: FailClosed rejects with a *StoreError matching ErrUnavailable
 // (never bulkhead.ErrBulkheadFull), FailOver admits calls through a local
 // bulkhead.Semaphore of Config.LocalFraction of the fleet limit. The Store
-// probes Redis every StoreConfig.ProbeInterval and returns to the fleet as
-// soon as it answers.
+// bounds every round trip by StoreConfig.Timeout itself, whatever the
+// client's options, probes Redis every StoreConfig.ProbeInterval and
+// returns to the fleet as soon as it answers. Credentials and ACL errors
+// (NOAUTH, WRONGPASS, NOPERM) are answers, not outages: every call is
+// rejected with a *StoreError matching ErrRefused whatever the Policy, until
+// a probe passes. Store.OnEvent reports the changes (StoreDown,
+// StoreRefused, StoreUp) and, with Logger installed, go-redis's own
+// messages about the Store's round trips.
+//
+// The tickets of a crashed process stop blocking the fleet's queue within
+// StoreConfig.TicketTTL (2s) after their last renewal.
 //
 // What a Redis restart without persistence does: every lease and ticket is
 // lost. Calls already running keep running; within one RenewInterval their
@@ -37,7 +46,13 @@
 // window in which newcomers can be admitted beyond the limit is at most one
 // RenewInterval plus the restart itself. A lease that cannot be added back
 // is reported lost (Permit.Lost, FleetMetrics.LeasesLost). Fencing tokens
-// keep increasing across the restart (the counter restarts from the server
-// clock in microseconds), so a resource that checks tokens refuses the
-// older holders. Waiting calls ask again and get new tickets.
+// keep increasing across the restart (the counter never issues a number
+// below the server clock in microseconds), so a resource that checks
+// tokens refuses the older holders. Waiting calls ask again and get new
+// tickets. A failover to a replica that lagged is the same, unless
+// StoreConfig.WaitReplicas makes every grant wait for the replicas.
+//
+// Redis Cluster (a ClusterClient): the keys of a bulkhead share the hash
+// tag {name}, so every script runs on one master. Valkey works as Redis
+// does (make test-valkey).
 package redis

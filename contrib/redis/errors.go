@@ -17,6 +17,13 @@ import (
 // the fleet may well have free permits.
 var ErrUnavailable = errors.New("redis: store unavailable")
 
+// ErrRefused is the errors.Is target of a rejection because Redis refused
+// the Store's credentials or ACL (NOAUTH, WRONGPASS, NOPERM, or an
+// unauthenticated connection closed by the server). A refusal is an
+// answer, not an outage: every call is rejected with it, whatever the
+// Policy (FailOver does not admit locally), until a probe passes.
+var ErrRefused = errors.New("redis: store refused the credentials or ACL")
+
 // ErrClosed is the error of calls rejected because their Store was closed.
 var ErrClosed = errors.New("redis: store closed")
 
@@ -52,14 +59,27 @@ func (e *StoreError) Error() string {
 // Unwrap returns the underlying error.
 func (e *StoreError) Unwrap() error { return e.Err }
 
-// Is reports whether target is ErrUnavailable and Redis was unreachable.
-func (e *StoreError) Is(target error) bool { return target == ErrUnavailable && e.Unreachable }
+// Is reports whether target is ErrUnavailable and Redis was unreachable, or
+// ErrRefused and Redis refused the credentials or ACL.
+func (e *StoreError) Is(target error) bool {
+	switch target {
+	case ErrUnavailable:
+		return e.Unreachable
+	case ErrRefused:
+		return !e.Unreachable && refused(e.Err)
+	}
+	return false
+}
 
 // unreachable reports whether err says that Redis could not be reached (as
 // opposed to Redis answering with an error).
 func unreachable(err error) bool {
-	if err == nil {
+	if err == nil || refused(err) {
 		return false
+	}
+	var nr notReplicatedError
+	if errors.As(err, &nr) {
+		return true
 	}
 	var re goredis.Error
 	if errors.As(err, &re) {
@@ -73,4 +93,20 @@ func unreachable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, goredis.ErrPoolTimeout) ||
 		errors.Is(err, goredis.ErrPoolExhausted) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, goredis.ErrClosed)
+}
+
+// notReplicatedError is a round trip whose writes fewer than
+// StoreConfig.WaitReplicas replicas acknowledged: it counts as Redis being
+// unreachable, since a failover could lose its grants.
+type notReplicatedError struct {
+	got  int64
+	want int
+	err  error // WAIT's own error, if any
+}
+
+func (e notReplicatedError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("WAIT %d failed: %v", e.want, e.err)
+	}
+	return fmt.Sprintf("%d of WaitReplicas %d replicas acknowledged the grants in time", e.got, e.want)
 }

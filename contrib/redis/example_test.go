@@ -234,3 +234,56 @@ func ExampleBulkhead_OnEvent() {
 	// rejected
 	// finished
 }
+
+// The Store reports its state changes (down, refused, up) as events, and
+// Logger hands go-redis's own messages about the Store's round trips (a
+// failed dial on every probe while Redis is away) to the same listeners.
+// A client with ContextTimeoutEnabled lets go-redis itself give up on a
+// round trip the Store abandoned after Timeout.
+func ExampleStore_OnEvent() {
+	goredis.SetLogger(rxredis.Logger(quietLogger{})) // once per process; nil: the log package
+	defer goredis.SetLogger(quietLogger{})
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", // nothing listens there
+		MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-events:", Timeout: 200 * time.Millisecond})
+	down := make(chan error, 1)
+	store.OnEvent(func(e rxredis.StoreEvent) {
+		switch e.Type {
+		case rxredis.StoreDown, rxredis.StoreRefused:
+			select {
+			case down <- e.Err:
+			default:
+			}
+		case rxredis.ClientLog:
+			// go-redis's message, e.Message: log it at debug level, count it...
+		}
+	})
+	defer store.Close()
+	partner, _ := rxredis.NewBulkhead(store, "partner", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 5}})
+	a := partner.AcquirePermissionAsync()
+	<-a.Done()
+	fmt.Println("unavailable:", errors.Is(a.Err(), rxredis.ErrUnavailable), "refused:", errors.Is(a.Err(), rxredis.ErrRefused))
+	fmt.Println("store event:", <-down != nil)
+	// Output:
+	// unavailable: true refused: false
+	// store event: true
+}
+
+// One ChangeConfig stores the fleet limit in Redis for every replica.
+func ExampleBulkhead_ChangeConfig() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-change:"})
+	defer store.Close()
+	acme, _ := rxredis.NewBulkhead(store, "acme", rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 5}})
+
+	cfg := acme.Config()
+	cfg.MaxConcurrentCalls = 8 // for every replica of "acme"
+	if err := acme.ChangeConfig(context.Background(), cfg); err != nil {
+		panic(err)
+	}
+	m, _ := acme.FleetMetrics(context.Background())
+	fmt.Println("fleet limit:", m.MaxConcurrentCalls)
+	// Output: fleet limit: 8
+}

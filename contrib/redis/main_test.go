@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +21,24 @@ import (
 const childEnv = "RXBULKHEAD_REDIS_CHILD"
 
 func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the fault tests fail dials on purpose.
+	goredis.SetLogger(quietLogger{})
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
 	}
-	// go-redis logs every failed dial; the fault tests fail dials on purpose.
-	goredis.SetLogger(quietLogger{})
 	if redisServerPath() == "" && os.Getenv("CI") != "" {
-		fmt.Fprintln(os.Stderr, "contrib/redis: redis-server is not installed and CI is set: run `make redis-server`")
+		fmt.Fprintf(os.Stderr, "contrib/redis: the server binary ($%s, default redis-server) is not installed and CI is set: run `make redis-server`\n", serverEnv)
 		os.Exit(1)
 	}
 	if redisServerPath() == "" {
 		// Not in CI: nothing here can run without a real server.
 		fmt.Println("contrib/redis: skipping every test: redis-server is not installed (make redis-server)")
 		os.Exit(0)
+	}
+	if bin := redisServerPath(); bin != "" {
+		if out, err := exec.Command(bin, "--version").Output(); err == nil {
+			fmt.Printf("contrib/redis: testing against %s", out)
+		}
 	}
 	{
 		s, err := startServer()

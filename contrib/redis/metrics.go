@@ -16,8 +16,8 @@ import (
 func (b *Bulkhead) Metrics() bulkhead.Metrics {
 	b.mu.Lock()
 	m := bulkhead.Metrics{
-		AvailableConcurrentCalls:  max(0, b.cfg.MaxConcurrentCalls-b.fleetHeld),
-		MaxAllowedConcurrentCalls: b.cfg.MaxConcurrentCalls,
+		AvailableConcurrentCalls:  max(0, b.limit-b.fleetHeld),
+		MaxAllowedConcurrentCalls: b.limit,
 		InFlightCalls:             b.held,
 		QueuedCalls:               b.fresh + b.ticketed,
 		MaxQueuedCalls:            b.cfg.MaxQueuedCalls,
@@ -31,7 +31,8 @@ func (b *Bulkhead) Metrics() bulkhead.Metrics {
 
 // FleetMetrics is the state of a bulkhead across every replica.
 type FleetMetrics struct {
-	// MaxConcurrentCalls is this process's configured fleet limit.
+	// MaxConcurrentCalls is the fleet limit: the one stored by ChangeConfig,
+	// else this process's configured one.
 	MaxConcurrentCalls int
 	// InFlightCalls is the number of live leases in Redis.
 	InFlightCalls int
@@ -49,16 +50,27 @@ type FleetMetrics struct {
 // FleetMetrics asks Redis (one round trip) for the fleet-wide counts. It
 // fails with a *StoreError.
 func (b *Bulkhead) FleetMetrics(ctx context.Context) (FleetMetrics, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.s.cfg.Timeout)
-	defer cancel()
-	v, err := statsScript.Run(ctx, b.s.client, b.keys.list).Int64Slice()
+	var v []int64
+	err := b.s.bounded(ctx, nil, func(ctx context.Context) error {
+		var err error
+		v, err = statsScript.Run(ctx, b.s.client, b.keys.list, b.cfg.MaxConcurrentCalls).Int64Slice()
+		for i := 0; err != nil && closedByServer(err) && ctx.Err() == nil && i <= int(b.s.client.PoolStats().TotalConns); i++ {
+			// A connection the server closed (after refusing it): once
+			// more on a new one, so that Check names the refusal.
+			v, err = statsScript.Run(ctx, b.s.client, b.keys.list, b.cfg.MaxConcurrentCalls).Int64Slice()
+		}
+		return err
+	})
 	b.mu.Lock()
 	m := FleetMetrics{MaxConcurrentCalls: b.cfg.MaxConcurrentCalls, LeasesLost: b.leasesLost, LeasesRestored: b.restored}
 	b.mu.Unlock()
 	if err != nil {
-		return m, &StoreError{Name: b.name, Unreachable: unreachable(err), Err: err}
+		return m, &StoreError{Name: b.name, Unreachable: unreachable(err) && !refused(err), Err: err}
 	}
-	m.InFlightCalls, m.QueuedCalls = int(v[0]), int(v[1])
+	if len(v) != 3 {
+		return m, &StoreError{Name: b.name, Err: errBadReply(len(v), 3)}
+	}
+	m.InFlightCalls, m.QueuedCalls, m.MaxConcurrentCalls = int(v[0]), int(v[1]), int(v[2])
 	return m, nil
 }
 

@@ -43,12 +43,16 @@ type Permit struct {
 	inFlight bool // sent in the round trip under way
 	isLocal  bool // stHeld: holds a FailOver permit, no lease
 	lost     bool // stHeld: the lease expired in Redis and could not be restored
+	typed    bool // made by Acquire: given back only by Finish or Release (immutable)
 }
 
 // Lease is the grant of one permit: its id in Redis and its fencing token.
 // Tokens are unique and increase with every grant of a bulkhead, across the
-// fleet and across Redis restarts (the counter then restarts from the
-// server clock in microseconds).
+// fleet, Redis restarts and failovers: the counter never issues a number
+// below the server clock in microseconds, so a counter lost or rolled back
+// resumes above every token issued before (unless a new primary's clock is
+// behind the old one's by more than the failover took). With
+// StoreConfig.WaitReplicas a delivered grant is also on the replicas.
 type Lease struct {
 	Bulkhead string // the bulkhead's name
 	ID       string // the member of the leases sorted set

@@ -36,7 +36,7 @@ func TestSeveralProcessesNeverHoldMoreThanTheFleetLimit(t *testing.T) {
 	prefix := prefixFor(t)
 	flushKeys(t, c, prefix)
 	const permits, procs = 3, 3
-	p := childParams{Addr: srv.addr(), Prefix: prefix, Name: "partner", Permits: permits, Duration: 3 * time.Second,
+	p := childParams{Addr: srv.addr(), Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(3 * time.Second),
 		Workers: 8, Counter: prefix + "holders", LeaseTTL: 10 * time.Second, Renew: time.Second}
 	var children []func() childResult
 	for i := range procs {

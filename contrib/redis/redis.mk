@@ -9,11 +9,38 @@ REDIS_BENCH_ROUNDS ?= 20
 REDIS_EL_ROUNDS    ?= 5
 REDIS_BENCH_TXT    := $(BIN)/redis-bench.txt
 
-.PHONY: test-redis bench-redis
+.PHONY: test-redis test-valkey soak-redis valkey-server bench-redis
 
 ## test-redis: the contrib/redis tests alone (real redis-server, about 15 s)
 test-redis: redis-server
 	cd contrib/redis && $(GO) test -race -count=1 ./...
+
+## test-valkey: the contrib/redis tests against valkey-server (Valkey 8.0.1,
+## Debian bookworm-backports, which this target enables if needed, from the
+## same mirror as the system's Debian sources)
+test-valkey: valkey-server
+	cd contrib/redis && RXBULKHEAD_REDIS_SERVER=valkey-server RXBULKHEAD_REDIS_CLI=valkey-cli $(GO) test -race -count=1 ./...
+
+## soak-redis: the process, Cluster, Sentinel failover and ChangeConfig
+## tests under load REDIS_SOAK times longer (default 20: about 6 min)
+REDIS_SOAK ?= 20
+soak-redis: redis-server
+	cd contrib/redis && RXBULKHEAD_REDIS_SOAK=$(REDIS_SOAK) $(GO) test -race -count=1 -timeout 30m \
+		-run '^(TestSeveralProcessesNeverHoldMoreThanTheFleetLimit|TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad|TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing|TestChangeConfigReachesEveryReplicaUnderLoad)$$' -v ./... \
+		| grep -E '^(---|ok|FAIL|PASS)|processes|failover:'
+
+## valkey-server: install valkey-server and valkey-cli from bookworm-backports
+valkey-server:
+	@command -v valkey-server >/dev/null 2>&1 || { \
+		echo "== installing valkey-server (apt-get, bookworm-backports)"; \
+		apt-get update -qq; \
+		apt-cache policy valkey-server 2>/dev/null | grep -q 'Candidate: [0-9]' || { \
+			uri=$$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources | head -1); \
+			printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$$uri" \
+				> /etc/apt/sources.list.d/bookworm-backports.sources && apt-get update -qq; }; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports valkey-server valkey-tools >/dev/null; \
+	}
+	@command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is missing and could not be installed"; exit 1; }
 
 ## bench-redis: contrib/redis benchmarks, fleet and peer interleaved round by
 ## round (REDIS_BENCH_ROUNDS and REDIS_EL_ROUNDS rounds, about 2 min); prints

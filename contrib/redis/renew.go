@@ -8,20 +8,31 @@ import (
 )
 
 // renewLoop is the one renewal loop of the process: every RenewInterval it
-// extends every lease and ticket of every bulkhead in one pipelined round
-// trip, however many there are. A failed renewal is tried again at the next
-// interval; leases live LeaseTTL, so RenewInterval < LeaseTTL/2 leaves room
-// for one failure.
+// extends every lease of every bulkhead, and every TicketTTL/3 every
+// ticket, in one pipelined round trip, however many there are. A failed
+// renewal is tried again at the next interval; leases live LeaseTTL, so
+// RenewInterval < LeaseTTL/2 leaves room for one failure (a ticket that
+// expires anyway only loses its place in the queue: its call asks again).
 func (s *Store) renewLoop() {
-	t := time.NewTicker(s.cfg.RenewInterval)
+	every := min(s.cfg.RenewInterval, s.cfg.TicketTTL/3)
+	t := time.NewTicker(every)
 	defer t.Stop()
+	nextLeases := time.Now().Add(s.cfg.RenewInterval)
 	for {
 		select {
 		case <-s.done:
 			return
 		case <-t.C:
 		}
-		s.renew()
+		// Leases are due a little early rather than one tick late.
+		leases := !time.Now().Add(every / 2).Before(nextLeases)
+		if leases {
+			nextLeases = nextLeases.Add(s.cfg.RenewInterval)
+			if now := time.Now(); nextLeases.Before(now) {
+				nextLeases = now.Add(s.cfg.RenewInterval)
+			}
+		}
+		s.renew(leases)
 	}
 }
 
@@ -29,42 +40,65 @@ func (s *Store) renewLoop() {
 type renewal struct {
 	b      *Bulkhead
 	leases []*Permit
-	cmd    *goredis.Cmd
 }
 
-func (s *Store) renew() {
+func (s *Store) renew(leases bool) {
 	var rs []*renewal
 	for _, b := range s.all() {
-		if r := b.collectRenewal(); r != nil {
+		if r := b.collectRenewal(leases); r != nil {
 			rs = append(rs, r)
 		}
 	}
 	if len(rs) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	defer cancel()
-	send := func() error {
-		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, r := range rs {
-				r.cmd = renewScript.EvalSha(ctx, p, r.b.keys.list, r.args(s)...)
-			}
-			return nil
-		})
-		return err
+	// Arguments are built here, not on the bounded goroutine: they read
+	// the bulkheads under their locks.
+	args := make([][]any, len(rs))
+	for i, r := range rs {
+		args[i] = r.args(s)
 	}
-	err := send()
-	if goredis.HasErrorPrefix(err, "NOSCRIPT") {
-		if loadScripts(ctx, s.client) != nil {
-			return
+	replies := make([][]int64, len(rs))
+	err := s.boundedLate(context.Background(), &s.renewing, func(ctx context.Context) error {
+		cmds := make([]*goredis.Cmd, len(rs))
+		send := func() error {
+			_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				for i, r := range rs {
+					cmds[i] = renewScript.EvalSha(ctx, p, r.b.keys.list, args[i]...)
+				}
+				return nil
+			})
+			return err
 		}
-		err = send()
+		err := send()
+		if goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := loadScripts(ctx, s.client); err != nil {
+				return err
+			}
+			err = send()
+		}
+		if err != nil && unreachable(err) {
+			return err
+		}
+		for i, c := range cmds {
+			if v, err := c.Int64Slice(); err == nil {
+				replies[i] = v
+			}
+		}
+		return nil
+	}, func() {
+		// Abandoned, and run at last: it may have added back leases given
+		// back meanwhile.
+		for _, r := range rs {
+			r.b.giveBackLate(nil, r.leases)
+		}
+		s.kick()
+	})
+	if err != nil {
+		return // tried again at the next interval
 	}
-	if err != nil && unreachable(err) {
-		return
-	}
-	for _, r := range rs {
-		if v, err := r.cmd.Int64Slice(); err == nil && len(v) == 1+len(r.leases) {
+	for i, r := range rs {
+		if v := replies[i]; len(v) == 1+len(r.leases) {
 			r.b.applyRenewal(r.leases, v)
 		}
 	}
@@ -75,7 +109,7 @@ func (r *renewal) args(s *Store) []any {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	args := make([]any, 0, 4+len(r.leases)+b.ticketed)
-	args = append(args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.LeaseTTL.Milliseconds(), len(r.leases))
+	args = append(args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.TicketTTL.Milliseconds(), len(r.leases))
 	for _, p := range r.leases {
 		args = append(args, s.id(p.n))
 	}
@@ -87,15 +121,19 @@ func (r *renewal) args(s *Store) []any {
 	return args
 }
 
-// collectRenewal lists the leases to renew, or returns nil if the bulkhead
-// holds none and queues nothing.
-func (b *Bulkhead) collectRenewal() *renewal {
+// collectRenewal lists the leases to renew (if leases is set; the tickets
+// are always renewed), or returns nil if there is nothing to renew.
+func (b *Bulkhead) collectRenewal(leases bool) *renewal {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed || (b.held == 0 && b.ticketed == 0) {
+	if b.closed || ((!leases || b.held == 0) && b.ticketed == 0) {
 		return nil
 	}
-	r := &renewal{b: b, leases: make([]*Permit, 0, b.held)}
+	r := &renewal{b: b}
+	if !leases {
+		return r
+	}
+	r.leases = make([]*Permit, 0, b.held)
 	for p := b.hhead; p != nil; p = p.next {
 		if !p.isLocal {
 			r.leases = append(r.leases, p)

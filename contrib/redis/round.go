@@ -34,9 +34,10 @@ func (b *Bulkhead) collect() *work {
 	if b.wake && b.ticketed == 0 {
 		b.wake = false
 	}
-	if b.closed || (len(b.releases) == 0 && len(b.withdrawals) == 0 && !b.wake && b.fresh == 0) {
+	if b.closed || (len(b.releases) == 0 && len(b.withdrawals) == 0 && !b.wake && b.fresh == 0 && !b.refresh) {
 		return nil
 	}
+	b.refresh = false
 	w := &work{b: b, rel: b.releases, wd: b.withdrawals}
 	b.releases, b.withdrawals = nil, nil
 	wake := b.wake
@@ -48,7 +49,7 @@ func (b *Bulkhead) collect() *work {
 			continue
 		}
 		switch {
-		case p.seq > 0 && wake && tickets < b.cfg.MaxConcurrentCalls:
+		case p.seq > 0 && wake && tickets < b.limit:
 			tickets++
 			kinds = append(kinds, 'w')
 		case p.seq == 0 && fresh < maxNewPerRound:
@@ -73,7 +74,7 @@ func (b *Bulkhead) collect() *work {
 	}
 	s := b.s
 	w.args = make([]any, 0, 8+len(w.rel)+len(w.wd)+2*len(w.reqs))
-	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.LeaseTTL.Milliseconds(),
+	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.TicketTTL.Milliseconds(),
 		b.keys.channel, b.name, len(w.rel), len(w.wd), room)
 	for _, n := range w.rel {
 		w.args = append(w.args, s.id(n))
@@ -92,16 +93,17 @@ var kindArg = map[byte]string{'w': "w", 'n': "n", 't': "t"}
 // apply takes the outcome of a round trip and delivers it on the delivery
 // goroutine. It reports whether more work is left at once.
 func (b *Bulkhead) apply(w *work) bool {
-	if len(w.reply) != 2+2*len(w.reqs) {
-		w.err = errBadReply(len(w.reply), 2+2*len(w.reqs))
+	if len(w.reply) != 3+2*len(w.reqs) {
+		w.err = errBadReply(len(w.reply), 3+2*len(w.reqs))
 		b.fail(w, w.err)
 		return false
 	}
 	var out []delivery
 	b.mu.Lock()
 	b.fleetHeld, b.fleetQueued = int(w.reply[0]), int(w.reply[1])
+	changed := b.setLimitLocked(int(w.reply[2]))
 	for i, p := range w.reqs {
-		code, v := w.reply[2+2*i], w.reply[3+2*i]
+		code, v := w.reply[3+2*i], w.reply[4+2*i]
 		p.inFlight = false
 		if p.state != stWaiting {
 			// Decided meanwhile (Cancel, timeout, Close): give back by id
@@ -139,6 +141,9 @@ func (b *Bulkhead) apply(w *work) bool {
 	}
 	more := w.more || len(b.releases) > 0 || len(b.withdrawals) > 0
 	b.mu.Unlock()
+	if changed {
+		b.limitChanged()
+	}
 	b.s.deliveries.push(out)
 	return more
 }
@@ -176,8 +181,16 @@ func (b *Bulkhead) fail(w *work, err error) {
 
 // storeDown applies the Policy to every call queued for Redis: FailClosed
 // rejects them (*StoreError, ErrUnavailable), FailOver moves them to the
-// local semaphore. Their tickets are withdrawn once Redis is back.
-func (b *Bulkhead) storeDown() {
+// local semaphore. With a refusal (the refused state) every call is
+// rejected with it instead, whatever the Policy. Their tickets are
+// withdrawn once Redis is back.
+func (b *Bulkhead) storeDown(refusal error) {
+	local := b.local
+	var rerr error
+	if refusal != nil {
+		local = nil
+		rerr = &StoreError{Name: b.name, Err: refusal}
+	}
 	b.mu.Lock()
 	var moved []*Permit
 	for p := b.qhead; p != nil; p = b.qhead {
@@ -189,7 +202,7 @@ func (b *Bulkhead) storeDown() {
 			b.releases = append(b.releases, p.n)
 			p.inFlight = false
 		}
-		if b.local != nil {
+		if local != nil {
 			p.state = stLocal
 		} else {
 			p.state = stDone
@@ -198,10 +211,13 @@ func (b *Bulkhead) storeDown() {
 	}
 	b.mu.Unlock()
 	for _, p := range moved {
-		if b.local != nil {
+		switch {
+		case local != nil:
 			b.acquireLocal(p)
-		} else {
-			b.reject(p, b.errUnavailable, 0)
+		case rerr != nil:
+			b.reject(p, rerr, 0)
+		default:
+			b.reject(p, b.unavailable(), 0)
 		}
 	}
 }
@@ -260,7 +276,7 @@ func (b *Bulkhead) close() *work {
 		return nil
 	}
 	s := b.s
-	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.LeaseTTL.Milliseconds(),
+	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.TicketTTL.Milliseconds(),
 		b.keys.channel, b.name, len(w.rel), len(w.wd), -1)
 	for _, n := range w.rel {
 		w.args = append(w.args, s.id(n))
@@ -278,3 +294,25 @@ func (e badReplyError) Error() string {
 }
 
 func errBadReply(got, want int) error { return badReplyError{got, want} }
+
+// giveBackLate gives back by id, again, what an abandoned round trip that
+// ran at last may have taken (bounded): the leases and tickets of reqs
+// (none of them is held under those ids: fail handed them to the Policy)
+// and the leases of renewed Permits that are no longer held. Ids are never
+// reused, and both scripts are no-ops for ids Redis does not have.
+func (b *Bulkhead) giveBackLate(reqs, renewed []*Permit) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range reqs {
+		if p.state == stHeld && !p.isLocal {
+			continue // granted since, under its id, by a later round trip
+		}
+		b.releases = append(b.releases, p.n)
+		b.withdrawals = append(b.withdrawals, p.n)
+	}
+	for _, p := range renewed {
+		if p.state != stHeld {
+			b.releases = append(b.releases, p.n)
+		}
+	}
+}

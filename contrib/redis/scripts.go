@@ -13,21 +13,30 @@ import (
 //	PREFIX{NAME}:queue    sorted set: ticket id -> ticket number (fleet order)
 //	PREFIX{NAME}:alive    sorted set: ticket id -> ticket expiry (ms)
 //	PREFIX{NAME}:seq      counter: ticket numbers and fencing tokens
-//	PREFIX{NAME}:released pub/sub channel: "a permit may be free"
+//	PREFIX{NAME}:config   hash: limit (set by ChangeConfig; absent: each
+//	                      replica's Config.MaxConcurrentCalls)
+//	PREFIX{NAME}:released pub/sub channel: NAME, "a permit may be free";
+//	                      configPayload+NAME, "the limit changed"
 //
 // Every script reads the time with TIME, so the clocks of the replicas do
 // not matter, and first drops expired leases (holders that crashed) and
 // expired tickets (waiters whose process crashed).
 //
-// seq starts, when it does not exist, at the server time in microseconds:
-// after a restart that lost it, new tokens still exceed every token issued
-// before, as long as fewer than one token per microsecond was issued on
-// average since the key was first created (Redis runs far fewer scripts).
+// seq never issues a number below the server time in microseconds: after
+// a restart that lost it, or a failover to a replica that had not received
+// its last increments, new numbers still exceed every number issued
+// before, as long as fewer than one number per microsecond was issued on
+// average (Redis runs far fewer scripts) and the new server's clock is not
+// behind the old one's by more than the time the failover took.
 type keys struct {
-	leases, queue, alive, seq string
-	channel                   string
-	list                      []string // leases, queue, alive, seq: the KEYS of every script
+	leases, queue, alive, seq, config string
+	channel                           string
+	list                              []string // leases, queue, alive, seq, config: the KEYS of every script
 }
+
+// configPayload starts the release-channel message of a limit change (a
+// name cannot contain '{').
+const configPayload = "{config}"
 
 func newKeys(prefix, name string) keys {
 	base := prefix + "{" + name + "}:"
@@ -36,9 +45,10 @@ func newKeys(prefix, name string) keys {
 		queue:   base + "queue",
 		alive:   base + "alive",
 		seq:     base + "seq",
+		config:  base + "config",
 		channel: base + "released",
 	}
-	k.list = []string{k.leases, k.queue, k.alive, k.seq}
+	k.list = []string{k.leases, k.queue, k.alive, k.seq, k.config}
 	return k
 }
 
@@ -85,12 +95,25 @@ for i = 1, #dead, 500 do
   queued = queued - redis.call('ZREM', KEYS[2], unpack(dead, i, math.min(i + 499, #dead)))
   redis.call('ZREM', KEYS[3], unpack(dead, i, math.min(i + 499, #dead)))
 end
+-- The fleet limit: the one stored by ChangeConfig, else the caller's.
+local function fleetlimit(default)
+  local l = redis.pcall('HGET', KEYS[5], 'limit')
+  if type(l) == 'table' then
+    if string.find(l.err, 'WRONGTYPE', 1, true) then error(typeerror(KEYS[5], 'hash')) end
+    error(l)
+  end
+  if l then return tonumber(l) end
+  return default
+end
 local function nextseq()
   local n = redis.pcall('INCR', KEYS[4])
   if type(n) == 'table' then error(typeerror(KEYS[4], 'counter')) end
-  if n == 1 then
-    -- new (or lost in a restart): start from the server clock in µs
-    n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  -- Never below the server clock in µs: a counter lost in a restart, or
+  -- rolled back by a failover to a replica that lagged, resumes above
+  -- every number issued before (see keys).
+  local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if n < floor then
+    n = floor
     redis.call('SET', KEYS[4], n)
   end
   return n
@@ -114,9 +137,12 @@ end
 // room for a waiter of another process), the round publishes on the
 // release channel.
 //
-// Reply: held, queued, then (code, value) per request.
+// ARGV[1] is this replica's configured limit, used only while no limit is
+// stored in the config hash.
+//
+// Reply: held, queued, the fleet limit, then (code, value) per request.
 var roundScript = goredis.NewScript(scriptPrelude + `
-local limit, leasettl, tickettl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local limit, leasettl, tickettl = fleetlimit(tonumber(ARGV[1])), tonumber(ARGV[2]), tonumber(ARGV[3])
 local nrel, nwd, room = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local changed = purged > 0 or #dead > 0
 local i = 9
@@ -137,7 +163,7 @@ local heads = {}
 if free > 0 and queued > 0 then
   for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, free - 1)) do heads[m] = true end
 end
-local out = {0, 0}
+local out = {0, 0, limit}
 local function grant(id)
   redis.call('ZADD', KEYS[1], now + leasettl, id)
   held = held + 1
@@ -196,7 +222,7 @@ return out
 // Reply: missing tickets, then one code per lease: 0 renewed, 1 restored,
 // 2 lost.
 var renewScript = goredis.NewScript(scriptPrelude + `
-local limit, leasettl, tickettl, nl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local limit, leasettl, tickettl, nl = fleetlimit(tonumber(ARGV[1])), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = {0}
 local held = redis.call('ZCARD', KEYS[1])
 for j = 5, 4 + nl do
@@ -220,11 +246,26 @@ return out
 `)
 
 // statsScript counts the live leases and tickets of the fleet (after
-// dropping the expired ones, as every script does). Reply: held, queued.
+// dropping the expired ones, as every script does) and reads the stored
+// limit (ARGV[1] if none). Reply: held, queued, limit.
 var statsScript = goredis.NewScript(scriptPrelude + `
 local t4 = redis.call('TYPE', KEYS[4]).ok
 if t4 ~= 'none' and t4 ~= 'string' then return typeerror(KEYS[4], 'counter') end
-return {redis.call('ZCARD', KEYS[1]), queued}
+return {redis.call('ZCARD', KEYS[1]), queued, fleetlimit(tonumber(ARGV[1]))}
 `)
 
-var allScripts = []*goredis.Script{roundScript, renewScript, statsScript}
+// changeScript stores the fleet limit and tells every replica (ARGV:
+// limit, channel, message). Waiters that the new limit admits are woken by
+// the same message. Reply: the previous stored limit, or 0.
+var changeScript = goredis.NewScript(`
+local t5 = redis.call('TYPE', KEYS[5]).ok
+if t5 ~= 'none' and t5 ~= 'hash' then
+  return redis.error_reply('RXBTYPE key ' .. KEYS[5] .. ' holds a ' .. t5 .. ', not a hash')
+end
+local old = redis.call('HGET', KEYS[5], 'limit')
+redis.call('HSET', KEYS[5], 'limit', ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return tonumber(old or '0')
+`)
+
+var allScripts = []*goredis.Script{roundScript, renewScript, statsScript, changeScript}

@@ -32,17 +32,34 @@ type server struct {
 	cmd  *exec.Cmd
 }
 
-// redisServerPath finds redis-server, or returns "" if it is not installed.
+// serverEnv names the server binary the tests start (a path or a name on
+// PATH): redis-server by default, valkey-server for make test-valkey.
+const serverEnv = "RXBULKHEAD_REDIS_SERVER"
+
+// redisServerPath finds the server binary ($RXBULKHEAD_REDIS_SERVER, else
+// redis-server), or returns "" if it is not installed.
 func redisServerPath() string {
-	if p, err := exec.LookPath("redis-server"); err == nil {
+	name := os.Getenv(serverEnv)
+	if name == "" {
+		name = "redis-server"
+	}
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	for _, p := range []string{"/usr/bin/redis-server", "/usr/local/bin/redis-server"} {
-		if _, err := os.Stat(p); err == nil {
+	if filepath.Base(name) != name {
+		return ""
+	}
+	for _, dir := range []string{"/usr/bin", "/usr/local/bin", "/usr/sbin"} {
+		if p := filepath.Join(dir, name); fileExists(p) {
 			return p
 		}
 	}
 	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func freePort() (int, error) {
@@ -190,4 +207,20 @@ func flushKeys(t testing.TB, c *goredis.Client, prefix string) {
 			c.Del(ctx, keys...)
 		}
 	})
+}
+
+func netListen(port int) (net.Listener, error) {
+	return net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+}
+
+// soakEnv multiplies the load duration of the process, Cluster, failover
+// and ChangeConfig tests (make soak-redis).
+const soakEnv = "RXBULKHEAD_REDIS_SOAK"
+
+// soak returns d × $RXBULKHEAD_REDIS_SOAK (1 if unset or invalid).
+func soak(d time.Duration) time.Duration {
+	if n, err := strconv.Atoi(os.Getenv(soakEnv)); err == nil && n > 1 {
+		return d * time.Duration(n)
+	}
+	return d
 }

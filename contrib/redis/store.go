@@ -13,6 +13,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/rxbulkhead/bulkhead/internal/publish"
 )
 
 // Store connects the fleet bulkheads of one process to Redis. It runs a
@@ -28,6 +30,10 @@ import (
 //     pipelined round trip per RenewInterval;
 //   - the subscriber listens on the release channels (one PSUBSCRIBE).
 //
+// Each round trip runs on a short-lived goroutine of its own, bounded by
+// StoreConfig.Timeout whatever the client's options (bounded.go); the loop
+// that started it goes on after Timeout without it.
+//
 // A Store does not own its client: Close stops the goroutines, and the
 // caller closes the client afterwards.
 type Store struct {
@@ -35,7 +41,12 @@ type Store struct {
 	cfg      StoreConfig
 	idPrefix string
 	nextID   atomic.Uint64
-	down     atomic.Bool // Redis unreachable: the Policy of each bulkhead applies
+	down     atomic.Bool // not up: unreachable, or refused if refusal is set (state.go)
+	refusal  atomic.Pointer[refusalState]
+	cause    atomic.Pointer[refusalState] // what made the Store unreachable (state.go)
+	probing  atomic.Bool                  // a probe is running (bounded)
+	renewing atomic.Bool                  // a renewal is running (bounded)
+	pub      publish.Listeners[StoreEvent]
 	kickc    chan struct{}
 	done     chan struct{}
 	closed   atomic.Bool
@@ -60,6 +71,9 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := client.(*goredis.ClusterClient); ok && cfg.WaitReplicas > 0 {
+		return nil, errors.New("redis: invalid StoreConfig: WaitReplicas must be 0 with a ClusterClient (WAIT concerns one master)")
+	}
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, fmt.Errorf("redis: NewStore: %w", err)
@@ -72,6 +86,7 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 		bulkheads: make(map[string]*Bulkhead),
 	}
 	s.deliveries.init()
+	stores.Store(s, clientAddrs(client))
 	ctx, cancel := context.WithCancel(context.Background())
 	ps := client.PSubscribe(ctx) // no pattern yet: no I/O
 	s.wg.Add(5)
@@ -140,15 +155,19 @@ func (s *Store) kickSoon() {
 	}
 }
 
-// Available reports whether Redis answered the last round trip (false
-// while the Policy of each bulkhead applies).
+// Available reports whether the Store is up: false while Redis cannot be
+// reached (the Policy of each bulkhead applies) and while it refuses the
+// credentials or ACL (every call is rejected; see ErrRefused).
 func (s *Store) Available() bool { return !s.down.Load() }
 
 // Close stops the Store: every call still waiting is rejected with an
 // error matching ErrClosed, the leases still held are given back in one
 // round trip (their holders' later FinishCall or ReleasePermission do
 // nothing), and the goroutines stop before Close returns. Close does not
-// close the client. It is idempotent.
+// close the client. It is idempotent. It returns within about twice
+// StoreConfig.Timeout even if Redis stalls (the round trip under way, then
+// the one that gives back the leases); a round trip abandoned then ends
+// when go-redis gives up on it or the client is closed.
 func (s *Store) Close() error {
 	s.mu.Lock() // add checks closed under mu: no bulkhead is added from now on
 	first := s.closed.CompareAndSwap(false, true)
@@ -158,6 +177,7 @@ func (s *Store) Close() error {
 	}
 	close(s.done)
 	s.wg.Wait()
+	stores.Delete(s)
 	var works []*work
 	for _, b := range s.all() {
 		if w := b.close(); w != nil {
@@ -173,9 +193,12 @@ func (s *Store) Close() error {
 		deliver(d)
 	}
 	if len(works) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-		defer cancel()
-		if err := s.exec(ctx, works); err != nil && !unreachable(err) {
+		// Bounded by Timeout: a stalled Redis does not hold Close.
+		err := s.bounded(context.Background(), nil, func(ctx context.Context) error {
+			_, err := s.exec(ctx, works)
+			return err
+		})
+		if err != nil && !unreachable(err) {
 			return fmt.Errorf("redis: Close: giving back leases: %w", err)
 		}
 	}
@@ -228,26 +251,6 @@ func (s *Store) dispatch() {
 	}
 }
 
-// probe tries Redis once; on success the bulkheads leave their Policy.
-func (s *Store) probe() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	defer cancel()
-	if err := s.client.Ping(ctx).Err(); err != nil {
-		return false
-	}
-	s.down.Store(false)
-	return true
-}
-
-// markDown switches every bulkhead to its Policy.
-func (s *Store) markDown() {
-	if s.down.CompareAndSwap(false, true) {
-		for _, b := range s.all() {
-			b.storeDown()
-		}
-	}
-}
-
 // round makes one round trip for every bulkhead with work and reports
 // whether more work is left at once.
 func (s *Store) round() bool {
@@ -260,77 +263,128 @@ func (s *Store) round() bool {
 	if len(works) == 0 {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	err := s.exec(ctx, works)
-	cancel()
+	var res []result
+	err := s.boundedLate(context.Background(), nil, func(ctx context.Context) error {
+		var err error
+		res, err = s.exec(ctx, works)
+		return err
+	}, func() {
+		// Abandoned, and run at last: what it granted is given back again.
+		for _, w := range works {
+			w.b.giveBackLate(w.reqs, nil)
+		}
+		s.kick()
+	})
 	if err != nil && unreachable(err) {
 		for _, w := range works {
 			w.b.fail(w, err)
 		}
-		s.markDown()
+		s.markDown(err)
 		return false
 	}
 	more := false
-	for _, w := range works {
+	var refusal error
+	for i, w := range works {
+		w.reply, w.err = res[i].reply, res[i].err
 		if w.err != nil {
 			w.b.fail(w, w.err)
+			if refusal == nil && refused(w.err) {
+				refusal = w.err
+			}
 		} else if w.b.apply(w) {
 			more = true
 		}
 	}
+	if refusal != nil {
+		s.markRefused(refusal)
+		return false
+	}
 	return more
 }
 
-// exec runs the round script of every work in one pipeline. A transport
-// error is returned; a script error is left in its work's err.
-func (s *Store) exec(ctx context.Context, works []*work) error {
-	if err := s.run(ctx, works); err != nil {
-		return err
+// result is the outcome of one work's script.
+type result struct {
+	reply []int64
+	err   error
+}
+
+// exec runs the round script of every work in one pipeline and returns
+// their results in order. A transport error is returned; a script error is
+// left in its result. It reads works and writes nothing else, so that an
+// exec abandoned by bounded races with nobody.
+func (s *Store) exec(ctx context.Context, works []*work) ([]result, error) {
+	res := make([]result, len(works))
+	if err := s.run(ctx, works, res); err != nil {
+		return nil, err
 	}
 	var again []*work
-	for _, w := range works {
-		if goredis.HasErrorPrefix(w.err, "NOSCRIPT") {
-			again = append(again, w)
+	var at []int
+	for i := range works {
+		if goredis.HasErrorPrefix(res[i].err, "NOSCRIPT") {
+			again = append(again, works[i])
+			at = append(at, i)
 		}
 	}
 	if len(again) == 0 {
-		return nil
+		return res, nil
 	}
 	// Redis restarted or flushed its scripts: load them and run again the
 	// works that did not run.
 	if err := loadScripts(ctx, s.client); err != nil {
 		if unreachable(err) {
-			return err
+			return nil, err
 		}
-		for _, w := range again {
-			w.err = err
+		for _, i := range at {
+			res[i].err = err
 		}
-		return nil
+		return res, nil
 	}
-	return s.run(ctx, again)
+	res2 := make([]result, len(again))
+	if err := s.run(ctx, again, res2); err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		res[i] = res2[j]
+	}
+	return res, nil
 }
 
-func (s *Store) run(ctx context.Context, works []*work) error {
-	if len(works) == 1 {
+func (s *Store) run(ctx context.Context, works []*work, res []result) error {
+	wait := false
+	if s.cfg.WaitReplicas > 0 {
+		for _, w := range works {
+			wait = wait || len(w.reqs) > 0
+		}
+	}
+	if len(works) == 1 && !wait {
 		w := works[0]
-		w.reply, w.err = roundScript.EvalSha(ctx, s.client, w.b.keys.list, w.args...).Int64Slice()
-		if unreachable(w.err) {
-			return w.err
+		res[0].reply, res[0].err = roundScript.EvalSha(ctx, s.client, w.b.keys.list, w.args...).Int64Slice()
+		if unreachable(res[0].err) {
+			return res[0].err
 		}
 		return nil
 	}
 	cmds := make([]*goredis.Cmd, len(works))
+	var acks *goredis.Cmd
 	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, w := range works {
 			cmds[i] = roundScript.EvalSha(ctx, p, w.b.keys.list, w.args...)
+		}
+		if wait {
+			acks = p.Do(ctx, "WAIT", s.cfg.WaitReplicas, max(1, (s.cfg.Timeout/2).Milliseconds()))
 		}
 		return nil
 	})
 	if err != nil && unreachable(err) {
 		return err
 	}
-	for i, w := range works {
-		w.reply, w.err = cmds[i].Int64Slice()
+	if wait {
+		if n, err := acks.Int64(); err != nil || n < int64(s.cfg.WaitReplicas) {
+			return notReplicatedError{got: n, want: s.cfg.WaitReplicas, err: err}
+		}
+	}
+	for i := range works {
+		res[i].reply, res[i].err = cmds[i].Int64Slice()
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -37,11 +38,16 @@ func (s *Store) subscribe(ctx context.Context, ps *goredis.PubSub) {
 			}
 			continue
 		}
+		name, change := strings.CutPrefix(msg.Payload, configPayload)
 		s.mu.Lock()
-		b := s.bulkheads[msg.Payload]
+		b := s.bulkheads[name]
 		s.mu.Unlock()
 		if b != nil {
-			b.setWake()
+			if change {
+				b.setRefresh()
+			} else {
+				b.setWake()
+			}
 			s.kick()
 		}
 	}

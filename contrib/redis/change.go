@@ -1,0 +1,79 @@
+package redis
+
+import (
+	"context"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+// ChangeConfig stores cfg.MaxConcurrentCalls in Redis as the fleet limit
+// of this bulkhead's name, for every replica: every script reads the
+// stored limit, so it applies fleet-wide from the next round trip of any
+// replica on, whatever each replica was configured with; a message on the
+// release channel makes every replica read it at once (its Config,
+// Metrics and FailOver semaphore follow) and wakes the waiters a raised
+// limit admits. A lowered limit takes no permit back: calls in flight
+// above it finish normally, and nobody is admitted until the fleet is
+// below it. The other fields of cfg must equal the current ones (they are
+// per process); ChangeConfig fails with a *bulkhead.ConfigError otherwise,
+// or with a *StoreError if Redis does not take the change (one round trip,
+// bounded by StoreConfig.Timeout and ctx).
+func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
+	if err := cfg.validateFor(b.name); err != nil {
+		return err
+	}
+	cur := b.cfg
+	cur.MaxConcurrentCalls = cfg.MaxConcurrentCalls
+	if cur != cfg {
+		return &bulkhead.ConfigError{Name: b.name, Field: "Config", Value: cfg,
+			Rule: "only MaxConcurrentCalls (the fleet limit, stored in Redis) can change on a fleet bulkhead"}
+	}
+	s := b.s
+	err := s.bounded(ctx, nil, func(ctx context.Context) error {
+		return changeScript.Run(ctx, s.client, b.keys.list, cfg.MaxConcurrentCalls, b.keys.channel, configPayload+b.name).Err()
+	})
+	if err != nil {
+		return &StoreError{Name: b.name, Unreachable: unreachable(err), Err: err}
+	}
+	b.mu.Lock()
+	changed := b.setLimitLocked(cfg.MaxConcurrentCalls)
+	b.wake = b.wake || b.ticketed > 0
+	b.mu.Unlock()
+	if changed {
+		b.limitChanged()
+	}
+	s.kick()
+	return nil
+}
+
+// setLimitLocked records the fleet limit read from Redis and reports
+// whether it changed.
+func (b *Bulkhead) setLimitLocked(limit int) bool {
+	if limit <= 0 || limit == b.limit {
+		return false
+	}
+	b.limit = limit
+	return true
+}
+
+// limitChanged resizes the FailOver semaphore to LocalFraction of the new
+// fleet limit (not under mu).
+func (b *Bulkhead) limitChanged() {
+	if b.local == nil {
+		return
+	}
+	b.mu.Lock()
+	c := b.cfg
+	c.MaxConcurrentCalls = b.limit
+	b.mu.Unlock()
+	lc := b.local.Config()
+	lc.MaxConcurrentCalls = c.localLimit()
+	_ = b.local.ChangeConfig(lc) // valid: the same config with another limit >= 1
+}
+
+func (b *Bulkhead) setRefresh() {
+	b.mu.Lock()
+	b.refresh = true
+	b.wake = b.wake || b.ticketed > 0
+	b.mu.Unlock()
+}
