@@ -58,9 +58,10 @@ func limitLine(sc Scenario, run Run, ymax float64) (*plotter.Line, error) {
 	return plotter.NewLine(pts)
 }
 
-// p99Line is a run's p99 latency per bin, relative to the base latency,
+// p99Line is a run's p99 latency per bin, relative to the unloaded p99,
 // by the time the calls were sent; rejected calls do not count.
 func p99Line(sc Scenario, run Run, bin time.Duration) (*plotter.Line, error) {
+	base := float64(sc.Partner.UnloadedP99())
 	n := int(sc.End() / bin)
 	bins := make([][]time.Duration, n)
 	for _, c := range run.Calls {
@@ -77,7 +78,7 @@ func p99Line(sc Scenario, run Run, bin time.Duration) (*plotter.Line, error) {
 			continue
 		}
 		slices.Sort(b)
-		pts = append(pts, plotter.XY{X: (time.Duration(i)*bin + bin/2).Seconds(), Y: float64(b[len(b)*99/100]) / float64(sc.Base)})
+		pts = append(pts, plotter.XY{X: (time.Duration(i)*bin + bin/2).Seconds(), Y: float64(b[len(b)*99/100]) / base})
 	}
 	return plotter.NewLine(pts)
 }
