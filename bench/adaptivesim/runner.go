@@ -155,13 +155,13 @@ func parallel[J ~func()](jobs []J) {
 // Summary is one contender on one cell over its seeds: the worst seed
 // and the median of each figure.
 type Summary struct {
-	Seeds, Met                        int // seeds, and seeds meeting every goal
-	ConvergeWorst, ConvergeMedian     time.Duration
-	GoodputWorst, GoodputMedian       float64 // relative to the best static limit
-	P99Worst, P99Median               float64 // relative to the unloaded p99
-	RejectedWorst                     int
-	FloorWorst                        time.Duration
-	Goals                             Goals // every seed meets this goal
+	Seeds, Met                    int // seeds, and seeds meeting every goal
+	ConvergeWorst, ConvergeMedian time.Duration
+	GoodputWorst, GoodputMedian   float64 // relative to the best static limit
+	P99Worst, P99Median           float64 // relative to the unloaded p99
+	RejectedWorst                 int
+	FloorWorst                    time.Duration
+	Goals                         Goals // every seed meets this goal
 }
 
 // Summarize sums up a contender's results on a cell.
