@@ -185,7 +185,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		}
 	}
 	if c.noLoad == 0 {
-		if saturated && limit > 1 {
+		if saturated && limit > descentFloor {
 			return c.startDescent(limit, e)
 		}
 		c.setNoLoad(e, c.ep.n, false)
@@ -215,7 +215,11 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		// No queueing shown: grow (a growth is cheap to take back), once
 		// the epoch could have shown a queue of the growth's size.
 		if !c.verified {
-			return c.startDescent(limit, e)
+			if limit <= descentFloor {
+				c.verified = true // too few calls in flight to queue much
+			} else {
+				return c.startDescent(limit, e)
+			}
 		}
 		growth := param(c.Growth, 0.05, 0, 1)
 		if c.sinceCut > 20*limit {
@@ -263,6 +267,10 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 	return c.hold(limit)
 }
 
+// descentFloor is the limit at which a descent stops: a few calls in
+// flight rarely queue, and noise must not walk the limit to the floor.
+const descentFloor = 4
+
 // startDescent begins the search of C from above at e, once two epochs in
 // a row at this limit agree within 10 % (a queue that is still building
 // up would make the descent read a crossing).
@@ -274,7 +282,7 @@ func (c *Capacity) startDescent(limit float64, e epochSummary) float64 {
 	}
 	c.stable = nil
 	c.descent = &e
-	return c.change(math.Max(1, math.Floor(0.7*limit)))
+	return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
 }
 
 // descend continues a descent with epoch e at limit.
@@ -289,17 +297,17 @@ func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
 	z = math.Min(z, 2)
 	lo := e.mean - z*math.Hypot(e.se, prev.se*ratio)
 	switch {
-	case c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n && limit > 1:
+	case c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n && limit > descentFloor:
 		// calls still time out: their RTTs are cut short, so they cannot
 		// show the fall; still above C
 		c.descent = &e
-		return c.change(math.Max(1, math.Floor(0.7*limit)))
+		return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
 	case e.mean-z*math.Hypot(e.se, prev.se) > 1.1*prev.mean:
 		// the RTT rose: the queue was still building up when prev was
 		// measured; measure again from here
 		c.descent = nil
 		return c.startDescent(limit, e)
-	case lo > inProportion || limit <= 1:
+	case lo > inProportion || limit <= descentFloor:
 		// the RTT fell less than in proportion: C lies between the two
 		// limits, and this epoch did not queue
 		c.descent = nil
@@ -315,7 +323,7 @@ func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
 		// in proportion: still above C (a step too far costs one epoch:
 		// the next one shows the crossing)
 		c.descent = &e
-		return c.change(math.Max(1, math.Floor(0.7*limit)))
+		return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
 	case c.ep.n > 10*float64(orDefault(c.MinCalls, 20)):
 		// long undecided: the RTT did not fall in proportion; take it as
 		// a crossing

@@ -5,8 +5,6 @@ import (
 	"strings"
 )
 
-func createFile(path string) (*os.File, error) { return os.Create(path) }
-
 // Heading is the section of docs/benchmarks.md that UpdateSection writes.
 const Heading = "## Adaptive limits"
 
@@ -41,7 +39,4 @@ func UpdateSection(path, body string) error {
 	return os.WriteFile(path, []byte(text[:start]+body+rest), 0o644)
 }
 
-// Section renders the Markdown of the results.
-func Section(body string) string {
-	return Heading + "\n\n" + body
-}
+func createFile(path string) (*os.File, error) { return os.Create(path) }

@@ -169,18 +169,32 @@ func adaptiveContender(name string, cfg adaptive.Config, api API) Contender {
 // adaptive's default algorithm, through typed calls.
 const DefaultName = "capacity"
 
+// The two wirings of the reference algorithms, as Netflix
+// concurrency-limits runs them: every call a sample (SimpleLimiter with the
+// limit itself), or 1 s windows of at least 10 calls, shorter ones
+// discarded (WindowedLimit). Neither has this controller's MaxCutPerSecond.
+var (
+	perCall        = adaptive.Config{MaxCutPerSecond: 1, Window: adaptive.Window{PerCall: true}}
+	netflixWindows = adaptive.Config{MaxCutPerSecond: 1, Window: adaptive.Window{
+		MinDuration: time.Second, MaxDuration: time.Second, MinSamples: 10, DiscardShort: true}}
+)
+
 // Contenders are the limiters of the comparison: the default algorithm of
 // package adaptive (typed calls and the plain interface), the reference
-// algorithms, and failsafe-go's adaptivelimiter; all start at the same
-// limit, with the controller's floor 1 and ceiling 1000.
+// algorithms in both wirings, and failsafe-go's adaptivelimiter; all start
+// at the same limit, with the controller's floor 1 and ceiling 1000.
 func Contenders() []Contender {
-	var cs []Contender
-	for _, name := range adaptive.Names() {
-		newAlg, _ := adaptive.ByName(name)
-		cs = append(cs, adaptiveContender(name, adaptive.Config{Algorithm: newAlg}, Typed))
-	}
-	cs = append(cs,
+	cs := []Contender{
+		adaptiveContender(DefaultName, adaptive.Config{}, Typed),
 		adaptiveContender(DefaultName+" (plain interface)", adaptive.Config{}, Plain),
-		Contender{Name: "failsafe-go adaptivelimiter v0.9.8", Bubble: true, New: func(initial int) Limiter { return NewFailsafe(initial) }})
-	return cs
+	}
+	for _, name := range []string{adaptive.NameAIMD, adaptive.NameVegas, adaptive.NameGradient2} {
+		newAlg, _ := adaptive.ByName(name)
+		pc, nw := perCall, netflixWindows
+		pc.Algorithm, nw.Algorithm = newAlg, newAlg
+		cs = append(cs,
+			adaptiveContender(name+" (per call)", pc, Typed),
+			adaptiveContender(name+" (1 s windows)", nw, Typed))
+	}
+	return append(cs, Contender{Name: "failsafe-go adaptivelimiter v0.9.8", Bubble: true, New: func(initial int) Limiter { return NewFailsafe(initial) }})
 }

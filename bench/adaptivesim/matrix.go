@@ -10,7 +10,7 @@ import (
 const NominalC = 30
 
 // Length is the virtual duration of one run.
-const Length = 45 * time.Second
+const Length = 30 * time.Second
 
 // Partners are the service-time distributions of the matrix: log-normal
 // around 50 ms with σ 0.1, 0.3 and 0.5, a heavy tail (σ 0.3, 0.5 % of the

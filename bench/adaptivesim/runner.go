@@ -50,8 +50,9 @@ type Options struct {
 	// Bubble runs f inside a testing/synctest bubble (for the contenders
 	// that read time.Now).
 	Bubble func(f func())
-	// KeepTraces keeps the run of seed 1 of each contender.
-	KeepTraces bool
+	// Trace names the cells (Cell.String) whose run of seed 1 is kept,
+	// limits only, for every contender.
+	Trace map[string]bool
 }
 
 // RunMatrix runs contenders on every cell and seed, on GOMAXPROCS
@@ -91,9 +92,9 @@ func RunMatrix(cells []Cell, contenders []Contender, o Options) []CellResult {
 						sim()
 					}
 					res[s] = Measure(sc, run, c.Band(), p99[i])
-					if s == 0 && o.KeepTraces {
+					if s == 0 && o.Trace[c.String()] {
 						mu.Lock()
-						out[i].Traces[ct.Name] = run
+						out[i].Traces[ct.Name] = Run{Name: run.Name, Limits: run.Limits}
 						mu.Unlock()
 					}
 				})
@@ -122,9 +123,9 @@ func RunMatrix(cells []Cell, contenders []Contender, o Options) []CellResult {
 				sc := c.Scenario(uint64(s + 1))
 				run := Simulate(sc, "static", NewStatic(n))
 				out[i].Static[s] = Measure(sc, run, c.Band(), p99[i])
-				if s == 0 && o.KeepTraces {
+				if s == 0 && o.Trace[c.String()] {
 					mu.Lock()
-					out[i].Traces["static"] = run
+					out[i].Traces["static"] = Run{Name: run.Name, Limits: run.Limits}
 					mu.Unlock()
 				}
 			})

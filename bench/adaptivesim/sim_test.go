@@ -1,23 +1,32 @@
 package adaptivesim
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 var (
-	update = flag.Bool("update", false, "rewrite the Adaptive limits section of docs/benchmarks.md and the plots in docs/img")
-	full   = flag.Bool("full", false, "run the whole matrix with FullSeeds seeds")
-	quick  = flag.Bool("quick", false, "run TestQuick, the overload cells on 5 seeds")
+	full   = flag.Bool("full", false, "TestMatrix: run the whole matrix with FullSeeds seeds and save it to "+resultsFile)
+	update = flag.Bool("update", false, "TestMatrixDocs: rewrite the Adaptive limits section of docs/benchmarks.md and its plots from "+resultsFile)
 )
 
 // FullSeeds is the seed count of the published matrix.
 const FullSeeds = 20
 
+// resultsFile holds the last full matrix, from which the docs are made.
+const resultsFile = "testdata/matrix.json"
+
 // Command is how the published figures are produced.
 const Command = "make -f bench/adaptivesim/adaptivesim.mk adaptive-matrix"
+
+// traced are the cells whose seed-1 runs the plots show.
+var traced = []string{"σ 0.3, load 1.5×, step, start C/5", "σ 0.3, load 1.5×, step, start 5×C"}
 
 func bubble(t *testing.T) func(func()) {
 	return func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
@@ -31,19 +40,6 @@ func names(cs []Contender) []string {
 	return append(ns, "static")
 }
 
-// TestMatrix runs every contender on the whole matrix and prints the
-// tables; -full runs FullSeeds seeds, -update also writes the docs.
-func TestMatrix(t *testing.T) {
-	if !*full {
-		t.Skip("the whole matrix runs with -full (make -f bench/adaptivesim/adaptivesim.mk adaptive-matrix)")
-	}
-	cs := Contenders()
-	res := RunMatrix(Cells(), cs, Options{Seeds: FullSeeds, StaticSeeds: 3, StaticGrid: staticGrid(3), Bubble: bubble(t), KeepTraces: true})
-	t.Logf("\n%s", SummaryTable(res, names(cs)))
-	t.Logf("\n%s", CellTable(res, DefaultName))
-	t.Logf("\n%s", ComparisonTable(res, names(cs)))
-}
-
 // staticGrid is the static limits swept for the best one, every step.
 func staticGrid(step int) []int {
 	var g []int
@@ -51,6 +47,62 @@ func staticGrid(step int) []int {
 		g = append(g, n)
 	}
 	return append(g, 3*NominalC, 5*NominalC)
+}
+
+// Matrix is what TestMatrix saves.
+type Matrix struct {
+	Date     string
+	Seeds    int
+	Names    []string
+	Duration time.Duration // wall time of the run
+	Results  []CellResult
+}
+
+// TestMatrix runs every contender on the whole matrix, FullSeeds seeds per
+// cell, prints the tables and saves them for TestMatrixDocs.
+func TestMatrix(t *testing.T) {
+	if !*full {
+		t.Skip("the whole matrix runs with -full (" + Command + ")")
+	}
+	cs := Contenders()
+	trace := map[string]bool{}
+	for _, c := range traced {
+		trace[c] = true
+	}
+	start := time.Now()
+	res := RunMatrix(Cells(), cs, Options{Seeds: FullSeeds, StaticSeeds: 2, StaticGrid: staticGrid(3), Bubble: bubble(t), Trace: trace})
+	m := Matrix{Date: time.Now().UTC().Format("2006-01-02"), Seeds: FullSeeds, Names: names(cs), Duration: time.Since(start).Round(time.Second), Results: res}
+	t.Logf("\n%s", SummaryTable(res, m.Names))
+	t.Logf("\n%s", CellTable(res, DefaultName))
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(resultsFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMatrixDocs writes the docs from the saved matrix (with -update).
+func TestMatrixDocs(t *testing.T) {
+	if !*update {
+		t.Skip("writes the docs with -update, after TestMatrix -full")
+	}
+	b, err := os.ReadFile(resultsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Matrix
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	docs := filepath.Join("..", "..", "docs")
+	if err := writePlots(m, filepath.Join(docs, "img")); err != nil {
+		t.Fatal(err)
+	}
+	if err := UpdateSection(filepath.Join(docs, "benchmarks.md"), Section(m)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSimulationIsDeterministic: two runs of the same contender on the same
@@ -63,22 +115,4 @@ func TestSimulationIsDeterministic(t *testing.T) {
 	if fmt.Sprint(a.Limits) != fmt.Sprint(b.Limits) || len(a.Calls) != len(b.Calls) {
 		t.Fatal("two runs differ")
 	}
-}
-
-// TestQuick is a development aid: a few cells on a few seeds.
-func TestQuick(t *testing.T) {
-	if !*quick {
-		t.Skip("runs with -quick")
-	}
-	cs := Contenders()
-	var cells []Cell
-	for _, c := range Cells() {
-		if c.Load == 1.5 && (c.Shape == "step" || c.Shape == "steady") {
-			cells = append(cells, c)
-		}
-	}
-	res := RunMatrix(cells, cs, Options{Seeds: 5, StaticSeeds: 2, StaticGrid: staticGrid(6), Bubble: bubble(t)})
-	t.Logf("\n%s", SummaryTable(res, names(cs)))
-	t.Logf("\n%s", CellTable(res, DefaultName))
-	t.Logf("\n%s", ComparisonTable(res, names(cs)))
 }
