@@ -6,22 +6,34 @@ import (
 )
 
 // Sample is what an Algorithm learns from one window of calls (see
-// Config.Window): how long calls took, how many ran at once, and whether the
-// partner showed overload.
+// Config.Window), or from one call when Window.PerCall is set: how long
+// calls took, how many ran at once, and whether the partner showed
+// overload.
 type Sample struct {
 	// RTT is the mean time from grant to finish of the window's calls:
 	// measured per call through Bulkhead.Acquire/TryAcquire, estimated with
 	// Little's law for calls made through the plain bulkhead.Bulkhead
 	// methods (see Bulkhead). It is always positive.
 	RTT time.Duration
+	// RTTDev is the standard deviation of the window's RTTs (0 for fewer
+	// than two calls), from which an algorithm can tell how much the mean
+	// RTT can be trusted: its standard error is RTTDev/√N.
+	RTTDev time.Duration
+	// N is the number of calls the window sums up (1 for a per-call
+	// sample).
+	N int
 	// InFlight is the most calls that held a permit at once during the
-	// window (for a single call: the calls in flight when it started,
-	// itself included). It is at least 1.
+	// window (for a per-call sample: the calls in flight when it was
+	// granted, itself included, for typed calls; when it finished, itself
+	// included, for plain and watched ones). It is at least 1.
 	InFlight int
 	// Dropped reports that a call of the window ended in overload: marked by
 	// the caller (Call.Finish with an error that Config.IsOverload accepts,
 	// or Bulkhead.MarkOverload).
 	Dropped bool
+	// Drops is the number of the window's calls that ended in overload
+	// (Dropped is Drops > 0).
+	Drops int
 }
 
 // An Algorithm turns samples into a concurrency limit. Update receives the

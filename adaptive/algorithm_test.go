@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rxbulkhead/bulkhead/adaptive"
 )
@@ -67,32 +68,77 @@ func TestGradient2ShrinksWhenRTTExceedsTolerance(t *testing.T) {
 	assert.InDelta(t, 90.8, got, 0.5)
 }
 
-func TestCapacitySkipsFirstSampleThenGrowsFastWithoutQueue(t *testing.T) {
-	c := &adaptive.Capacity{}
-	assert.Equal(t, 20.0, c.Update(20, sample(100*ms, 20)))
-	assert.Equal(t, 25.0, c.Update(20, sample(100*ms, 20)))
-	assert.Equal(t, 25.0, c.Update(25, sample(100*ms, 10)), "a lull holds the limit")
+// fluid drives c for windows windows of 50 calls on a partner that serves
+// capacity calls at once in base each and queues the rest (RTT = base ×
+// limit/capacity once the limit is saturated and above it), with a spread
+// of dev × RTT; it returns the last limit.
+func fluid(c adaptive.Algorithm, limit float64, capacity int, base time.Duration, dev float64, windows int) float64 {
+	for range windows {
+		rtt := time.Duration(float64(base) * max(1, limit/float64(capacity)))
+		limit = max(1, c.Update(limit, adaptive.Sample{RTT: rtt, RTTDev: time.Duration(dev * float64(rtt)), N: 50, InFlight: int(limit)}))
+	}
+	return limit
 }
 
-func TestCapacityCutsToLittlesLawEstimateUnderQueueing(t *testing.T) {
-	c := &adaptive.Capacity{}
-	c.Update(100, sample(100*ms, 100))
-	c.Update(100, sample(100*ms, 100))
-	// 120 in flight at 1.2× the no-load RTT: the partner serves 100; minus
-	// half a Growth step: 95.
-	got := c.Update(120, sample(120*ms, 120))
-	assert.InDelta(t, 95, got, 0.2)
-	// Near the remembered capacity it grows carefully, then observes.
-	next := c.Update(got, sample(100*ms, int(got)))
-	assert.InDelta(t, got*1.1, next, 1e-9)
-	assert.Equal(t, next, c.Update(next, sample(100*ms, int(next))))
+func TestCapacityFindsTheCapacityFromBelow(t *testing.T) {
+	got := fluid(&adaptive.Capacity{}, 6, 30, 50*ms, 0.3, 200)
+	assert.GreaterOrEqual(t, got, 30.0)
+	assert.LessOrEqual(t, got, 36.0)
 }
 
-func TestCapacityBacksOffOnDrop(t *testing.T) {
+// The no-load RTT may not come from calls that queued: started at five
+// times the capacity, the first RTTs are all queued ones.
+func TestCapacityFindsTheCapacityFromAbove(t *testing.T) {
+	got := fluid(&adaptive.Capacity{}, 150, 30, 50*ms, 0.3, 200)
+	assert.GreaterOrEqual(t, got, 30.0)
+	assert.LessOrEqual(t, got, 36.0)
+}
+
+func TestCapacityFollowsACapacityThatDropsAndRecovers(t *testing.T) {
 	c := &adaptive.Capacity{}
-	c.Update(50, sample(100*ms, 50))
-	c.Update(50, sample(100*ms, 50))
-	assert.Equal(t, 45.0, c.Update(50, adaptive.Sample{RTT: 100 * ms, InFlight: 10, Dropped: true}))
+	limit := fluid(c, 30, 30, 50*ms, 0.1, 200)
+	limit = fluid(c, limit, 10, 50*ms, 0.1, 200)
+	assert.InDelta(t, 11, limit, 1.5, "after the drop to 10")
+	limit = fluid(c, limit, 30, 50*ms, 0.1, 300)
+	assert.GreaterOrEqual(t, limit, 30.0, "after the recovery to 30")
+	assert.LessOrEqual(t, limit, 36.0)
+}
+
+// One window's mean is not evidence: a window 30 % slower than the no-load
+// RTT, but of a few calls with a wide spread, cuts nothing.
+func TestCapacityDoesNotCutOnOneNoisyWindow(t *testing.T) {
+	c := &adaptive.Capacity{}
+	limit := fluid(c, 30, 40, 50*ms, 0.3, 100) // below the capacity: no queue
+	require.Greater(t, limit, 30.0)
+	next := c.Update(limit, adaptive.Sample{RTT: 65 * ms, RTTDev: 30 * ms, N: 20, InFlight: int(limit)})
+	assert.GreaterOrEqual(t, next, limit)
+}
+
+// The floor rule: when the partner's base latency doubles, cuts do not
+// lower the RTT, so they are undone instead of taking the limit to the
+// floor.
+func TestCapacityUndoesCutsThatDoNotLowerTheRTT(t *testing.T) {
+	c := &adaptive.Capacity{}
+	limit := fluid(c, 30, 30, 50*ms, 0.1, 200)
+	require.GreaterOrEqual(t, limit, 30.0)
+	lowest := limit
+	for range 300 { // every call now takes 100 ms: C is still 30
+		limit = fluid(c, limit, 30, 100*ms, 0.1, 1)
+		lowest = min(lowest, limit)
+	}
+	assert.GreaterOrEqual(t, lowest, 13.0, "the cuts went on past one halving of 28")
+	assert.GreaterOrEqual(t, limit, 30.0, "the cuts were not undone")
+	assert.LessOrEqual(t, limit, 36.0)
+}
+
+func TestCapacityHoldsWhenTheLimitIsNotUsed(t *testing.T) {
+	c := &adaptive.Capacity{}
+	limit := fluid(c, 30, 30, 50*ms, 0.1, 200)
+	for range 100 {
+		next := c.Update(limit, adaptive.Sample{RTT: 50 * ms, RTTDev: 5 * ms, N: 50, InFlight: int(limit / 2)})
+		assert.GreaterOrEqual(t, next, limit, "a lull cut the limit")
+		limit = next
+	}
 }
 
 func TestByNameKnowsEveryBuiltInAlgorithm(t *testing.T) {

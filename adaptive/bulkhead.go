@@ -70,6 +70,11 @@ type Bulkhead struct {
 	windows   int64
 	rejected  int64
 	overloads int64
+	cutRef    float64       // the limit at cutRefAt: the bound of MaxCutPerSecond
+	cutRefAt  time.Duration // when the current one-second period began
+	floorAt   time.Duration // when the limit reached the floor; -1: not at it
+	floorTime time.Duration // time at the floor before floorAt
+	onFloor   func(FloorEvent)
 
 	desired  atomic.Int64
 	applying atomic.Bool
@@ -121,7 +126,11 @@ func newBulkhead(sem *bulkhead.Semaphore, cfg Config, opts []Option) (*Bulkhead,
 		initial = sem.Config().MaxConcurrentCalls
 	}
 	initial = min(max(initial, r.min), r.max)
-	b := &Bulkhead{sem: sem, clock: o.clock, cfg: r, epoch: o.clock.Now(), alg: alg, limit: float64(initial), estimate: float64(initial)}
+	b := &Bulkhead{sem: sem, clock: o.clock, cfg: r, epoch: o.clock.Now(), alg: alg, limit: float64(initial), estimate: float64(initial),
+		cutRef: float64(initial), floorAt: -1, onFloor: o.onFloor}
+	if initial == r.min {
+		b.floorAt = 0
+	}
 	b.desired.Store(int64(initial))
 	return b, nil
 }
@@ -158,16 +167,27 @@ type Stats struct {
 	Rejected int64
 	// Overloads counts calls marked as overload.
 	Overloads int64
+	// AtFloor reports that the limit is at the floor (Config.Min).
+	AtFloor bool
+	// FloorTime is the total time the limit spent at the floor, up to
+	// now.
+	FloorTime time.Duration
 }
 
 // Stats returns a consistent snapshot of the controller.
 func (b *Bulkhead) Stats() Stats {
+	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return Stats{
+	st := Stats{
 		Limit: int(b.desired.Load()), Estimate: b.estimate, RTT: b.lastRTT, InFlight: b.inFlight,
 		Windows: b.windows, Rejected: b.rejected, Overloads: b.overloads,
+		AtFloor: b.floorAt >= 0, FloorTime: b.floorTime,
 	}
+	if st.AtFloor {
+		st.FloorTime += max(0, now-b.floorAt)
+	}
+	return st
 }
 
 // AcquirePermissionAsync implements bulkhead.Bulkhead: it asks the
@@ -246,7 +266,7 @@ func (b *Bulkhead) ReleasePermission() {
 // before FinishCall.
 func (b *Bulkhead) MarkOverload() {
 	b.mu.Lock()
-	b.w.dropped = true
+	b.w.drops++
 	b.overloads++
 	b.mu.Unlock()
 }
@@ -257,24 +277,28 @@ func (b *Bulkhead) countRejected() {
 	b.mu.Unlock()
 }
 
-// granted counts a grant and returns its time; the grant time of a plain
-// call is queued for matching (see grants).
-func (b *Bulkhead) granted(plain bool) time.Duration {
+// granted counts a grant and returns its time and the calls in flight,
+// itself included; the grant time of a plain call is queued for matching
+// (see grants).
+func (b *Bulkhead) granted(plain bool) (time.Duration, int) {
 	now := b.now()
 	b.mu.Lock()
 	b.inFlight++
-	b.w.maxInFlight = max(b.w.maxInFlight, b.inFlight)
+	n := b.inFlight
+	b.w.maxInFlight = max(b.w.maxInFlight, n)
 	if plain {
 		b.plain.push(now)
 	}
 	b.mu.Unlock()
-	return now
+	return now, n
 }
 
-// finishPlain records a plain call's RTT, matched with the oldest grant.
+// finishPlain records a plain call's RTT, matched with the oldest grant;
+// its in-flight count is the one at its finish, itself included.
 func finishPlain(b *Bulkhead, now time.Duration) {
 	if start, ok := b.plain.popOldest(); ok {
 		b.w.add(now - start)
+		b.w.callInFlight = b.inFlight + 1
 	}
 }
 
@@ -288,6 +312,12 @@ func popNewest(b *Bulkhead, _ time.Duration) { b.plain.popNewest() }
 // by the Semaphore panics, calls apply.
 func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload bool) (changed bool) {
 	now := b.now()
+	var ev FloorEvent
+	defer func() {
+		if ev.Name != "" && b.onFloor != nil {
+			b.onFloor(ev)
+		}
+	}()
 	b.mu.Lock()
 	if b.inFlight > 0 || !b.watched {
 		// A watching controller may have dropped, as a release it could
@@ -298,28 +328,48 @@ func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overloa
 		record(b, now)
 	}
 	if overload {
-		b.w.dropped = true
+		b.w.drops++
 		b.overloads++
 	}
-	changed = b.closeWindowLocked(now)
+	changed, ev = b.closeWindowLocked(now)
 	b.mu.Unlock()
 	return changed
 }
 
-// closeWindowLocked turns the window into a sample if it is due, updates the
-// limit, and reports whether the applied limit changed.
-func (b *Bulkhead) closeWindowLocked(now time.Duration) bool {
+// closeWindowLocked turns the window into a sample if it is due (or the
+// call into one, with Window.PerCall), updates the limit, and reports
+// whether the applied limit changed, and the floor event to publish once
+// mu is released (Name empty: none).
+func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 	w := &b.w
 	n := w.n
-	elapsed := now - w.start
-	due := max(b.cfg.minWindow, min(2*b.lastMin, b.cfg.maxWindow))
-	if n == 0 || (elapsed < b.cfg.maxWindow && (n < b.cfg.minSamples || elapsed < due)) {
-		return false
+	var s Sample
+	if b.cfg.perCall {
+		if n == 0 {
+			return false, FloorEvent{}
+		}
+		s = w.sample()
+		s.InFlight = max(1, w.callInFlight)
+		if b.watched {
+			b.reconcileLocked()
+		}
+	} else {
+		elapsed := now - w.start
+		due := max(b.cfg.minWindow, min(2*b.lastMin, b.cfg.maxWindow))
+		if n == 0 || (elapsed < b.cfg.maxWindow && (n < b.cfg.minSamples || elapsed < due)) {
+			return false, FloorEvent{}
+		}
+		if b.watched {
+			b.reconcileLocked()
+		}
+		s = w.sample()
+		if n < b.cfg.minSamples && b.cfg.discardShort {
+			// Netflix's rule: a window with too few calls says nothing.
+			b.lastMin = w.minRTT
+			w.reset(now, b.inFlight)
+			return false, FloorEvent{}
+		}
 	}
-	if b.watched {
-		b.reconcileLocked()
-	}
-	s := Sample{RTT: w.rtt(), InFlight: max(1, w.maxInFlight), Dropped: w.dropped}
 	b.lastRTT = s.RTT
 	b.lastMin = w.minRTT
 	b.windows++
@@ -331,13 +381,35 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) bool {
 	}
 	b.estimate = est
 	next := b.cfg.smoothing*b.limit + (1-b.cfg.smoothing)*est
+	if now-b.cutRefAt >= time.Second {
+		b.cutRef, b.cutRefAt = b.limit, now
+	}
+	next = max(next, b.cutRef*(1-b.cfg.maxCut))
 	b.limit = min(max(next, float64(b.cfg.min)), float64(b.cfg.max))
 	applied := int64(math.Floor(b.limit))
+	ev := b.floorLocked(now, int(applied))
 	if applied == b.desired.Load() {
-		return false
+		return false, ev
 	}
 	b.desired.Store(applied)
-	return true
+	return true, ev
+}
+
+// floorLocked keeps the time at the floor and returns the event of a
+// limit that reaches or leaves it (Name empty: none).
+func (b *Bulkhead) floorLocked(now time.Duration, applied int) FloorEvent {
+	at := applied <= b.cfg.min
+	switch {
+	case at && b.floorAt < 0:
+		b.floorAt = now
+		return FloorEvent{Name: b.sem.Name(), AtFloor: true, Limit: applied, Time: b.epoch.Add(now)}
+	case !at && b.floorAt >= 0:
+		d := now - b.floorAt
+		b.floorTime += d
+		b.floorAt = -1
+		return FloorEvent{Name: b.sem.Name(), AtFloor: false, Limit: applied, Time: b.epoch.Add(now), Duration: d}
+	}
+	return FloorEvent{}
 }
 
 // apply makes desired the semaphore's MaxConcurrentCalls. See the

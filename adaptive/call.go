@@ -12,8 +12,9 @@ import (
 // exactly once, with Finish if it ran or Release if it did not; the zero
 // Call is not usable.
 type Call struct {
-	b     *Bulkhead
-	start time.Duration
+	b        *Bulkhead
+	start    time.Duration
+	inFlight int // calls in flight at the grant, this one included
 }
 
 // TryAcquire takes a permit if one is free and nobody waits (see
@@ -26,7 +27,8 @@ func (b *Bulkhead) TryAcquire() (Call, bool) {
 		b.countRejected()
 		return Call{}, false
 	}
-	return Call{b: b, start: b.granted(false)}, true
+	start, n := b.granted(false)
+	return Call{b: b, start: start, inFlight: n}, true
 }
 
 // Acquire blocks until a permit is granted, the call is rejected (a
@@ -42,7 +44,8 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 		}
 		return Call{}, err
 	}
-	return Call{b: b, start: b.granted(false)}, nil
+	start, n := b.granted(false)
+	return Call{b: b, start: start, inFlight: n}, nil
 }
 
 // Finish gives the permit back after the call ran and records its RTT.
@@ -57,7 +60,10 @@ func (c Call) Finish(err error) {
 		c.b.sem.FinishCall()
 		return
 	}
-	if c.b.returned(func(b *Bulkhead, now time.Duration) { b.w.add(now - c.start) }, overload) {
+	if c.b.returned(func(b *Bulkhead, now time.Duration) {
+		b.w.add(now - c.start)
+		b.w.callInFlight = c.inFlight
+	}, overload) {
 		defer c.b.apply()
 	}
 	c.b.sem.FinishCall()

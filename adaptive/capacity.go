@@ -2,59 +2,128 @@ package adaptive
 
 import "math"
 
-// Capacity is this package's own algorithm. It estimates the partner's
-// capacity with Little's law and keeps the limit at or just above it:
+// Capacity is this package's own algorithm, the default. It estimates the
+// partner's capacity C (the calls it serves at once) with Little's law and
+// keeps the limit at or just above it, acting only on evidence. Why it is
+// built this way, measured on a matrix of partners, is in
+// docs/benchmarks.md ("Adaptive limits").
 //
-//   - The no-load RTT is the average RTT of windows without queueing (RTT at
-//     most Tolerance × the no-load RTT), followed with weight 0.1. Windows
-//     with queueing pull it up with weight 0.001 (by at most 0.1 % per
-//     window), or 0.01 (at most 1 %) when the controller kept the limit
-//     above the last cut (at its floor, where no cut can help), so that a
-//     lasting rise of the partner's base latency is learnt (in a few
-//     hundred windows for a tenfold rise) rather than never. The first sample
-//     is skipped: its calls started together and the fastest finish first,
-//     so its mean is biased low.
-//   - With queueing, the partner serves about InFlight × noLoad/RTT calls
-//     at once (Little's law): the limit drops to that estimate less half a
-//     Growth step (the estimate lags and errs high), by at most half per
-//     sample to filter outliers, and is remembered as the capacity.
-//   - Without queueing, when at least 90 % of the limit was used: below 90 %
-//     of the remembered capacity, or when there is none, the limit grows by
-//     FastGrowth; near it, by Growth (at least one permit), and the next
-//     sample only observes the effect. A limit that went one and a half
-//     careful steps past the remembered capacity without queueing forgets
-//     it (the partner grew). With fewer calls in flight (a lull) the limit
-//     goes back to the remembered capacity if it was above it (a probe that
-//     cannot be checked), and otherwise holds, so a lull does not inflate
-//     it.
-//   - A dropped call multiplies the limit by Backoff.
-//
-// On a partner that serves C calls at once and queues the rest, it settles
-// between C and C × (1+Growth) and follows a change of C within a few
-// windows (bench/adaptivesim measures it). Tolerance must exceed the
-// window-to-window noise of the partner's RTT.
+//   - Epochs, not windows, decide. The windows run at one limit are pooled
+//     into an epoch; after a change of the limit, the calls granted under
+//     the old limit (as many as it allowed) are skipped. An epoch decides
+//     nothing before MinCalls calls, and then only what its mean RTT shows
+//     beyond Evidence standard errors (from Sample.RTTDev and N, and the
+//     error of the no-load RTT itself): a noisy partner makes epochs
+//     longer, not cuts larger.
+//   - The no-load RTT is never taken from calls that may have queued. It
+//     starts unknown; once two epochs in a row at the limit agree, a
+//     saturated limit (at least 90 % of it in flight) starts a descent: the
+//     limit steps down by 30 % while the RTT falls in proportion (every
+//     call queued: a lower limit costs no throughput), and the first step
+//     whose RTT falls less than that shows that C was crossed: its RTT is
+//     the no-load RTT and C is the last limit × the two RTTs' ratio
+//     (Little's law). An RTT that rises instead (a queue still building)
+//     restarts the descent; calls that time out (1 % of the epoch or more)
+//     mean it goes on.
+//   - A cut needs evidence proportionate to its size: with queueing proved
+//     (the RTT's lower bound above Tolerance × the no-load RTT), the limit
+//     is cut to in-flight × no-load RTT / (RTT − one standard error), at
+//     most by half; with drops (1 % of the epoch's calls or more) also by
+//     Backoff.
+//   - The floor rule: cuts must lower the RTT. When the cuts since the limit
+//     last grew took 20 % or more off it and the RTT fell by less than a
+//     quarter of what they predict, the rise was not queueing (the
+//     partner's base latency rose): the cuts are undone and that RTT becomes
+//     the no-load RTT. So the limit cannot stay far below a level at which
+//     the partner answered at its healthy latency; the controller's
+//     MaxCutPerSecond bounds how fast any cut goes.
+//   - Growth needs no proof (it is cheap to take back), but waits until the
+//     epoch could have shown a queue of its size: with the RTT within
+//     Tolerance and the limit saturated, the limit doubles while no
+//     capacity was ever estimated, grows by FastGrowth below 90 % of the
+//     estimate, and near it by Growth (at least one permit), a step that
+//     doubles with every epoch in a row without a cut. The estimate is
+//     forgotten after 20 limits' worth of calls without a cut (C grew).
+//     Epochs below the estimate refine the no-load RTT. A limit that is not
+//     saturated (a lull, a load below C) holds: there is no evidence of C
+//     to converge to.
 //
 // The zero Capacity is ready to use with its defaults.
 type Capacity struct {
-	// Growth is the relative growth per sample near the remembered
-	// capacity. Zero means 0.1; values outside (0, 1] are replaced by 0.1.
+	// Growth is the relative growth per epoch near the remembered
+	// capacity. Zero means 0.05; values outside (0, 1] are replaced by
+	// 0.05.
 	Growth float64
-	// FastGrowth is the relative growth per sample far below it. Zero means
+	// FastGrowth is the relative growth per epoch far below it. Zero means
 	// 0.25; values outside (0, 1] are replaced by 0.25.
 	FastGrowth float64
-	// Tolerance is the ratio RTT/no-load RTT up to which a window counts as
-	// without queueing. Zero means 1.05; values not above 1 are replaced
-	// by 1.05.
+	// Tolerance is the ratio RTT/no-load RTT above which an epoch shows
+	// queueing (once proved beyond Evidence standard errors). Zero means
+	// 1.05; values not above 1 are replaced by 1.05.
 	Tolerance float64
-	// Backoff multiplies the limit when a call was dropped (1: drops are
-	// ignored). Zero means 0.9; values outside (0, 1] are replaced by 0.9.
+	// Backoff multiplies the limit on drops (see above). Zero means 0.9;
+	// values outside (0, 1] are replaced by 0.9.
 	Backoff float64
+	// Evidence is how many standard errors of the mean RTT a difference
+	// must exceed to count. Zero means 4 (an epoch is looked at after every
+	// window, so the bound must hold over many looks); values not above 0
+	// are replaced by 4.
+	Evidence float64
+	// MinCalls is the calls an epoch needs before it decides. Zero means
+	// 20.
+	MinCalls int
 
-	noLoad   float64 // ns; 0: not measured yet
-	capacity float64 // the last estimate under queueing; 0: none
-	lastNext float64 // what the last Update returned
-	observe  bool    // the last sample grew the limit near capacity
-	started  bool    // the first sample was skipped
+	ep        epoch
+	noLoad    float64 // ns; 0: unknown
+	noLoadW   float64 // the calls behind noLoad, capped
+	noLoadVar float64 // variance of one call's RTT in the epochs behind noLoad
+	verified  bool    // noLoad comes from an epoch known not to queue
+	capacity  float64 // the last estimate of C; 0: none
+	known     bool    // a capacity was estimated once
+	sinceCut  float64 // calls since the last cut
+	step      float64 // the last relative growth near the capacity; 0: none since the last cut
+	// cutFrom is the epoch before the first of the cuts since the limit
+	// last grew (nil: none), for the floor rule.
+	cutFrom *epochSummary
+	last    float64 // what the last Update returned; 0: none yet
+	descent *epochSummary
+	stable  *epochSummary // the last epoch before a descent, to check it is stable
+}
+
+// epoch pools the windows run at one limit.
+type epoch struct {
+	limit       float64
+	skip        float64 // calls still to skip
+	n           float64
+	sum, sumSq  float64 // of RTTs (ns), rebuilt from each window's mean and deviation
+	maxInFlight int
+	drops       int
+}
+
+// epochSummary is what an epoch showed.
+type epochSummary struct {
+	limit, mean, se float64
+	inFlight        int
+}
+
+func (e *epoch) add(s Sample) {
+	n := float64(max(s.N, 1))
+	m := rttNanos(s)
+	d := float64(s.RTTDev)
+	e.n += n
+	e.sum += n * m
+	e.sumSq += (n-1)*d*d + n*m*m
+	e.maxInFlight = max(e.maxInFlight, s.InFlight)
+	e.drops += s.Drops
+}
+
+func (e *epoch) summary() epochSummary {
+	mean := e.sum / e.n
+	v := 0.0
+	if e.n > 1 {
+		v = max(0, (e.sumSq-e.n*mean*mean)/(e.n-1))
+	}
+	return epochSummary{limit: e.limit, mean: mean, se: math.Sqrt(v / e.n), inFlight: e.maxInFlight}
 }
 
 // NoLoadRTT returns the current estimate of the partner's RTT without
@@ -63,64 +132,244 @@ func (c *Capacity) NoLoadRTT() float64 { return c.noLoad }
 
 // Update implements Algorithm.
 func (c *Capacity) Update(limit float64, s Sample) float64 {
-	if !c.started {
-		c.started = true
+	if c.last == 0 || math.Floor(limit) != math.Floor(c.ep.limit) {
+		// A new limit (ours or the controller's): a new epoch. Its first
+		// window is skipped, and so are the calls until as many as were
+		// in flight before the change have finished: they were granted
+		// under the old limit.
+		skip := math.Max(c.ep.limit, limit)
+		c.restart(limit)
+		c.ep.skip = skip - float64(max(s.N, 1))
 		return limit
 	}
-	rtt := rttNanos(s)
+	if c.ep.skip > 0 {
+		c.ep.skip -= float64(max(s.N, 1))
+		return c.hold(limit)
+	}
+	c.ep.add(s)
+	minCalls := float64(orDefault(c.MinCalls, 20))
+	if c.ep.n < minCalls {
+		return c.hold(limit)
+	}
+	e := c.ep.summary()
+	z := param(c.Evidence, 4, 0, math.Inf(1))
+	tol := param(c.Tolerance, 1.05, 1, math.Inf(1))
+	saturated := float64(e.inFlight) >= math.Max(1, math.Floor(0.9*limit))
+	// the bounds count the no-load RTT's own error
+	err := z * math.Sqrt(e.se*e.se+c.noLoadVar/math.Max(c.noLoadW, 1))
+	lo := e.mean - err
+
+	if c.descent != nil {
+		return c.descend(limit, e, z)
+	}
+	c.sinceCut += float64(max(s.N, 1))
+	if c.cutFrom != nil && limit < c.cutFrom.limit && e.mean >= 1.1*c.cutFrom.mean {
+		// the RTT rose since the cuts began: cutFrom was measured while it
+		// changed; check the cuts from here on, from the RTT just now (an
+		// epoch that saw the RTT rise averages old and new)
+		from := e
+		from.mean = math.Max(e.mean, rttNanos(s))
+		c.cutFrom = &from
+	}
+	if c.cutFrom != nil && limit <= 0.8*c.cutFrom.limit {
+		// The floor rule: the cuts since cutFrom took 20 % or more off the
+		// limit; if the RTT fell by less than a quarter of what they
+		// predict, the rise was not queueing (the partner's base latency
+		// rose): undo them and take this RTT as the no-load RTT.
+		prev := *c.cutFrom
+		c.cutFrom = nil
+		if e.mean-e.se > prev.mean*(1-(1-limit/prev.limit)/4) && e.mean < 1.1*prev.mean {
+			c.noLoad, c.noLoadW, c.noLoadVar = e.mean, c.ep.n, e.se*e.se*c.ep.n
+			c.capacity = 0
+			return c.change(prev.limit)
+		}
+	}
 	if c.noLoad == 0 {
-		c.noLoad = rtt
-	}
-	queued := rtt > param(c.Tolerance, 1.05, 1, math.Inf(1))*c.noLoad
-	switch {
-	case !queued && c.capacity > 0 && float64(s.InFlight) > c.capacity:
-		// probing above the capacity: a little queueing may hide below the
-		// tolerance, so learn from it slowly
-		c.noLoad += (rtt - c.noLoad) * 0.01
-	case !queued:
-		c.noLoad += (rtt - c.noLoad) * 0.1
-	case limit > c.lastNext+0.5:
-		// Queueing, and the last cut was not applied (the controller holds
-		// the limit at its floor): no cut can help, so the partner's base
-		// latency must have risen.
-		c.noLoad += math.Min(rtt-c.noLoad, c.noLoad) * 0.01
-	default:
-		c.noLoad += math.Min(rtt-c.noLoad, c.noLoad) * 0.001
-	}
-	next := limit
-	observing := c.observe
-	c.observe = false
-	switch {
-	case queued:
-		estimate := float64(s.InFlight) * c.noLoad / rtt * (1 - param(c.Growth, 0.1, 0, 1)/2)
-		next = math.Min(limit, math.Max(limit/2, estimate))
-		c.capacity = next
-	case observing:
-		// the sample after a careful step: hold, to see its effect
-	case float64(s.InFlight) < 0.9*math.Floor(limit):
-		// a lull: a probe above the remembered capacity cannot be checked,
-		// so fall back to that capacity; otherwise hold
-		if c.capacity > 0 {
-			next = math.Min(limit, c.capacity)
+		if saturated && limit > descentFloor {
+			return c.startDescent(limit, e)
 		}
-	case c.capacity > 0 && limit-c.capacity > 1.5*math.Max(1, c.capacity*param(c.Growth, 0.1, 0, 1)):
-		c.capacity = 0 // past the old capacity without queueing: it grew
-		fallthrough
-	case c.capacity == 0 || limit < 0.9*c.capacity:
-		next = limit * (1 + param(c.FastGrowth, 0.25, 0, 1))
-		if c.capacity > 0 {
-			next = math.Min(next, c.capacity)
+		c.setNoLoad(e, c.ep.n, false)
+		return c.restart(limit)
+	}
+	switch {
+	case lo > tol*c.noLoad:
+		// queueing proved: cut to the upper bound of C
+		inFlight := float64(min(e.inFlight, int(limit)))
+		next := math.Max(limit/2, math.Min(limit, inFlight*c.noLoad/(e.mean-e.se)))
+		if c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n {
+			next = math.Min(next, limit*param(c.Backoff, 0.9, 0, 1))
 		}
-		next = math.Max(next, limit+1)
-	default:
-		next = limit + math.Max(1, limit*param(c.Growth, 0.1, 0, 1))
-		c.observe = true
+		c.capacity = math.Min(next, inFlight*c.noLoad/e.mean)
+		c.known = true
+		if c.cutFrom == nil {
+			// the RTT just before the cut: an epoch that saw the RTT rise
+			// averages old and new
+			from := e
+			from.mean = math.Max(e.mean, rttNanos(s))
+			c.cutFrom = &from
+		}
+		c.sinceCut = 0
+		c.step = 0
+		return c.change(next)
+	case saturated && e.mean <= tol*c.noLoad:
+		// No queueing shown: grow (a growth is cheap to take back), once
+		// the epoch could have shown a queue of the growth's size.
+		if !c.verified {
+			if limit <= descentFloor {
+				c.verified = true // too few calls in flight to queue much
+			} else {
+				return c.startDescent(limit, e)
+			}
+		}
+		growth := param(c.Growth, 0.05, 0, 1)
+		if c.sinceCut > 20*limit {
+			// no cut for 20 RTTs' worth of calls: the capacity grew
+			c.capacity = 0
+		}
+		var next float64
+		step := c.step
+		switch {
+		case c.capacity == 0 && !c.known:
+			next = 2 * limit // no capacity ever known: double, as a slow start does
+		case c.capacity > 0 && limit < 0.9*c.capacity:
+			next = math.Min(c.capacity, math.Max(limit+1, limit*(1+param(c.FastGrowth, 0.25, 0, 1))))
+		default:
+			// near or past the capacity: probe by Growth, a step that
+			// doubles with every epoch in a row that shows no queueing
+			// (a capacity that grew is found in a few epochs, noise costs
+			// one small step)
+			step = math.Min(math.Max(c.step*2, growth), 1)
+			next = limit + math.Max(1, limit*step)
+		}
+		if seen := 2 * math.Sqrt(e.se*e.se+c.noLoadVar/math.Max(c.noLoadW, 1)); seen > (next/limit-1)*c.noLoad && c.ep.n < 10*minCalls {
+			return c.hold(limit)
+		}
+		// refine the no-load RTT with an epoch below the capacity
+		if c.capacity == 0 || limit < c.capacity {
+			c.setNoLoad(e, c.ep.n, true)
+		}
+		c.cutFrom = nil
+		c.step = step
+		return c.change(next)
+	case e.mean <= tol*c.noLoad || c.ep.n >= 10*minCalls && (c.capacity == 0 || limit <= c.capacity):
+		// A lull, or no queueing proved over many calls at a limit not
+		// above the capacity: refine the no-load RTT with this epoch
+		// (which undoes a no-load RTT that came out low), and start over.
+		if c.capacity == 0 || float64(e.inFlight) <= c.capacity {
+			c.setNoLoad(e, c.ep.n, c.verified)
+		}
+		return c.restart(limit)
+	case c.ep.n > 50*minCalls:
+		// long undecided: start over, so that old calls do not outweigh
+		// new ones
+		return c.restart(limit)
 	}
-	if s.Dropped {
-		next = math.Min(next, limit*param(c.Backoff, 0.9, 0, 1))
+	return c.hold(limit)
+}
+
+// descentFloor is the limit at which a descent stops: a few calls in
+// flight rarely queue, and noise must not walk the limit to the floor.
+const descentFloor = 4
+
+// startDescent begins the search of C from above at e, once two epochs in
+// a row at this limit agree within 10 % (a queue that is still building
+// up would make the descent read a crossing).
+func (c *Capacity) startDescent(limit float64, e epochSummary) float64 {
+	if c.stable == nil || c.stable.limit != limit ||
+		math.Abs(e.mean-c.stable.mean) > 0.1*c.stable.mean+2*math.Hypot(e.se, c.stable.se) {
+		c.stable = &e
+		return c.restart(limit)
 	}
-	c.lastNext = next
+	c.stable = nil
+	c.descent = &e
+	return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
+}
+
+// descend continues a descent with epoch e at limit.
+func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
+	prev := *c.descent
+	ratio := limit / prev.limit
+	// what the RTT would be if every call still queued, with the error of
+	// the difference
+	inProportion := prev.mean * ratio * 1.1
+	// A descent step that goes too far costs one epoch, so a looser bound
+	// than Evidence serves; prev's error does not shrink with this epoch.
+	z = math.Min(z, 2)
+	lo := e.mean - z*math.Hypot(e.se, prev.se*ratio)
+	switch {
+	case c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n && limit > descentFloor:
+		// calls still time out: their RTTs are cut short, so they cannot
+		// show the fall; still above C
+		c.descent = &e
+		return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
+	case e.mean-z*math.Hypot(e.se, prev.se) > 1.1*prev.mean:
+		// the RTT rose: the queue was still building up when prev was
+		// measured; measure again from here
+		c.descent = nil
+		return c.startDescent(limit, e)
+	case lo > inProportion || limit <= descentFloor:
+		// the RTT fell less than in proportion: C lies between the two
+		// limits, and this epoch did not queue
+		c.descent = nil
+		c.setNoLoad(e, c.ep.n, true)
+		if prev.mean-z*prev.se <= param(c.Tolerance, 1.05, 1, math.Inf(1))*e.mean {
+			c.capacity = 0 // neither queued: C is above both
+			return c.change(prev.limit)
+		}
+		c.capacity = math.Min(prev.limit, math.Max(limit, float64(prev.inFlight)*e.mean/prev.mean))
+		c.known = true
+		return c.change(c.capacity)
+	case e.mean <= inProportion:
+		// in proportion: still above C (a step too far costs one epoch:
+		// the next one shows the crossing)
+		c.descent = &e
+		return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
+	case c.ep.n > 10*float64(orDefault(c.MinCalls, 20)):
+		// long undecided: the RTT did not fall in proportion; take it as
+		// a crossing
+		c.descent = nil
+		c.setNoLoad(e, c.ep.n, true)
+		c.capacity = 0
+		return c.change(prev.limit)
+	}
+	return c.hold(limit)
+}
+
+// setNoLoad folds epoch e's mean RTT into the no-load RTT.
+func (c *Capacity) setNoLoad(e epochSummary, n float64, verified bool) {
+	v := e.se * e.se * n
+	if c.noLoad == 0 || verified && !c.verified {
+		c.noLoad, c.noLoadW, c.noLoadVar = e.mean, n, v
+	} else {
+		w := c.noLoadW + n
+		c.noLoad = (c.noLoad*c.noLoadW + e.mean*n) / w
+		c.noLoadVar = (c.noLoadVar*c.noLoadW + v*n) / w
+		c.noLoadW = math.Min(w, 2000)
+	}
+	c.verified = c.verified || verified
+}
+
+// change returns next as the new limit (a new epoch starts at the next
+// Update).
+func (c *Capacity) change(next float64) float64 {
+	c.last = next
+	if math.Floor(next) == math.Floor(c.ep.limit) {
+		return c.restart(next)
+	}
 	return next
+}
+
+// restart keeps the limit and starts a new epoch at it.
+func (c *Capacity) restart(limit float64) float64 {
+	c.ep = epoch{limit: limit}
+	c.last = limit
+	return limit
+}
+
+// hold keeps the limit and the epoch.
+func (c *Capacity) hold(limit float64) float64 {
+	c.last = limit
+	return limit
 }
 
 // param returns v, or def when v is zero or outside (lo, hi] (NaN

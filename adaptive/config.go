@@ -29,6 +29,14 @@ type Config struct {
 	Smoothing float64
 	// Window says how samples are grouped; see Window.
 	Window Window
+	// MaxCutPerSecond is the safety net under every algorithm: the largest
+	// fraction of the limit that may be cut within one period of a second
+	// (the limit never drops below (1 − MaxCutPerSecond) × the limit at
+	// the start of the period), so that no algorithm can take a partner
+	// from a healthy limit to the floor within a few windows. Zero means
+	// 0.5 (reaching the floor from 1000 takes at least 10 s); 1 turns the
+	// bound off; it must be in [0, 1].
+	MaxCutPerSecond float64
 	// IsOverload reports whether a call error means that the partner is
 	// overloaded (a drop, for the algorithm). Nil means errors.Is(err,
 	// context.DeadlineExceeded).
@@ -50,6 +58,15 @@ type Window struct {
 	// MinSamples is the number of finished calls a window needs before
 	// MaxDuration. Zero means 10.
 	MinSamples int
+	// DiscardShort drops a window that reached MaxDuration with fewer than
+	// MinSamples calls instead of giving it to the algorithm, as Netflix's
+	// WindowedLimit does (with MinDuration and MaxDuration 1 s and
+	// MinSamples 10, this is that WindowedLimit).
+	DiscardShort bool
+	// PerCall gives every finished call to the algorithm as a sample of
+	// its own (N = 1), as Netflix's SimpleLimiter does with a limit that
+	// is not windowed; the durations and MinSamples are then unused.
+	PerCall bool
 }
 
 // resolved is a Config with every default filled in.
@@ -61,6 +78,9 @@ type resolved struct {
 	minWindow    time.Duration
 	maxWindow    time.Duration
 	minSamples   int
+	discardShort bool
+	perCall      bool
+	maxCut       float64
 	isOverload   func(error) bool
 }
 
@@ -104,6 +124,9 @@ func (c Config) resolve() (resolved, error) {
 		minWindow:    orDefault(c.Window.MinDuration, 100*time.Millisecond),
 		maxWindow:    orDefault(c.Window.MaxDuration, time.Second),
 		minSamples:   orDefault(c.Window.MinSamples, 10),
+		discardShort: c.Window.DiscardShort,
+		perCall:      c.Window.PerCall,
+		maxCut:       orDefault(c.MaxCutPerSecond, 0.5),
 		isOverload:   c.IsOverload,
 	}
 	if r.newAlgorithm == nil {
@@ -123,6 +146,8 @@ func (c Config) resolve() (resolved, error) {
 		return r, &ConfigError{Field: "Initial", Value: c.Initial, Rule: "must be >= 0"}
 	case !(c.Smoothing >= 0 && c.Smoothing < 1):
 		return r, &ConfigError{Field: "Smoothing", Value: c.Smoothing, Rule: "must be in [0, 1)"}
+	case !(c.MaxCutPerSecond >= 0 && c.MaxCutPerSecond <= 1):
+		return r, &ConfigError{Field: "MaxCutPerSecond", Value: c.MaxCutPerSecond, Rule: "must be in [0, 1]"}
 	case c.Window.MinDuration < 0:
 		return r, &ConfigError{Field: "Window.MinDuration", Value: c.Window.MinDuration, Rule: "must be >= 0"}
 	case c.Window.MaxDuration < 0:

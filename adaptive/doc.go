@@ -5,10 +5,13 @@
 //
 // The algorithms are small values behind one interface (a Sample in, a
 // limit out): AIMD, Vegas and Gradient2 follow Netflix concurrency-limits
-// with its defaults; Capacity, the default, is this package's own, built to
-// settle on the partner's true capacity (docs/benchmarks.md, "Adaptive
-// limits", compares them with static limits and failsafe-go on a simulated
-// partner).
+// with its defaults (Window.PerCall and Window.DiscardShort wire them as
+// Netflix's SimpleLimiter and WindowedLimit do); Capacity, the default, is
+// this package's own, built to settle on the partner's capacity without
+// acting on noise (docs/benchmarks.md, "Adaptive limits", compares them with
+// static limits and failsafe-go on a matrix of simulated partners). Whatever
+// the algorithm, Config.MaxCutPerSecond bounds how fast the limit falls,
+// and OnFloor and Stats report a limit that sits at its floor.
 //
 // New wraps one Semaphore; NewRegistry wraps a *bulkhead.Registry so that
 // every partner adapts on its own. A Bulkhead implements bulkhead.Bulkhead,

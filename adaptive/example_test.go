@@ -40,9 +40,9 @@ func ExampleNew() {
 	sem, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
 	b, _ := adaptive.New(sem, adaptive.Config{Min: 2, Max: 200}, adaptive.WithClock(clock))
 
-	saturate(b, clock, 40, 20) // walmart serves 40 calls at once
+	saturate(b, clock, 40, 60) // walmart serves 40 calls at once
 	fmt.Println("limit while walmart serves 40:", sem.Config().MaxConcurrentCalls)
-	saturate(b, clock, 8, 20) // walmart slows down to 8
+	saturate(b, clock, 8, 150) // walmart slows down to 8
 	fmt.Println("limit while walmart serves 8:", sem.Config().MaxConcurrentCalls)
 	// Output:
 	// limit while walmart serves 40: 40
@@ -127,22 +127,21 @@ func ExampleByName() {
 	// <nil>
 }
 
-// Algorithms are plain values; an Algorithm can be driven by hand.
+// Algorithms are plain values; an Algorithm can be driven by hand. Here
+// Capacity starts at five times the capacity of a partner that serves 30
+// calls at once in 50 ms and queues the rest: it descends until the RTT
+// stops falling in proportion, and settles just above 30 (it probes by 5 %
+// and cuts back once a queue shows).
 func ExampleCapacity() {
 	var c adaptive.Capacity
-	limit := 20.0
-	for _, s := range []adaptive.Sample{
-		{RTT: 100 * time.Millisecond, InFlight: 20}, // first sample: skipped
-		{RTT: 100 * time.Millisecond, InFlight: 20}, // no queue, limit used: grow
-		{RTT: 200 * time.Millisecond, InFlight: 25}, // RTT doubled: about 12 served at once
-	} {
-		limit = c.Update(limit, s)
-		fmt.Printf("%.1f\n", limit)
+	limit := 150.0
+	for range 200 { // windows of 50 calls each
+		rtt := time.Duration(float64(50*time.Millisecond) * max(1, limit/30))
+		limit = c.Update(limit, adaptive.Sample{RTT: rtt, RTTDev: rtt / 4, N: 50, InFlight: int(limit)})
 	}
+	fmt.Printf("limit %.0f, no-load RTT %v\n", limit, time.Duration(c.NoLoadRTT()).Round(time.Millisecond))
 	// Output:
-	// 20.0
-	// 25.0
-	// 12.5
+	// limit 35, no-load RTT 50ms
 }
 
 func ExampleAIMD() {

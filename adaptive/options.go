@@ -12,6 +12,7 @@ type Option interface{ apply(*options) }
 type options struct {
 	clock          bulkhead.Clock
 	onlyConfigured bool
+	onFloor        func(FloorEvent)
 }
 
 type optionFunc func(*options)
@@ -39,3 +40,27 @@ type realClock struct{}
 func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) AfterFunc(d time.Duration, f func()) bulkhead.Timer { return time.AfterFunc(d, f) }
+
+// FloorEvent reports that a controller's limit reached its floor
+// (Config.Min) or left it. A limit at the floor for long on a partner that
+// answers in time is the sign of a limit algorithm that starves it (see
+// the floor rule on Config.MaxCutPerSecond and on Capacity).
+type FloorEvent struct {
+	Name    string    // the bulkhead's name
+	AtFloor bool      // true: reached the floor; false: left it
+	Limit   int       // the limit applied
+	Time    time.Time // when, on the controller's clock
+	// Duration is, when the limit leaves the floor, how long it sat there.
+	Duration time.Duration
+}
+
+// OnFloor makes the controller call f when its limit reaches the floor
+// and when it leaves it. f runs on the goroutine whose finishing call
+// closed the window, after the controller's lock is released and before
+// the new limit is applied to the semaphore; it may call the Bulkhead's
+// methods (Stats, say), and a panic in f goes on to that goroutine (the
+// controller's state is already consistent). For a Registry, every
+// partner's controller calls f.
+func OnFloor(f func(FloorEvent)) Option {
+	return optionFunc(func(o *options) { o.onFloor = f })
+}

@@ -1,11 +1,15 @@
-// Package adaptivesim is the proof of package adaptive on a simulated
-// partner: a partner that serves C calls at once at its base latency and
-// queues the rest, driven by an open-loop (Poisson) load above and below C,
-// whose C drops ten-fold and recovers. Each limiter runs on the same
-// arrivals in virtual time (testkit.VirtualClock, and a testing/synctest
-// bubble for failsafe-go, which reads time.Now), so runs are deterministic.
+// Package adaptivesim is the proof of package adaptive on a matrix of
+// simulated partners: M/G/c partners (C servers behind a FIFO queue) with
+// log-normal, heavy-tailed and bimodal service times, Poisson loads below,
+// at and above C, a capacity that is steady, steps down and back or ramps,
+// and limiters started below and above C (see Cells). Every limiter runs on
+// the same arrivals in virtual time (testkit.VirtualClock, and a
+// testing/synctest bubble for failsafe-go, which reads time.Now), so each
+// run is deterministic per seed.
 //
-// TestSimulation runs every contender, checks the goals and prints the
-// table; with -update it rewrites the "Adaptive limits" section of
-// docs/benchmarks.md and its plots.
+// TestDefaultHoldsOnHealthyPartners (in make test) checks the default
+// algorithm on the healthy steady cells; TestMatrix -full runs the whole
+// matrix with FullSeeds seeds and saves it, and TestMatrixDocs -update
+// writes the "Adaptive limits" section of docs/benchmarks.md and its plots
+// from it (make -f bench/adaptivesim/adaptivesim.mk adaptive-matrix).
 package adaptivesim

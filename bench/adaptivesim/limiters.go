@@ -2,7 +2,6 @@ package adaptivesim
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
@@ -53,10 +52,12 @@ type Adaptive struct {
 	api   API
 }
 
-// NewAdaptive returns an Adaptive limiter with cfg, starting at 20 permits.
-func NewAdaptive(cfg adaptive.Config, api API) *Adaptive {
+// NewAdaptive returns an Adaptive limiter with cfg, starting at initial
+// permits.
+func NewAdaptive(cfg adaptive.Config, api API, initial int) *Adaptive {
 	clock := testkit.NewVirtualClock(epoch)
-	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 20}, bulkhead.WithClock(clock))
+	cfg.Initial = initial
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: initial}, bulkhead.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
@@ -111,7 +112,9 @@ func (a *Adaptive) Done(token any, timedOut bool) {
 
 func (a *Adaptive) Limit() int { return a.b.Stats().Limit }
 
-// Failsafe is failsafe-go's adaptivelimiter (v0.9.8) with its defaults. It
+// Failsafe is failsafe-go's adaptivelimiter (v0.9.8) with its defaults
+// except the limits: floor 1, ceiling 1000 and the initial limit of the
+// other contenders, as the controller of package adaptive has. It
 // reads time.Now, so it must run inside a testing/synctest bubble, where
 // Advance sleeps until the virtual time of the next event.
 type Failsafe struct {
@@ -119,9 +122,11 @@ type Failsafe struct {
 	start time.Time
 }
 
-// NewFailsafe returns the limiter; call it inside the bubble.
-func NewFailsafe() *Failsafe {
-	return &Failsafe{l: adaptivelimiter.NewWithDefaults[any](), start: time.Now()}
+// NewFailsafe returns the limiter starting at initial; call it inside the
+// bubble.
+func NewFailsafe(initial int) *Failsafe {
+	l := adaptivelimiter.NewBuilder[any]().WithLimits(1, 1000, uint(initial)).Build()
+	return &Failsafe{l: l, start: time.Now()}
 }
 
 func (f *Failsafe) Advance(now time.Duration) {
@@ -146,26 +151,50 @@ func (f *Failsafe) Done(token any, timedOut bool) {
 
 func (f *Failsafe) Limit() int { return f.l.Limit() }
 
-// Contender names an algorithm configuration of package adaptive.
+// Contender is one limiter of the comparison.
 type Contender struct {
 	Name string
-	Cfg  adaptive.Config
-	API  API
+	// New makes the limiter, starting at initial; it runs inside a
+	// testing/synctest bubble when Bubble is set.
+	New    func(initial int) Limiter
+	Bubble bool
 }
 
-// AdaptiveContenders are the algorithms of package adaptive with their
-// defaults, the controller's defaults (floor 1, ceiling 1000) and a start at
-// 20 permits; Capacity also through the plain interface and watching a
-// semaphore used directly.
-func AdaptiveContenders() []Contender {
-	var cs []Contender
-	for _, name := range adaptive.Names() {
-		newAlg, _ := adaptive.ByName(name)
-		cs = append(cs, Contender{Name: name, Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}, API: Typed})
+// adaptiveContender is an algorithm of package adaptive through api.
+func adaptiveContender(name string, cfg adaptive.Config, api API) Contender {
+	return Contender{Name: name, New: func(initial int) Limiter { return NewAdaptive(cfg, api, initial) }}
+}
+
+// DefaultName is the contender the goals are checked on: package
+// adaptive's default algorithm, through typed calls.
+const DefaultName = "capacity"
+
+// The two wirings of the reference algorithms, as Netflix
+// concurrency-limits runs them: every call a sample (SimpleLimiter with the
+// limit itself), or 1 s windows of at least 10 calls, shorter ones
+// discarded (WindowedLimit). Neither has this controller's MaxCutPerSecond.
+var (
+	perCall        = adaptive.Config{MaxCutPerSecond: 1, Window: adaptive.Window{PerCall: true}}
+	netflixWindows = adaptive.Config{MaxCutPerSecond: 1, Window: adaptive.Window{
+		MinDuration: time.Second, MaxDuration: time.Second, MinSamples: 10, DiscardShort: true}}
+)
+
+// Contenders are the limiters of the comparison: the default algorithm of
+// package adaptive (typed calls and the plain interface), the reference
+// algorithms in both wirings, and failsafe-go's adaptivelimiter; all start
+// at the same limit, with the controller's floor 1 and ceiling 1000.
+func Contenders() []Contender {
+	cs := []Contender{
+		adaptiveContender(DefaultName, adaptive.Config{}, Typed),
+		adaptiveContender(DefaultName+" (plain interface)", adaptive.Config{}, Plain),
 	}
-	newAlg, _ := adaptive.ByName(adaptive.NameCapacity)
-	cs = append(cs,
-		Contender{Name: fmt.Sprintf("%s (plain interface)", adaptive.NameCapacity), Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}, API: Plain},
-		Contender{Name: fmt.Sprintf("%s (Watch on the semaphore)", adaptive.NameCapacity), Cfg: adaptive.Config{Algorithm: newAlg, Initial: 20}, API: Watched})
-	return cs
+	for _, name := range []string{adaptive.NameAIMD, adaptive.NameVegas, adaptive.NameGradient2} {
+		newAlg, _ := adaptive.ByName(name)
+		pc, nw := perCall, netflixWindows
+		pc.Algorithm, nw.Algorithm = newAlg, newAlg
+		cs = append(cs,
+			adaptiveContender(name+" (per call)", pc, Typed),
+			adaptiveContender(name+" (1 s windows)", nw, Typed))
+	}
+	return append(cs, Contender{Name: "failsafe-go adaptivelimiter v0.9.8", Bubble: true, New: func(initial int) Limiter { return NewFailsafe(initial) }})
 }

@@ -3,41 +3,90 @@ package adaptivesim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
-// Scenario is the partner and the load over time.
+// Kind is one kind of request the partner serves: a log-normal service
+// time around Median with shape Sigma, of which a share Slow takes
+// SlowFactor times longer (a heavy tail). The caller of a kind gives up
+// after ten times its Median, and the partner then drops the call if it is
+// still queued.
+type Kind struct {
+	Share      float64 // of the calls; the shares of a Partner add up to 1
+	Median     time.Duration
+	Sigma      float64
+	Slow       float64 // share of the kind's calls that are SlowFactor times slower
+	SlowFactor float64
+}
+
+// Partner is an M/G/c partner: its request kinds (the service-time
+// distribution). Its C servers and queue are in Segment.Capacity.
+type Partner struct {
+	Name  string
+	Kinds []Kind
+}
+
+// draw returns a call's service time and its caller's deadline.
+func (p Partner) draw(rng *rand.Rand) (service, deadline time.Duration) {
+	k := p.Kinds[0]
+	if len(p.Kinds) > 1 {
+		u := rng.Float64()
+		for _, kk := range p.Kinds {
+			k = kk
+			if u < kk.Share {
+				break
+			}
+			u -= kk.Share
+		}
+	}
+	s := float64(k.Median) * math.Exp(k.Sigma*rng.NormFloat64())
+	if k.Slow > 0 && rng.Float64() < k.Slow {
+		s *= k.SlowFactor
+	}
+	return time.Duration(s), 10 * k.Median
+}
+
+// Mean is the mean service time.
+func (p Partner) Mean() time.Duration {
+	m := 0.0
+	for _, k := range p.Kinds {
+		km := float64(k.Median) * math.Exp(k.Sigma*k.Sigma/2) * (1 - k.Slow + k.Slow*k.SlowFactor)
+		m += k.Share * km
+	}
+	return time.Duration(m)
+}
+
+// UnloadedP99 is the 99th percentile of the service time (the latency of a
+// call that never queues), from 200 000 draws with a fixed seed.
+func (p Partner) UnloadedP99() time.Duration {
+	rng := rand.New(rand.NewPCG(99, 99))
+	xs := make([]time.Duration, 200_000)
+	for i := range xs {
+		xs[i], _ = p.draw(rng)
+	}
+	slices.Sort(xs)
+	return xs[len(xs)*99/100]
+}
+
+// Scenario is a partner, its capacity and the load over time, and the
+// limit every contender starts from.
 type Scenario struct {
-	Base     time.Duration // median service time of one call (base latency)
-	Sigma    float64       // log-normal shape of the service time
-	Deadline time.Duration // the client gives up after this long
+	Partner  Partner
 	Segments []Segment
-	Seed     uint64
-	Trace    time.Duration // how often the limit is recorded
+	// Changes are the times at which the capacity changes in a step (the
+	// start included); a ramp is one change, at its start.
+	Changes []time.Duration
+	Initial int // the limit every contender starts from
+	Seed    uint64
+	Trace   time.Duration // how often the limit is recorded
 }
 
 // Segment is a stretch of time with a constant capacity and load.
 type Segment struct {
 	Until    time.Duration // end of the segment (start: end of the previous one)
-	Capacity int           // calls the partner serves at once
+	Capacity int           // calls the partner serves at once (its servers)
 	Rate     float64       // arrivals per second (Poisson)
-}
-
-// DefaultScenario: base latency 100 ms, capacity 100 (1000 calls/s), load
-// 1.5x capacity except two lulls at 0.5x, capacity down to 10 from 25 s to
-// 40 s, deadline 1 s.
-func DefaultScenario() Scenario {
-	return Scenario{
-		Base: 100 * time.Millisecond, Sigma: 0.1, Deadline: time.Second, Seed: 1, Trace: 10 * time.Millisecond,
-		Segments: []Segment{
-			{Until: 10 * time.Second, Capacity: 100, Rate: 1500},
-			{Until: 15 * time.Second, Capacity: 100, Rate: 500},
-			{Until: 25 * time.Second, Capacity: 100, Rate: 1500},
-			{Until: 40 * time.Second, Capacity: 10, Rate: 1500},
-			{Until: 55 * time.Second, Capacity: 100, Rate: 1500},
-			{Until: 60 * time.Second, Capacity: 100, Rate: 500},
-		},
-	}
 }
 
 // End is when the scenario ends.
@@ -45,12 +94,13 @@ func (sc Scenario) End() time.Duration { return sc.Segments[len(sc.Segments)-1].
 
 // segment returns the segment in force at t.
 func (sc Scenario) segment(t time.Duration) Segment {
-	for _, s := range sc.Segments {
-		if t < s.Until {
-			return s
+	i, _ := slices.BinarySearchFunc(sc.Segments, t, func(s Segment, t time.Duration) int {
+		if s.Until <= t {
+			return -1
 		}
-	}
-	return sc.Segments[len(sc.Segments)-1]
+		return 1
+	})
+	return sc.Segments[min(i, len(sc.Segments)-1)]
 }
 
 // Limiter is one contender: it admits or rejects each call, hears how each
@@ -89,6 +139,7 @@ const (
 	evServed
 	evDeadline
 	evTrace
+	evCapacity
 )
 
 type event struct {
@@ -129,18 +180,18 @@ func (q *events) pop() event {
 	h[0] = h[last]
 	h = h[:last]
 	for i := 0; ; {
-		l, r, min := 2*i+1, 2*i+2, i
-		if l < len(h) && h.less(l, min) {
-			min = l
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
 		}
-		if r < len(h) && h.less(r, min) {
-			min = r
+		if r < len(h) && h.less(r, m) {
+			m = r
 		}
-		if min == i {
+		if m == i {
 			break
 		}
-		h[i], h[min] = h[min], h[i]
-		i = min
+		h[i], h[m] = h[m], h[i]
+		i = m
 	}
 	*q = h
 	return top
@@ -151,10 +202,14 @@ type partnerCall struct {
 	service time.Duration
 	token   any
 	ended   bool // answered or given up, as the client sees it
+	started bool // in service at the partner
 }
 
-// Simulate runs lim on the scenario. Arrivals and service times depend on
-// the seed only, so every contender sees the same traffic.
+// Simulate runs lim on the scenario: an M/G/c partner whose C servers take
+// the calls of a FIFO queue, a caller that gives up after its deadline
+// (the partner then drops the call if it is still queued; a call in
+// service runs to its end and holds its server). Arrivals and service
+// times depend on the seed only, so every contender sees the same traffic.
 func Simulate(sc Scenario, name string, lim Limiter) Run {
 	rng := rand.New(rand.NewPCG(sc.Seed, 0xadab7))
 	run := Run{Name: name}
@@ -175,20 +230,25 @@ func Simulate(sc Scenario, name string, lim Limiter) Run {
 	}
 	start := func(now time.Duration, i int) {
 		busy++
+		calls[i].started = true
 		push(now+calls[i].service, evServed, i)
 	}
-	// admitWaiting starts queued calls while the partner has room.
+	// admitWaiting starts queued calls while the partner has room,
+	// dropping those whose caller gave up.
 	admitWaiting := func(now time.Duration) {
-		for len(waiting) > 0 && busy < sc.segment(now).Capacity {
+		c := sc.segment(now).Capacity
+		for len(waiting) > 0 && busy < c {
 			i := waiting[0]
 			waiting = waiting[1:]
-			start(now, i)
+			if !calls[i].ended {
+				start(now, i)
+			}
 		}
 	}
 	push(nextArrival(0), evArrival, -1)
 	push(0, evTrace, -1)
-	for _, s := range sc.Segments { // capacity changes: let waiting calls in
-		push(s.Until, evTrace, -2)
+	for _, s := range sc.Segments {
+		push(s.Until, evCapacity, -1)
 	}
 	for len(q) > 0 {
 		e := q.pop()
@@ -198,7 +258,7 @@ func Simulate(sc Scenario, name string, lim Limiter) Run {
 		lim.Advance(e.at)
 		switch e.kind {
 		case evArrival:
-			service := time.Duration(float64(sc.Base) * math.Exp(sc.Sigma*rng.NormFloat64()))
+			service, deadline := sc.Partner.draw(rng)
 			push(nextArrival(e.at), evArrival, -1)
 			token, ok := lim.Try()
 			if !ok {
@@ -209,7 +269,7 @@ func Simulate(sc Scenario, name string, lim Limiter) Run {
 			i := len(calls)
 			calls = append(calls, partnerCall{service: service, token: token})
 			run.Calls = append(run.Calls, Call{Sent: e.at})
-			push(e.at+sc.Deadline, evDeadline, i)
+			push(e.at+deadline, evDeadline, i)
 			if busy < sc.segment(e.at).Capacity {
 				start(e.at, i)
 			} else {
@@ -228,15 +288,13 @@ func Simulate(sc Scenario, name string, lim Limiter) Run {
 			c := &calls[e.call]
 			if !c.ended {
 				c.ended = true
-				run.Calls[e.call].Latency = sc.Deadline
+				run.Calls[e.call].Latency = e.at - run.Calls[e.call].Sent
 				run.Calls[e.call].TimedOut = true
 				lim.Done(c.token, true)
 			}
+		case evCapacity:
+			admitWaiting(e.at)
 		case evTrace:
-			if e.call == -2 {
-				admitWaiting(e.at)
-				continue
-			}
 			run.Limits = append(run.Limits, lim.Limit())
 			push(e.at+sc.Trace, evTrace, -1)
 		}

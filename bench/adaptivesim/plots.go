@@ -1,9 +1,10 @@
 package adaptivesim
 
 import (
+	"fmt"
 	"image/color"
 	"math"
-	"slices"
+	"path/filepath"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -24,12 +25,21 @@ var palette = []color.Color{
 	color.RGBA{247, 129, 191, 255}, // pink
 	color.RGBA{153, 153, 153, 255}, // grey
 	color.RGBA{0, 128, 128, 255},   // teal
+	color.RGBA{128, 128, 0, 255},   // olive
+	color.RGBA{0, 0, 0, 255},       // black
 }
 
 func colorOf(i int) color.Color { return palette[i%len(palette)] }
 
-// latencyTicks label the log axis of relative latency.
-var latencyTicks = plot.ConstantTicks([]plot.Tick{{Value: 1, Label: "1x"}, {Value: 2, Label: "2x"}, {Value: 5, Label: "5x"}, {Value: 10, Label: "10x"}})
+// cellNamed returns the cell whose String is name.
+func cellNamed(name string) (Cell, bool) {
+	for _, c := range Cells() {
+		if c.String() == name {
+			return c, true
+		}
+	}
+	return Cell{}, false
+}
 
 // capacityLine is the partner's capacity over time, as a step line.
 func capacityLine(sc Scenario) (*plotter.Line, error) {
@@ -49,124 +59,77 @@ func capacityLine(sc Scenario) (*plotter.Line, error) {
 	return l, nil
 }
 
-// limitLine is a run's limit over time, clipped at ymax.
+// limitLine is a run's limit over time, averaged over 1 s as the goals
+// measure it, clipped at ymax.
 func limitLine(sc Scenario, run Run, ymax float64) (*plotter.Line, error) {
-	pts := make(plotter.XYs, len(run.Limits))
-	for k, l := range run.Limits {
-		pts[k] = plotter.XY{X: (time.Duration(k) * sc.Trace).Seconds(), Y: math.Min(float64(l), ymax)}
+	avg := movingAverage(run.Limits, int(time.Second/sc.Trace))
+	pts := make(plotter.XYs, len(avg))
+	for k, l := range avg {
+		pts[k] = plotter.XY{X: (time.Duration(k) * sc.Trace).Seconds(), Y: math.Min(l, ymax)}
 	}
 	return plotter.NewLine(pts)
 }
 
-// p99Line is a run's p99 latency per bin, relative to the base latency,
-// by the time the calls were sent; rejected calls do not count.
-func p99Line(sc Scenario, run Run, bin time.Duration) (*plotter.Line, error) {
-	n := int(sc.End() / bin)
-	bins := make([][]time.Duration, n)
-	for _, c := range run.Calls {
-		if c.Rejected {
-			continue
-		}
-		if i := int(c.Sent / bin); i < n {
-			bins[i] = append(bins[i], c.Latency)
-		}
+// limitsPlot draws the runs of names in cell cr against its capacity.
+func limitsPlot(cr CellResult, names []string, ymax float64) (*plot.Plot, error) {
+	c, ok := cellNamed(cr.Cell.String())
+	if !ok {
+		return nil, fmt.Errorf("adaptivesim: no cell %q", cr.Cell)
 	}
-	var pts plotter.XYs
-	for i, b := range bins {
-		if len(b) == 0 {
-			continue
-		}
-		slices.Sort(b)
-		pts = append(pts, plotter.XY{X: (time.Duration(i)*bin + bin/2).Seconds(), Y: float64(b[len(b)*99/100]) / float64(sc.Base)})
-	}
-	return plotter.NewLine(pts)
-}
-
-// comparisonPlots draws, one above the other, every run's limit with the
-// capacity, and every run's p99 latency, and saves them as a PNG.
-func comparisonPlots(sc Scenario, runs []Run, path string) error {
-	limits := plot.New()
-	limits.Title.Text = "Limit over time (dashed: the partner's true capacity C)"
-	limits.Y.Label.Text = "limit (calls)"
-	limits.Y.Min, limits.Y.Max = 0, 270
-	lat := plot.New()
-	lat.Title.Text = "p99 latency of admitted calls per second, relative to the base latency (log)"
-	lat.X.Label.Text = "simulated time (s)"
-	lat.Y.Scale = plot.LogScale{}
-	lat.Y.Label.Text = "p99 / base latency"
-	lat.Y.Tick.Marker = latencyTicks
-	lat.Y.Min, lat.Y.Max = 0.8, 12
-	c, err := capacityLine(sc)
+	sc := c.Scenario(1)
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s (seed 1): limit averaged over 1 s; dashed: capacity C", c)
+	p.Y.Label.Text = "limit (calls)"
+	p.X.Label.Text = "simulated time (s)"
+	p.Y.Min, p.Y.Max = 0, ymax
+	cl, err := capacityLine(sc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	limits.Add(c)
-	limits.Legend.Add("C", c)
-	for i, run := range runs {
-		l, err := limitLine(sc, run, limits.Y.Max)
+	p.Add(cl)
+	p.Legend.Add("C", cl)
+	for i, name := range names {
+		run, ok := cr.Traces[name]
+		if !ok {
+			continue
+		}
+		l, err := limitLine(sc, run, ymax)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		l.Color = colorOf(i)
 		l.Width = vg.Points(1)
-		limits.Add(l)
-		limits.Legend.Add(run.Name, l)
-		p, err := p99Line(sc, run, time.Second)
+		p.Add(l)
+		p.Legend.Add(name, l)
+	}
+	p.Legend.Top = true
+	p.Legend.XOffs = -vg.Points(10)
+	return p, nil
+}
+
+// writePlots writes adaptive-limits.png (every contender in the traced
+// cells) and adaptive-guide.png (the default algorithm) into dir.
+func writePlots(m Matrix, dir string) error {
+	var all, guide []*plot.Plot
+	for _, cr := range m.Results {
+		if len(cr.Traces) == 0 {
+			continue
+		}
+		p, err := limitsPlot(cr, m.Names, 160)
 		if err != nil {
 			return err
 		}
-		p.Color = colorOf(i)
-		p.Width = vg.Points(1)
-		lat.Add(p)
+		all = append(all, p)
+		g, err := limitsPlot(cr, []string{DefaultName, "static"}, 160)
+		if err != nil {
+			return err
+		}
+		guide = append(guide, g)
 	}
-	limits.Legend.Top = true
-	limits.Legend.Left = true
-	limits.Legend.XOffs = vg.Points(20)
-	return saveStacked(path, 10*vg.Inch, 8*vg.Inch, limits, lat)
-}
-
-// guidePlot draws one run's limit against the capacity, and its p99
-// latency against the 2x goal.
-func guidePlot(sc Scenario, run Run, path string) error {
-	limits := plot.New()
-	limits.Title.Text = "The partner's capacity drops tenfold at 25 s and recovers at 40 s"
-	limits.Y.Label.Text = "calls"
-	limits.Y.Min, limits.Y.Max = 0, 160
-	c, err := capacityLine(sc)
-	if err != nil {
+	if err := saveStacked(filepath.Join(dir, "adaptive-limits.png"), 11*vg.Inch, 10*vg.Inch, all...); err != nil {
 		return err
 	}
-	l, err := limitLine(sc, run, limits.Y.Max)
-	if err != nil {
-		return err
-	}
-	l.Color = colorOf(3)
-	l.Width = vg.Points(1.2)
-	limits.Add(c, l)
-	limits.Legend.Add("capacity C", c)
-	limits.Legend.Add("adaptive limit ("+run.Name+")", l)
-	limits.Legend.Top = true
-	lat := plot.New()
-	lat.Title.Text = "p99 latency per second, relative to the partner's base latency (100 ms)"
-	lat.X.Label.Text = "simulated time (s)"
-	lat.Y.Min, lat.Y.Max = 0, 3
-	p, err := p99Line(sc, run, time.Second)
-	if err != nil {
-		return err
-	}
-	p.Color = colorOf(3)
-	p.Width = vg.Points(1.2)
-	goal, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 2}, {X: sc.End().Seconds(), Y: 2}})
-	if err != nil {
-		return err
-	}
-	goal.Color = color.Gray{Y: 128}
-	goal.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	lat.Add(p, goal)
-	lat.Legend.Add("p99 / base latency", p)
-	lat.Legend.Add("goal: 2x", goal)
-	lat.Legend.Top = true
-	return saveStacked(path, 9*vg.Inch, 6*vg.Inch, limits, lat)
+	return saveStacked(filepath.Join(dir, "adaptive-guide.png"), 9*vg.Inch, 6*vg.Inch, guide...)
 }
 
 // saveStacked saves plots one above the other as a PNG.

@@ -1,149 +1,118 @@
 package adaptivesim
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite the Adaptive limits section of docs/benchmarks.md and the plots in docs/img")
+var (
+	full   = flag.Bool("full", false, "TestMatrix: run the whole matrix with FullSeeds seeds and save it to "+resultsFile)
+	update = flag.Bool("update", false, "TestMatrixDocs: rewrite the Adaptive limits section of docs/benchmarks.md and its plots from "+resultsFile)
+)
+
+// FullSeeds is the seed count of the published matrix.
+const FullSeeds = 20
+
+// resultsFile holds the last full matrix, from which the docs are made.
+const resultsFile = "testdata/matrix.json"
 
 // Command is how the published figures are produced.
-const Command = "cd bench && go test ./adaptivesim -run TestSimulation -count=1 -v -update"
+const Command = "make -f bench/adaptivesim/adaptivesim.mk adaptive-matrix"
 
-func runAll(t *testing.T, sc Scenario) ([]Run, []Result, Result) {
-	var runs []Run
-	var results []Result
-	// Best static limit with hindsight: the best goodput over a sweep.
-	var best Result
-	bestN := 0
-	for n := sweepStep; n <= 200; n += sweepStep {
-		r := Measure(sc, Simulate(sc, "static", NewStatic(n)))
-		if r.Goodput > best.Goodput {
-			best, bestN = r, n
-		}
-	}
-	for _, c := range AdaptiveContenders() {
-		run := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.API))
-		runs = append(runs, run)
-		results = append(results, Measure(sc, run))
-	}
-	synctest.Test(t, func(t *testing.T) {
-		run := Simulate(sc, "failsafe-go adaptivelimiter v0.9.8", NewFailsafe())
-		runs = append(runs, run)
-		results = append(results, Measure(sc, run))
-	})
-	for _, n := range []int{bestN, 5 * bestN} {
-		name := fmt.Sprintf("static %d (best with hindsight)", n)
-		if n != bestN {
-			name = fmt.Sprintf("static %d (5x too high)", n)
-		}
-		run := Simulate(sc, name, NewStatic(n))
-		runs = append(runs, run)
-		results = append(results, Measure(sc, run))
-	}
-	return runs, results, best
+// traced are the cells whose seed-1 runs the plots show.
+var traced = []string{"σ 0.3, load 1.5×, step, start C/5", "σ 0.3, load 1.5×, step, start 5×C"}
+
+func bubble(t *testing.T) func(func()) {
+	return func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
 }
 
-func find(t *testing.T, results []Result, name string) Result {
-	for _, r := range results {
-		if r.Name == name {
-			return r
-		}
+func names(cs []Contender) []string {
+	var ns []string
+	for _, c := range cs {
+		ns = append(ns, c.Name)
 	}
-	t.Fatalf("no result named %q", name)
-	return Result{}
+	return append(ns, "static")
 }
 
-// TestSimulation runs every limiter on DefaultScenario and checks the goals
-// of the best algorithm (Capacity, the default): it converges within 5 s
-// after the start and after each change of capacity, reaches at least 0.9x
-// the goodput of the best static limit, keeps the steady-state p99 within
-// 2x the base latency, and is at least as good as failsafe-go's
-// adaptivelimiter on goodput and p99.
-func TestSimulation(t *testing.T) {
-	sc := DefaultScenario()
-	runs, results, best := runAll(t, sc)
-	table := Table(sc, results, best)
-	t.Logf("\n%s", table)
+// staticGrid is the static limits swept for the best one, every step.
+func staticGrid(step int) []int {
+	var g []int
+	for n := step; n <= 2*NominalC; n += step {
+		g = append(g, n)
+	}
+	return append(g, 3*NominalC, 5*NominalC)
+}
 
-	ours := find(t, results, "capacity")
-	fs := find(t, results, "failsafe-go adaptivelimiter v0.9.8")
-	for k, d := range ours.Converge {
-		if d < 0 || d > 5*time.Second {
-			t.Errorf("capacity: convergence %d took %v, want within 5 s", k, d)
-		}
-	}
-	if g := ours.Goodput / best.Goodput; g < 0.9 {
-		t.Errorf("capacity: goodput %.2fx the best static, want >= 0.9x", g)
-	}
-	if ours.P99 > 2 {
-		t.Errorf("capacity: p99 %.2fx the base latency, want <= 2x", ours.P99)
-	}
-	if ours.Goodput < fs.Goodput || ours.P99 > fs.P99 {
-		t.Errorf("capacity (goodput %.0f/s, p99 %.2fx) is not at least as good as failsafe-go (%.0f/s, %.2fx)",
-			ours.Goodput, ours.P99, fs.Goodput, fs.P99)
-	}
+// Matrix is what TestMatrix saves.
+type Matrix struct {
+	Date     string
+	Seeds    int
+	Names    []string
+	Duration time.Duration // wall time of the run
+	Results  []CellResult
+}
 
-	if *update {
-		docs := filepath.Join("..", "..", "docs")
-		if err := comparisonPlots(sc, runs[:len(runs)-1], filepath.Join(docs, "img", "adaptive-limits.png")); err != nil {
-			t.Fatal(err)
-		}
-		if err := guidePlot(sc, runs[0+3], filepath.Join(docs, "img", "adaptive-guide.png")); err != nil {
-			t.Fatal(err)
-		}
-		section := Section(sc, table, Command, time.Now().UTC().Format("2006-01-02"))
-		if err := UpdateSection(filepath.Join(docs, "benchmarks.md"), section); err != nil {
-			t.Fatal(err)
-		}
+// TestMatrix runs every contender on the whole matrix, FullSeeds seeds per
+// cell, prints the tables and saves them for TestMatrixDocs.
+func TestMatrix(t *testing.T) {
+	if !*full {
+		t.Skip("the whole matrix runs with -full (" + Command + ")")
+	}
+	cs := Contenders()
+	trace := map[string]bool{}
+	for _, c := range traced {
+		trace[c] = true
+	}
+	start := time.Now()
+	res := RunMatrix(Cells(), cs, Options{Seeds: FullSeeds, StaticSeeds: 2, StaticGrid: staticGrid(3), Bubble: bubble(t), Trace: trace})
+	m := Matrix{Date: time.Now().UTC().Format("2006-01-02"), Seeds: FullSeeds, Names: names(cs), Duration: time.Since(start).Round(time.Second), Results: res}
+	t.Logf("\n%s", SummaryTable(res, m.Names))
+	t.Logf("\n%s", CellTable(res, DefaultName))
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(resultsFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMatrixDocs writes the docs from the saved matrix (with -update).
+func TestMatrixDocs(t *testing.T) {
+	if !*update {
+		t.Skip("writes the docs with -update, after TestMatrix -full")
+	}
+	b, err := os.ReadFile(resultsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Matrix
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	docs := filepath.Join("..", "..", "docs")
+	if err := writePlots(m, filepath.Join(docs, "img")); err != nil {
+		t.Fatal(err)
+	}
+	if err := UpdateSection(filepath.Join(docs, "benchmarks.md"), Section(m)); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // TestSimulationIsDeterministic: two runs of the same contender on the same
 // scenario produce the same trace.
 func TestSimulationIsDeterministic(t *testing.T) {
-	sc := DefaultScenario()
-	c := AdaptiveContenders()[3]
-	a := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.API))
-	b := Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.API))
+	sc := Cells()[20].Scenario(3)
+	c := Contenders()[0]
+	a := Simulate(sc, c.Name, c.New(sc.Initial))
+	b := Simulate(sc, c.Name, c.New(sc.Initial))
 	if fmt.Sprint(a.Limits) != fmt.Sprint(b.Limits) || len(a.Calls) != len(b.Calls) {
 		t.Fatal("two runs differ")
-	}
-}
-
-// TestSimulationAcrossSeeds reruns the goals on other arrivals and service
-// times (seeds 1 to seedCount) for Capacity through the typed calls and
-// through the plain interface: on every seed, goodput at least 0.9x the
-// static limit that is best on seed 1, p99 within 2x, and at least as good
-// as failsafe-go on both; and at most two of the seeds' convergences (three
-// per seed) over 5 s, the band at C = 10 being ±1.5 permits.
-func TestSimulationAcrossSeeds(t *testing.T) {
-	slow := 0
-	for seed := uint64(1); seed <= seedCount; seed++ {
-		sc := DefaultScenario()
-		sc.Seed = seed
-		best := Measure(sc, Simulate(sc, "static", NewStatic(105)))
-		var fs Result
-		synctest.Test(t, func(t *testing.T) { fs = Measure(sc, Simulate(sc, "failsafe-go", NewFailsafe())) })
-		for _, c := range AdaptiveContenders()[3:5] {
-			r := Measure(sc, Simulate(sc, c.Name, NewAdaptive(c.Cfg, c.API)))
-			t.Logf("seed %d, %s: converge %v, goodput %.2fx, p99 %.2fx (failsafe-go %.2fx, %.2fx)",
-				seed, c.Name, r.Converge, r.Goodput/best.Goodput, r.P99, fs.Goodput/best.Goodput, fs.P99)
-			if r.Goodput < 0.9*best.Goodput || r.P99 > 2 || r.Goodput < fs.Goodput || r.P99 > fs.P99 {
-				t.Errorf("seed %d, %s: goodput %.2fx, p99 %.2fx miss the goals", seed, c.Name, r.Goodput/best.Goodput, r.P99)
-			}
-			for _, d := range r.Converge {
-				if d < 0 || d > 5*time.Second {
-					slow++
-				}
-			}
-		}
-	}
-	if slow > 2 {
-		t.Errorf("%d convergences took over 5 s, want at most 2", slow)
 	}
 }

@@ -18,6 +18,7 @@ import (
 //	bulkhead.adaptive.limit     Int64ObservableGauge    {call}  the limit in force
 //	bulkhead.adaptive.estimate  Float64ObservableGauge  {call}  the algorithm's last estimate
 //	bulkhead.adaptive.rtt       Float64ObservableGauge  s       the last window's mean RTT
+//	bulkhead.adaptive.at_floor  Int64ObservableGauge    1       1 while the limit sits at the floor (Config.Min), else 0
 //
 // Start Instruments over the same bulkhead.Registry for the permits and the
 // calls.
@@ -48,7 +49,9 @@ func StartAdaptive(r *adaptive.Registry, opts ...Option) (*AdaptiveInstruments, 
 		metric.WithDescription("Limit the algorithm estimated last, before floor, ceiling and smoothing."))
 	rtt, err3 := meter.Float64ObservableGauge("bulkhead.adaptive.rtt", metric.WithUnit("s"),
 		metric.WithDescription("Mean round-trip time of the calls of the last window."))
-	if err := errors.Join(err1, err2, err3); err != nil {
+	atFloor, err4 := meter.Int64ObservableGauge("bulkhead.adaptive.at_floor", metric.WithUnit("1"),
+		metric.WithDescription("1 while the adaptive limit sits at its floor, else 0."))
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, err
 	}
 	in := &AdaptiveInstruments{}
@@ -62,9 +65,14 @@ func StartAdaptive(r *adaptive.Registry, opts ...Option) (*AdaptiveInstruments, 
 			o.ObserveInt64(limit, int64(st.Limit), attrs)
 			o.ObserveFloat64(estimate, st.Estimate, attrs)
 			o.ObserveFloat64(rtt, st.RTT.Seconds(), attrs)
+			floor := int64(0)
+			if st.AtFloor {
+				floor = 1
+			}
+			o.ObserveInt64(atFloor, floor, attrs)
 		}
 		return nil
-	}, limit, estimate, rtt)
+	}, limit, estimate, rtt, atFloor)
 	if err != nil {
 		return nil, err
 	}

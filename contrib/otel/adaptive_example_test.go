@@ -43,4 +43,5 @@ func ExampleStartAdaptive() {
 	}
 	// Output:
 	// bulkhead.adaptive.limit 20
+	// bulkhead.adaptive.at_floor 0
 }

@@ -69,9 +69,10 @@ func TestAdaptiveInstrumentsObserveLimitEstimateAndRTT(t *testing.T) {
 		"bulkhead.adaptive.limit{name=walmart}":    11,
 		"bulkhead.adaptive.estimate{name=walmart}": 11,
 		"bulkhead.adaptive.rtt{name=walmart}":      0.25,
+		"bulkhead.adaptive.at_floor{name=walmart}": 0,
 	}
 	for k, v := range want {
-		if got[k] != v {
+		if gv, ok := got[k]; !ok || gv != v {
 			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
 		}
 	}

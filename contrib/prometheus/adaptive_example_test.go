@@ -32,7 +32,9 @@ func ExampleNewAdaptiveCollector() {
 		}
 	}
 	// Output:
+	// bulkhead_adaptive_at_floor walmart 0
 	// bulkhead_adaptive_estimate walmart 20
+	// bulkhead_adaptive_floor_seconds_total walmart 0
 	// bulkhead_adaptive_limit walmart 20
 	// bulkhead_adaptive_rtt_seconds walmart 0
 }

@@ -1,0 +1,123 @@
+package adaptivesim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Section renders the "Adaptive limits" section of docs/benchmarks.md from
+// a saved matrix; the prose around the tables is in sectionIntro and
+// sectionNotes.
+func Section(m Matrix) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", Heading)
+	fmt.Fprintf(&b, "Measured %s (%d seeds per cell, %v on this machine) with\n\n```sh\n%s\n```\n\n", m.Date, m.Seeds, m.Duration, Command)
+	b.WriteString(sectionIntro)
+	b.WriteString("\n### Every limiter over the whole matrix\n\n")
+	b.WriteString(SummaryTable(m.Results, m.Names))
+	b.WriteString("\n![Limit of every limiter on two cells, seed 1](img/adaptive-limits.png)\n")
+	b.WriteString(sectionNotes)
+	fmt.Fprintf(&b, "\n### The default (%s), cell by cell: worst seed and median\n\n", DefaultName)
+	b.WriteString(CellTable(m.Results, DefaultName))
+	b.WriteString("\n### Every limiter, cell by cell: worst-seed goodput and the goals some seed missed\n\n")
+	b.WriteString("Letters: c convergence, r rejected at load < C, g goodput, p p99, f floor; ✓ every seed met every goal.\n\n")
+	b.WriteString(ComparisonTable(m.Results, m.Names))
+	return b.String()
+}
+
+const sectionIntro = `bench/adaptivesim runs every limiter on a matrix of simulated partners in virtual time
+(package adaptive and the static limits on a testkit.VirtualClock, failsafe-go, which reads
+time.Now, inside a testing/synctest bubble), so every run is deterministic per seed. A cell is:
+
+- a partner: M/G/c, C servers behind a FIFO queue inside the partner; service time log-normal
+  around 50 ms with σ 0.1, 0.3 or 0.5; a heavy tail (σ 0.3, 0.5 % of the calls 8× slower); or two
+  request kinds (80 % around 20 ms, 20 % around 200 ms, σ 0.1 each);
+- a load: Poisson arrivals at 0.5×, 1.0× or 1.5× what C = 30 serves; a caller gives up after 10×
+  its kind's median (a timeout, reported to the limiter as a drop) and the partner then drops its
+  call if it is still queued;
+- a capacity over the 30 s run: steady at 30; a step down 3× (30, 10 from 10 s to 20 s, 30); or a
+  ramp from 10 up to 30 over the first 20 s;
+- a start: every limiter at C/5 (6) or 5×C (150).
+
+Every limiter sees the same arrivals and service times per seed; none waits for a permit (a refused
+call is rejected at once). The goals, checked per seed:
+
+- *convergence*: while the load is at or above C, the limit averaged over 1 s stays within ±15 % of
+  C (σ ≤ 0.3, one request kind) or ±25 % (σ 0.5, two kinds) from 5 s after each change of capacity
+  (the start and each step; the ramp counts as one change) until the next;
+- *rejected = 0*: nothing rejected while the load is below C, from 5 s after a change;
+- *goodput*: calls answered within their deadline at least 0.9× those of the best static limit of
+  the cell (swept 3 to 60 in steps of 3, 90 and 150, on seeds 1 and 2, with hindsight);
+- *p99*: the p99 latency of admitted calls (from 5 s after a change) at most 1.5× the partner's own
+  unloaded p99 service time;
+- *floor*: never at a limit of 1 for more than 1 s (every partner here is healthy).
+
+The contenders: capacity, the default, through typed calls (Bulkhead.TryAcquire and Call.Finish)
+and through the plain bulkhead.Bulkhead interface the operators use (RTTs matched to grants); AIMD,
+Vegas and Gradient2 with Netflix concurrency-limits' defaults in the two wirings Netflix users run
+them: *per call* (every call a sample, as SimpleLimiter feeds a limit) and *1 s windows* (1 s, at
+least 10 calls, shorter windows discarded: WindowedLimit), both without this controller's
+MaxCutPerSecond; failsafe-go's adaptivelimiter v0.9.8 with its defaults except the limits (1 to
+1000, the common initial limit); and the best static limit of the cell. All share the floor 1 and
+the ceiling 1000.
+`
+
+const sectionNotes = `
+How to read it: a goal counts as met in a cell only if every one of its 20 seeds meets it, so one
+bad seed fails the cell, and "worst" is the worst seed of the worst cell. The cell-by-cell tables
+below give the median too.
+
+**No limiter meets the convergence goal in any cell that has overload.** The 10 cells where every
+limiter "meets" it are the steady cells at 0.5× load, which have nothing to converge to. The
+default keeps the 1 s average of its limit near 1.1 to 1.25 × C (it probes 5 % above the last
+cut and cuts back once a queue is proved), which leaves the ±15 % band for a second now and then
+in every run; the reference algorithms keep a standing queue on purpose and sit further above C.
+The goal as the issue states it is missed everywhere; the tables say by how much.
+
+Where each limiter wins, from the tables:
+
+- *capacity* (the default, typed calls) holds goodput and p99 together in more cells than any
+  other limiter (goodput ≥ 0.9× and p99 ≤ 1.5× on every seed in 25 cells, against 20 for the
+  best static limit chosen with hindsight and 12 or fewer for the others), never sits at the
+  floor, and keeps p99 within 1.5× the unloaded p99 in 49 of the 90 cells. Its misses: from
+  5×C on a ramp (C starts at 10) and on the bimodal partner, the descent can stop above C, and
+  the p99 reaches 4.6-8.5× (8.5×: the fast kind's callers time out in the queue) with goodput
+  down to 0.33× (bimodal, 1.5× load, ramp); at load 1.0×, where arrivals come in bursts that a
+  limit near C rejects, the worst seed's goodput is 0.49-0.95× (0.55× at σ 0.3 from C/5); with
+  two request kinds from C/5 it is 0.49-0.84× (the mean RTT of a 20/200 ms mix is too noisy to
+  prove a small queue quickly, so growth waits); and at 0.5× load after a step or a ramp it
+  rejects calls in 18 cells while its limit, cut during the low-capacity phase, grows back.
+- *capacity (plain interface)*, the same algorithm fed by the bulkhead.Bulkhead methods whose
+  RTTs are matched to the oldest grant, is clearly worse: the matched RTTs understate the spread,
+  so the evidence test is overconfident, and it sits at the floor for up to 25.6 s in 15 cells.
+  Use typed calls (Acquire/TryAcquire with Call.Finish) with the default algorithm.
+- *aimd (per call)* has the best worst-case goodput (0.63×) and meets every goal in the most
+  cells (10, all at 0.5× load), because it only reacts to timeouts: at or above capacity it
+  lets the queue grow until calls time out (p99 missed in 78 cells).
+- *vegas (per call)* has the lowest p99 (within 1.5× in 79 cells, worst 2.64×) and the worst
+  goodput (missed in 83 cells): moving by log10(limit) per call, it cuts far below C.
+- *gradient2 (per call)* rejects least below capacity (5 cells) but keeps the queue its
+  RTTTolerance of 1.5 allows (p99 missed in 76 cells).
+- The 1 s-window wirings of the references, and failsafe-go's adaptivelimiter, are between: a
+  decision per second is too slow for a 5 s convergence, and their goodput misses in 60 to 72
+  cells.
+
+Why the default is built this way. Before issue 23, Capacity took one window's mean RTT as
+evidence: on this matrix at 1.5× load (5 seeds, commit e3fadf7, cd bench && go test
+./adaptivesim -run TestQuick -quick -v) its goodput fell to 0.04× of the best static limit at
+σ 0.5, on the heavy tail and on the bimodal partner, with the limit at the floor for up to 15 s,
+and from 5×C it settled far above C (its first RTT, a queued one, became the no-load RTT). Each
+rule of the new algorithm answers one of those measurements: epochs that decide only beyond
+Evidence (4) standard errors stopped the collapse on noise; the descent from above (step down
+30 % while the RTT falls in proportion; a rise means the queue was still building) took the
+5×C starts to within the band at σ 0.1; cuts sized by Little's law on (RTT − one standard error)
+and the floor rule (cuts of 20 % that do not lower the RTT are undone) keep a healthy partner off
+the floor; a descent that stops at 4 permits removed the last 1.6 s stays at the floor in the
+heavy-tail cells; growth that waits until the epoch could have shown a queue of its size bounds
+the overshoot on noisy partners. Variants tried on the same matrix and dropped: a 10 % probe
+whose first quiet epoch forgets the capacity (noise made the limit jump 25 % above C and leave
+the band), refining the no-load RTT only from epochs proved free of queueing (a no-load RTT from
+a short first epoch stayed too uncertain to prove any queue, and the limit stuck at 1.17 × C), and
+counting the error of the no-load RTT out of the bounds (false cuts on the bimodal and heavy-tail
+partners took the worst goodput down to 0.11×).
+`
