@@ -203,9 +203,13 @@ func (a *Acquisition) Granted() bool {
 //     bridge's goroutine.
 //
 // Exceptions, so that no callback waits for another's and the stack stays
-// bounded: when one call decides several outcomes (ChangeConfig granting
-// several waiters, one expiry sweep), the first outcome's callbacks run on
-// the deciding goroutine and each other outcome's on a fresh goroutine; and
+// bounded: when ChangeConfig grants several waiters, the first outcome's
+// callbacks run on the deciding goroutine and each other outcome's on a
+// fresh goroutine; the outcomes of one expiry sweep run one after the other
+// on the timer goroutine, and a fresh goroutine carries on with the rest
+// whenever one of them has blocked for a millisecond (so a blocking callback
+// delays the others by at most about 2 ms), panics or calls
+// runtime.Goexit; and
 // when more than 32 deliveries of one Semaphore are in progress at once
 // (callbacks giving permits back inside callbacks, nested or on other
 // goroutines), the next one runs on a fresh goroutine. In both
@@ -216,7 +220,10 @@ func (a *Acquisition) Granted() bool {
 // registration order, each once. If one panics, the ones registered after
 // it still run, on a fresh goroutine, and the panic goes on on the
 // goroutine that ran the panicking callback (unrecovered there, it ends
-// the program, as any panic in a goroutine does).
+// the program, as any panic in a goroutine does). The one call still
+// half-done when callbacks run, a LIFO AcquirePermissionAsync delivering
+// its evictions, withdraws the newcomer it will never return before the
+// panic goes on (see AcquirePermissionAsync).
 func (a *Acquisition) OnDone(f func(err error)) {
 	if f == nil {
 		panic("bulkhead: OnDone called with a nil func")

@@ -12,8 +12,12 @@ import (
 //     and then runs its callbacks itself: there is no shared deliverer, so
 //     callbacks of outcomes decided on different goroutines run
 //     concurrently and a blocking callback delays only its own goroutine;
-//   - one call that decides several outcomes runs the first one's
-//     callbacks itself and each other's on a fresh goroutine;
+//   - one call that grants several outcomes (ChangeConfig) runs the first
+//     one's callbacks itself and each other's on a fresh goroutine;
+//   - an expiry sweep runs the callbacks of the waiters it rejected one
+//     after the other on the sweeping goroutine (sweepRelay), and a fresh
+//     goroutine carries on with the rest whenever one blocks for longer
+//     than relayStall;
 //   - a Semaphore runs at most maxInlineDeliveries deliveries inline at
 //     once (counted over all goroutines, nested or not); past that bound the
 //     next delivery runs on a fresh goroutine, so a chain of callbacks that
@@ -67,20 +71,69 @@ func (d *decidedList) push(a *Acquisition) {
 // decided outcomes, then runs their callbacks (see the contract at the top
 // of this file).
 func (s *Semaphore) deliver(d *decidedList) {
+	wakeBlocking(d)
+	if d.head == nil {
+		return
+	}
+	if s.events.active() {
+		s.announce(d)
+	}
+	s.runDecided(d)
+}
+
+// wakeBlocking wakes the blocking waiters on d and empties d.wake. It runs
+// no user code.
+func wakeBlocking(d *decidedList) {
 	for a := d.wake; a != nil; {
 		n := a.next // the record belongs to its waiter once woken
 		a.next = nil
 		a.cell.Chan() <- struct{}{}
 		a = n
 	}
-	if d.head == nil {
-		return
-	}
-	if s.events.active() {
-		for a := d.head; a != nil; a = a.next {
-			s.publishOutcome(a)
+	d.wake = nil
+}
+
+// announce publishes the events of the outcomes in d. A listener's panic is
+// recovered by publish; a listener that calls runtime.Goexit ends this
+// goroutine before the callbacks of d run, so a deferred call hands them to
+// a fresh goroutine instead: no decided outcome is left undelivered.
+func (s *Semaphore) announce(d *decidedList) {
+	announced := false
+	defer func() {
+		if !announced {
+			rest := *d
+			go s.runDecided(&rest)
 		}
+	}()
+	for a := d.head; a != nil; a = a.next {
+		s.publishOutcome(a)
 	}
+	announced = true
+}
+
+// deliverFinished is deliver for a FinishCall that handed its permit on:
+// CallFinished is published first (before the CallPermitted of the grant
+// it made). If a listener calls runtime.Goexit there, the whole delivery
+// of d goes to a fresh goroutine, so the waiter granted is still woken.
+func (s *Semaphore) deliverFinished(d *decidedList) {
+	if s.events.active() {
+		published := false
+		defer func() {
+			if !published {
+				rest := *d
+				go s.deliver(&rest)
+			}
+		}()
+		s.publishSlow(CallFinished, 0)
+		published = true
+	}
+	s.deliver(d)
+}
+
+// runDecided runs the callbacks of the outcomes in d, whose events are
+// published: the first with callbacks inline (within maxInlineDeliveries),
+// every other on a fresh goroutine, and returns once those have started.
+func (s *Semaphore) runDecided(d *decidedList) {
 	w := s.wait // set before the decisions in d, never reset
 	var inline *Acquisition
 	var started *sync.WaitGroup

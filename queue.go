@@ -20,13 +20,19 @@ type waitState struct {
 	errEvicted      *FullError
 
 	// The wait queue, oldest at head. FIFO grants from the head, LIFO from
-	// the tail; expiry and eviction always take the head.
+	// the tail; eviction always takes the head.
 	head, tail *Acquisition
 	queued     int
-	// unordered is set when a waiter was queued with a deadline earlier than
-	// the tail's (after MaxWaitDuration shrank): expiry then sweeps the whole
-	// queue instead of popping the head. It is cleared when the queue empties.
-	unordered bool
+	// runs splits the queue into runs of non-decreasing deadlines, so that
+	// expiry pops expired waiters from the head of each run and looks at no
+	// other: it costs O(runs + expired) per sweep, never a walk of the
+	// queue. The first run starts at head and is not listed; runs holds the
+	// first waiter of every later one, in queue order. A new run starts
+	// when a waiter is queued with a deadline earlier than the tail's
+	// (MaxWaitDuration shrank, or a bounded wait follows NoTimeout ones),
+	// so runs is empty unless ChangeConfig shortened the wait while calls
+	// waited; a run that empties leaves the list (unlink).
+	runs []*Acquisition
 
 	timer    Timer
 	timerAt  time.Duration // deadline the timer is armed for
@@ -50,7 +56,7 @@ func (s *Semaphore) enqueueLocked(a *Acquisition) {
 		a.deadline = clock.Add(now, s.cfg.MaxWaitDuration)
 	}
 	if w.tail != nil && a.deadline < w.tail.deadline {
-		w.unordered = true
+		w.runs = append(w.runs, a)
 	}
 	a.prev = w.tail
 	if w.tail != nil {
@@ -77,9 +83,22 @@ func (s *Semaphore) armTimerLocked(now, deadline time.Duration) {
 	w.timer = s.clock.AfterFunc(deadline-now, func() { s.onTimer(gen) })
 }
 
+// sweepBatch bounds the waiters one critical section of an expiry sweep
+// rejects: rejecting one takes a few tens of nanoseconds, so a batch holds
+// mu well under a millisecond, and a sweep of a million expired waiters
+// lets other callers in between its batches.
+const sweepBatch = 4096
+
+// sweepObserver, if set (by tests, before any Semaphore is used), is told
+// after each batch of an expiry sweep how many waiters it looked at and
+// how many it rejected. It costs one load per batch when unset.
+var sweepObserver func(examined, expired int)
+
 // onTimer runs on the Clock's timer goroutine: it rejects every waiter whose
-// deadline has passed (WaitTimeout), re-arms the timer for the earliest
-// remaining deadline and delivers the rejections on this goroutine.
+// deadline had passed when it started (WaitTimeout), in batches of at most
+// sweepBatch per critical section, re-arms the timer for the earliest
+// remaining deadline and delivers the rejections (deliverSweep). Blocking
+// waiters are woken after each batch, before any event or callback.
 func (s *Semaphore) onTimer(gen uint64) {
 	var d decidedList
 	s.mu.Lock()
@@ -88,31 +107,68 @@ func (s *Semaphore) onTimer(gen uint64) {
 		w.timer = nil
 	}
 	now := s.sinceEpochLocked()
-	next := time.Duration(math.MaxInt64)
-	if w.unordered {
-		for a := w.head; a != nil; {
-			n := a.next
-			if a.deadline <= now {
-				w.reject(a, w.errWaitTimeout, &d)
-			} else {
-				next = min(next, a.deadline)
-			}
-			a = n
-		}
-	} else {
-		for w.head != nil && w.head.deadline <= now {
-			w.reject(w.head, w.errWaitTimeout, &d)
-		}
-		if w.head != nil {
-			next = w.head.deadline
-		}
+	for s.expireLocked(now, &d) {
+		s.mu.Unlock()
+		wakeBlocking(&d)
+		s.mu.Lock()
 	}
-	if w.head != nil && next != math.MaxInt64 && (w.timer == nil || next < w.timerAt) {
-		s.armTimerLocked(now, next)
+	if w.head != nil {
+		if next := w.earliestDeadlineLocked(); next != math.MaxInt64 && (w.timer == nil || next < w.timerAt) {
+			s.armTimerLocked(now, next)
+		}
 	}
 	w.stopTimerIfIdle()
 	s.mu.Unlock()
-	s.deliver(&d)
+	s.deliverSweep(&d)
+}
+
+// expireLocked rejects, with WaitTimeout, up to sweepBatch waiters whose
+// deadline is at or before now, taking each run's head while it has
+// expired, and reports whether it stopped at the bound with more left to
+// look at.
+func (s *Semaphore) expireLocked(now time.Duration, d *decidedList) (more bool) {
+	w := s.wait
+	budget, examined := sweepBatch, 0
+	defer func() {
+		if sweepObserver != nil {
+			sweepObserver(examined, sweepBatch-budget)
+		}
+	}()
+	for w.head != nil {
+		examined++
+		if w.head.deadline > now {
+			break
+		}
+		if budget == 0 {
+			return true
+		}
+		budget--
+		w.reject(w.head, w.errWaitTimeout, d)
+	}
+	for i := 0; i < len(w.runs); {
+		examined++
+		a := w.runs[i]
+		if a.deadline > now {
+			i++
+			continue
+		}
+		if budget == 0 {
+			return true
+		}
+		budget--
+		w.reject(a, w.errWaitTimeout, d) // unlink moves runs[i] on, or drops it
+	}
+	return false
+}
+
+// earliestDeadlineLocked returns the earliest deadline in a non-empty
+// queue: the earliest head of its runs.
+func (w *waitState) earliestDeadlineLocked() time.Duration {
+	next := w.head.deadline
+	for _, a := range w.runs {
+		next = min(next, a.deadline)
+	}
+	return next
 }
 
 // sinceEpochLocked is the clock's time as an offset from the wait state's
@@ -164,6 +220,9 @@ func (w *waitState) leftCancelled(a *Acquisition) {
 func (w *waitState) linked(a *Acquisition) bool { return a.prev != nil || w.head == a }
 
 func (w *waitState) unlink(a *Acquisition) {
+	if len(w.runs) > 0 {
+		w.unlinkFromRuns(a)
+	}
 	if a.prev != nil {
 		a.prev.next = a.next
 	} else {
@@ -176,9 +235,37 @@ func (w *waitState) unlink(a *Acquisition) {
 	}
 	a.prev, a.next = nil, nil
 	w.queued--
-	if w.head == nil {
-		w.unordered = false
+}
+
+// unlinkFromRuns keeps runs true when a, still linked, leaves the queue:
+// if a starts a run, the run starts at a.next instead, or leaves the list
+// if a was its only member. It costs O(runs).
+func (w *waitState) unlinkFromRuns(a *Acquisition) {
+	if a == w.head {
+		// The first run, which runs does not list: if a was its only
+		// member, the second run becomes the first.
+		if a.next == w.runs[0] {
+			w.dropRun(0)
+		}
+		return
 	}
+	for i, r := range w.runs {
+		if r != a {
+			continue
+		}
+		if a.next != nil && (i+1 == len(w.runs) || a.next != w.runs[i+1]) {
+			w.runs[i] = a.next
+		} else {
+			w.dropRun(i)
+		}
+		return
+	}
+}
+
+func (w *waitState) dropRun(i int) {
+	n := copy(w.runs[i:], w.runs[i+1:])
+	w.runs[i+n] = nil
+	w.runs = w.runs[:i+n]
 }
 
 // stopTimerIfIdle stops the timer once nobody waits.

@@ -173,7 +173,10 @@ func (s *Semaphore) TryAcquirePermission() bool {
 // is already rejected when MaxWaitDuration is zero (NoWait) or the FIFO queue
 // holds MaxQueuedCalls waiters (QueueFull); in LIFO order the oldest waiter
 // is evicted instead (Evicted; its callbacks run on this goroutine before
-// AcquirePermissionAsync returns). Otherwise the call is queued: the
+// AcquirePermissionAsync returns; if one of them panics, the panic goes on
+// out of AcquirePermissionAsync and the new call, which nobody will hold,
+// is withdrawn first, with CallCancelled, so no permit is stranded).
+// Otherwise the call is queued: the
 // returned Acquisition is granted in queue order as permits come back,
 // rejected with WaitTimeout after MaxWaitDuration, or withdrawn by its
 // Cancel (see Acquisition.OnDone for where its callbacks run).
@@ -195,8 +198,41 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 	a := &Acquisition{owner: s}
 	s.enqueueLocked(a)
 	s.mu.Unlock()
-	s.deliver(&d)
+	if d.head != nil || d.wake != nil {
+		s.deliverEvictions(&d, a)
+	}
 	return a
+}
+
+// deliverEvictions delivers the outcomes of the waiters evicted to make
+// room for newcomer, which is already queued. If a callback of an evicted
+// waiter panics (or calls runtime.Goexit), the panic goes on to the caller
+// of AcquirePermissionAsync, which then never returns newcomer: nobody
+// could ever cancel it or give its permit back, so it is withdrawn first
+// (see abandon).
+func (s *Semaphore) deliverEvictions(d *decidedList, newcomer *Acquisition) {
+	delivered := false
+	defer func() {
+		if !delivered {
+			s.abandon(newcomer)
+		}
+	}()
+	s.deliver(d)
+	delivered = true
+}
+
+// abandon withdraws a queued Acquisition that will never be handed to
+// anyone (it has no callbacks): Cancel, publishing CallCancelled; if a
+// grant won the race first, the permit is given back (ReleasePermission,
+// no event: the call never ran); an expiry or eviction that won needs
+// nothing.
+func (s *Semaphore) abandon(a *Acquisition) {
+	if a.Cancel() {
+		return
+	}
+	if a.cell.Load()&outcomeMask == stateGranted {
+		s.ReleasePermission()
+	}
 }
 
 // rejectAtOnceLocked returns the prebuilt rejection, after releasing mu and
@@ -268,8 +304,8 @@ func (s *Semaphore) releaseSlowLocked(finished bool) {
 	s.grantLocked(&d)
 	s.mu.Unlock()
 	if finished {
-		// CallFinished before the CallPermitted of the grant it made.
-		s.publish(CallFinished, 0)
+		s.deliverFinished(&d)
+		return
 	}
 	s.deliver(&d)
 }
@@ -333,11 +369,29 @@ func (s *Semaphore) withdraw(a *Acquisition) {
 		s.wait.unlink(a)
 		s.wait.stopTimerIfIdle()
 	}
-	if !a.isBlocking() {
+	blocking := a.isBlocking()
+	if !blocking {
 		a.settle()
 	}
 	s.mu.Unlock()
-	s.publish(CallCancelled, 0)
+	if s.events.active() {
+		s.announceCancelled(a, blocking)
+	}
+}
+
+// announceCancelled publishes the CallCancelled of a withdrawn acquisition.
+// If a listener calls runtime.Goexit, Cancel never gets to run a's
+// callbacks, so a deferred call hands them to a fresh goroutine (a pooled
+// blocking waiter has none: its own goroutine is the one ending).
+func (s *Semaphore) announceCancelled(a *Acquisition, blocking bool) {
+	published := false
+	defer func() {
+		if !published && !blocking {
+			go a.runCallbacks()
+		}
+	}()
+	s.publishSlow(CallCancelled, 0)
+	published = true
 }
 
 // Compile-time checks.

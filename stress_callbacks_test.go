@@ -23,9 +23,10 @@ import (
 //   - block in AcquirePermission of the same bulkhead for a second permit;
 //   - cancel a pending callback acquisition of any worker;
 //   - ChangeConfig (when no other ChangeConfig is in progress);
-//   - panic (when granted), in a first callback, with a second callback of
-//     the same Acquisition giving the permit back (it must still run
-//     exactly once).
+//   - panic (when granted, or evicted by a worker's AcquirePermissionAsync,
+//     whose newcomer is then withdrawn), in a first callback, with a second
+//     callback of the same Acquisition giving the permit back (it must still
+//     run exactly once).
 //
 // A worker recovers the panics that reach its operations (errStressPanic);
 // a callback panics only on a worker goroutine, since a panic anywhere else
@@ -43,7 +44,10 @@ const (
 	cbBehaviours
 )
 
-var errStressPanic = errors.New("stress: callback panics on purpose")
+var (
+	errStressPanic        = errors.New("stress: callback panics on purpose")
+	errStressEvictedPanic = errors.New("stress: callback of an evicted waiter panics on purpose")
+)
 
 // goroutineID parses the running goroutine's number from its stack header
 // (test-only: it costs a microsecond or two).
@@ -65,17 +69,26 @@ type callbackState struct {
 	liveN            atomic.Int64 // callbacks registered and not finished
 	live             sync.WaitGroup
 	panics           atomic.Int64 // panics recovered by workers
-	blockedOnTime    atomic.Int64
-	acquiredInside   atomic.Int64
-	cancelledInside  atomic.Int64
-	changedInside    atomic.Int64
-	panicsSkipped    atomic.Int64 // cbPanic callbacks that ran off a worker goroutine
+	// abandoned counts the panics of evicted waiters' callbacks raised
+	// inside a worker's AcquirePermissionAsync, which withdraws its newcomer: each
+	// publishes one event no worker accounts for (CallCancelled, or
+	// CallPermitted if a grant won, or CallRejected if an expiry or an
+	// eviction did).
+	abandoned       atomic.Int64
+	blockedOnTime   atomic.Int64
+	acquiredInside  atomic.Int64
+	cancelledInside atomic.Int64
+	changedInside   atomic.Int64
+	panicsSkipped   atomic.Int64 // cbPanic callbacks that ran off a worker goroutine
 }
 
 // recoverStressPanic is deferred by the workers around their operations.
 func (r *stressRun) recoverStressPanic() {
 	if p := recover(); p != nil {
-		if p != errStressPanic {
+		switch p {
+		case errStressPanic:
+		case errStressEvictedPanic:
+		default:
 			panic(p)
 		}
 		r.cb.panics.Add(1)
@@ -153,8 +166,10 @@ func (w *stressWorker) callbackAcquire() {
 	if behaviour == cbPanic {
 		register(func(err error) {
 			r.cb.open.Delete(a)
-			if err != nil {
-				return // only grants panic: they come from operations that give a permit back
+			var fe *bulkhead.FullError
+			evicted := errors.As(err, &fe) && fe.Reason == bulkhead.Evicted
+			if err != nil && !evicted {
+				return // grants and evictions panic: they come from operations that give a permit back or acquire
 			}
 			g := goroutineID()
 			if _, onWorker := r.cb.workerGoroutines.Load(g); !onWorker || (g == me && !registered.Load()) {
@@ -162,6 +177,16 @@ func (w *stressWorker) callbackAcquire() {
 				// callback that gives the permit back was registered.
 				r.cb.panicsSkipped.Add(1)
 				return
+			}
+			if evicted {
+				// Out of the AcquirePermissionAsync that evicted a: its
+				// newcomer is never returned, and must be withdrawn.
+				// Counted here, not where a worker recovers it: the
+				// withdrawal may hand the newcomer's grant on to a
+				// waiter whose callback panics in turn, and that panic
+				// replaces this one.
+				r.cb.abandoned.Add(1)
+				panic(errStressEvictedPanic)
 			}
 			panic(errStressPanic)
 		})
@@ -194,6 +219,18 @@ func (w *stressWorker) callbackAcquire() {
 		case err == bulkhead.ErrCancelled:
 		default:
 			w.rejected(err)
+			if behaviour == cbCancelOther {
+				// Re-enter from a rejection: an expiry sweep's runner (the
+				// clock's goroutine or a fresh one carrying on) or an
+				// evicting call cancels another waiter mid-delivery.
+				r.cb.open.Range(func(k, _ any) bool {
+					if k.(*bulkhead.Acquisition).Cancel() {
+						r.cancels.Add(1)
+						r.cb.cancelledInside.Add(1)
+					}
+					return false
+				})
+			}
 		}
 	})
 	registered.Store(true)

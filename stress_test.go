@@ -195,8 +195,8 @@ func (r *stressRun) stats() string {
 		r.grants.Load(), r.onCompletes.Load(), r.releases.Load(), r.rejections.Load(),
 		r.reasons[bulkhead.NoWait].Load(), r.reasons[bulkhead.QueueFull].Load(), r.reasons[bulkhead.WaitTimeout].Load(), r.reasons[bulkhead.Evicted].Load(),
 		r.cancels.Load(), r.ctxErrs.Load(), r.tryOK.Load(), r.tryOK.Load()+r.tryNo.Load(), r.blocking.Load(), r.changes.Load(), r.bad.Load(), r.callbacksRun.Load()) +
-		fmt.Sprintf("; in callbacks: blocked on time=%d AcquirePermission=%d cancels=%d changeConfig=%d panics=%d (recovered by workers; %d skipped off a worker)",
-			r.cb.blockedOnTime.Load(), r.cb.acquiredInside.Load(), r.cb.cancelledInside.Load(), r.cb.changedInside.Load(), r.cb.panics.Load(), r.cb.panicsSkipped.Load())
+		fmt.Sprintf("; in callbacks: blocked on time=%d AcquirePermission=%d cancels=%d changeConfig=%d panics=%d (recovered by workers, %d of them evicted waiters' that withdrew the newcomer; %d skipped off a worker)",
+			r.cb.blockedOnTime.Load(), r.cb.acquiredInside.Load(), r.cb.cancelledInside.Load(), r.cb.changedInside.Load(), r.cb.panics.Load(), r.cb.abandoned.Load(), r.cb.panicsSkipped.Load())
 }
 
 // run drives the workers and the clock for d, with stable-point checks
@@ -308,8 +308,10 @@ func (r *stressRun) checkEnd() {
 	if reg, ran := r.callbacksRegistered.Load(), r.callbacksRun.Load(); reg != ran {
 		r.violate("end: %d OnDone callbacks registered, %d ran", reg, ran)
 	}
-	if ev, seen := r.evRejected.Load(), r.rejections.Load(); ev != seen {
-		r.violate("end: %d CallRejected events, %d rejections seen", ev, seen)
+	abandoned := r.cb.abandoned.Load()
+	extraRejected := r.evRejected.Load() - r.rejections.Load()
+	if extraRejected < 0 || extraRejected > abandoned {
+		r.violate("end: %d CallRejected events, %d rejections seen, %d newcomers abandoned", r.evRejected.Load(), r.rejections.Load(), abandoned)
 	}
 	if ev, seen := r.evFinished.Load(), r.onCompletes.Load(); ev != seen {
 		r.violate("end: %d CallFinished events, %d FinishCall calls", ev, seen)
@@ -321,9 +323,11 @@ func (r *stressRun) checkEnd() {
 	// sometimes when another worker did).
 	extraPermitted := r.evPermitted.Load() - r.grants.Load()
 	extraCancelled := r.evCancelled.Load() - r.cancels.Load()
-	if extraPermitted < 0 || extraCancelled < 0 || extraPermitted+extraCancelled > r.ctxErrs.Load()-r.preCancelled.Load() {
-		r.violate("end: events permitted=%d cancelled=%d do not match grants=%d cancels=%d ctxErr=%d (of which %d with ctx done before the call)",
-			r.evPermitted.Load(), r.evCancelled.Load(), r.grants.Load(), r.cancels.Load(), r.ctxErrs.Load(), r.preCancelled.Load())
+	// Each abandoned newcomer adds exactly one event to those three.
+	if extraPermitted < 0 || extraCancelled < 0 || extraPermitted+extraCancelled+extraRejected < abandoned ||
+		extraPermitted+extraCancelled > r.ctxErrs.Load()-r.preCancelled.Load()+abandoned-extraRejected {
+		r.violate("end: events permitted=%d cancelled=%d do not match grants=%d cancels=%d ctxErr=%d (of which %d with ctx done before the call), abandoned=%d (%d rejected)",
+			r.evPermitted.Load(), r.evCancelled.Load(), r.grants.Load(), r.cancels.Load(), r.ctxErrs.Load(), r.preCancelled.Load(), abandoned, extraRejected)
 	}
 }
 

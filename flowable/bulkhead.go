@@ -29,7 +29,10 @@ import (
 // is cancelled and the permit given back before the panic goes on. A source
 // that emits on a goroutine of its own (Create, FromObservable) lets such a
 // panic end the program; one that recovers it must cancel or terminate the
-// subscription. Request(n <= 0) while pending withdraws the
+// subscription. If Subscribe panics because it evicted (LIFO) a waiting
+// subscription whose subscriber panicked in OnError, the new subscription
+// was withdrawn before the panic went on: it holds no permit, is not
+// queued and gets no further signal. Request(n <= 0) while pending withdraws the
 // acquisition and signals OnError (matching ErrNonPositiveRequest); once
 // src is subscribed it is forwarded to src, which must signal that error
 // itself (rule 3.9). Signals to the subscriber are serial (rule 1.3).
