@@ -18,7 +18,9 @@
 // says when to use which.
 //
 // A [Registry] keeps one bulkhead per name (per partner) with named
-// configurations. A [Clock] can be injected with [WithClock]; the testkit
+// configurations. For keys you do not control (tenants, client addresses),
+// its keyed path [Registry.AcquirePermissionAsync] with [WithIdleTimeout]
+// and [WithMaxBulkheads] bounds the number of bulkheads safely. A [Clock] can be injected with [WithClock]; the testkit
 // package provides a virtual one.
 //
 // The reactive operators in the sub-packages (flowable, observable, single,

@@ -1,19 +1,56 @@
 package bulkhead
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
 )
 
-// Registry keeps one Semaphore per name (one per partner) and a set of named
-// configurations to create them from. It is safe for concurrent use.
+// Registry keeps one Semaphore per name (one per partner, tenant or client
+// key) and a set of named configurations to create them from. It is safe
+// for concurrent use.
+//
+// Two ways in. Get, GetWithConfig, Find and Configure hand out a *Semaphore
+// for a name you control; such a bulkhead is pinned: never evicted, so that
+// the reference you hold stays the one bulkhead of its name. The keyed
+// path, AcquirePermissionAsync(key) and its Lease, is for keys you do not
+// control: the registry counts each keyed call as a user of its bulkhead
+// until its permit is given back, so it can evict idle bulkheads
+// (WithIdleTimeout) and cap their number (WithMaxBulkheads) without ever
+// letting one key run two bulkheads at once. See docs/guide.md, "Keys you
+// do not control".
+//
+// Invariants (see also internal/catalog): the catalog's lock guards the
+// set of bulkheads, the listeners, the sweep timer and every creation and
+// eviction; a bulkhead's user count (owned by the catalog entry) decides,
+// by one CAS, between its eviction and a new keyed call or Get. The lock
+// order is catalog lock, then a Semaphore's lock (the sweep reads Metrics
+// under it); no Semaphore callback takes the catalog's lock.
 type Registry struct {
-	opts []Option
-	// cat's lock also guards listeners.
-	cat       *catalog.Catalog[Config, *Semaphore]
-	listeners []*registryListener
+	opts   []Option
+	optErr error // the first invalid RegistryOption, returned by NewRegistry
+	clock  Clock
+
+	idle      time.Duration // 0: no eviction
+	max       int           // 0: no cap
+	catchAll  *Config       // the catch-all's configuration when max > 0
+	keyConfig func(key string) string
+
+	cat *catalog.Catalog[Config, *Semaphore]
+	// Guarded by cat's lock: listeners, evictListeners, the sweep fields.
+	listeners      []*registryListener
+	evictListeners []*evictListener
+	sweepArmed     bool // a sweep timer is pending
+	createdSince   bool // a bulkhead was created since the last sweep
+
+	catchAllEntry *catalog.Entry[*Semaphore] // nil without a cap
+	catchAllCalls atomic.Uint64
+	keyConfigFunc func(string) string // keyConfigName, bound once
 }
 
 // registryListener is one Registry.OnEvent registration: the func and its
@@ -23,6 +60,9 @@ type registryListener struct {
 	subs map[*Semaphore]func()
 }
 
+// evictListener is one Registry.OnEvict registration.
+type evictListener struct{ f func(name string) }
+
 // RegistryOption configures a Registry.
 type RegistryOption interface{ applyRegistry(*Registry) }
 
@@ -30,13 +70,13 @@ type registryOptionFunc func(*Registry)
 
 func (f registryOptionFunc) applyRegistry(r *Registry) { f(r) }
 
-// WithConfig adds a named configuration for BulkheadWithConfig.
+// WithConfig adds a named configuration for GetWithConfig.
 func WithConfig(name string, cfg Config) RegistryOption {
 	return registryOptionFunc(func(r *Registry) { r.cat.SetConfig(name, cfg) })
 }
 
 // WithSemaphoreOptions passes opts (such as WithClock) to every Semaphore the
-// Registry creates.
+// Registry creates. The Registry's idle sweep reads the same Clock.
 func WithSemaphoreOptions(opts ...Option) RegistryOption {
 	return registryOptionFunc(func(r *Registry) { r.opts = append(r.opts, opts...) })
 }
@@ -48,35 +88,71 @@ const DefaultConfigName = "default"
 // with a named configuration. It validates defaults and every configuration
 // given with WithConfig, and fails with a *ConfigError naming the first
 // invalid one (Name is the configuration's name, DefaultConfigName for
-// defaults), so that a bad configuration surfaces where it is given rather
-// than at the first Get.
+// defaults, CatchAllName for WithMaxBulkheads' catch-all), so that a bad
+// configuration surfaces where it is given rather than at the first Get. It
+// fails with an error naming the option if another option is invalid
+// (WithIdleTimeout, WithMaxBulkheads, WithKeyConfig, WithClock(nil)).
 func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	r := &Registry{cat: catalog.New[Config, *Semaphore]("config", DefaultConfigName, defaults)}
 	for _, o := range opts {
 		o.applyRegistry(r)
 	}
+	if r.optErr != nil {
+		return nil, r.optErr
+	}
 	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
 		return nil, err
+	}
+	o, err := newOptions(DefaultConfigName, r.opts)
+	if err != nil {
+		return nil, fmt.Errorf("bulkhead: NewRegistry: WithSemaphoreOptions: %w", err)
+	}
+	r.clock = o.clock
+	r.keyConfigFunc = r.keyConfigName
+	if r.catchAll != nil {
+		s, err := New(CatchAllName, *r.catchAll, r.opts...)
+		if err != nil {
+			return nil, err
+		}
+		r.cat.SetMax(r.max)
+		r.cat.Lock()
+		r.catchAllEntry = r.cat.PutPinnedLocked(CatchAllName, s)
+		r.cat.Unlock()
 	}
 	return r, nil
 }
 
 // Get returns the bulkhead named name, creating it with the default
-// configuration if it does not exist yet.
+// configuration if it does not exist yet, and pins it (it is never
+// evicted). It fails with an error wrapping ErrRegistryFull if the
+// registry holds WithMaxBulkheads bulkheads and name is not one of them.
 func (r *Registry) Get(name string) (*Semaphore, error) {
 	return r.GetWithConfig(name, DefaultConfigName)
 }
 
 // GetWithConfig returns the bulkhead named name, creating it with the
-// configuration named configName if it does not exist yet. An existing
-// bulkhead is returned as it is, whatever configName says. It fails if
-// configName is unknown or its configuration is invalid.
+// configuration named configName if it does not exist yet, and pins it
+// (it is never evicted). An existing bulkhead is returned as it is,
+// whatever configName says. It fails if configName is unknown or its
+// configuration is invalid, and as Get does when the registry is full.
+// Getting an existing pinned bulkhead takes no lock (one lock-free map
+// lookup), so it scales across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Semaphore, error) {
-	return r.cat.GetOrCreate(name, configName, r.createLocked)
+	s, err := r.cat.Pin(name, configName, r.createLocked)
+	return s, r.fullError(name, err)
 }
 
-// createLocked creates and registers a bulkhead, subscribing the registry's
-// listeners before anyone else can see it, so they miss none of its events.
+// fullError turns the catalog's ErrFull into an error naming the bulkhead.
+func (r *Registry) fullError(name string, err error) error {
+	if errors.Is(err, catalog.ErrFull) {
+		return fmt.Errorf("bulkhead %q: %w: it holds %d bulkheads (WithMaxBulkheads)", name, ErrRegistryFull, r.max)
+	}
+	return err
+}
+
+// createLocked creates a bulkhead, subscribing the registry's listeners
+// before anyone else can see it, so they miss none of its events, and
+// arms the idle sweep. The catalog stores it.
 func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
 	s, err := New(name, cfg, r.opts...)
 	if err != nil {
@@ -85,24 +161,24 @@ func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
 	for _, l := range r.listeners {
 		l.subs[s] = s.OnEvent(l.f)
 	}
-	r.cat.PutLocked(name, s)
+	r.armSweepLocked()
 	return s, nil
 }
 
-// Configure returns the bulkhead named name with configuration cfg: it
-// creates it with cfg if it does not exist, and otherwise applies cfg with
-// ChangeConfig. Nobody can observe a new bulkhead with another
+// Configure returns the bulkhead named name with configuration cfg, pinned:
+// it creates it with cfg if it does not exist, and otherwise applies cfg
+// with ChangeConfig. Nobody can observe a new bulkhead with another
 // configuration first. It fails with a *ConfigError if cfg is invalid, and
-// then changes nothing.
+// then changes nothing, and as Get does when the registry is full.
 func (r *Registry) Configure(name string, cfg Config) (*Semaphore, error) {
-	r.cat.Lock()
-	s, ok := r.cat.FindLocked(name)
-	if !ok {
-		defer r.cat.Unlock()
-		return r.createLocked(name, cfg)
+	if err := cfg.validateFor(name); err != nil {
+		return nil, err
 	}
-	r.cat.Unlock()
-	if s.Config() == cfg {
+	s, created, err := r.cat.PinWith(name, cfg, r.createLocked)
+	if err != nil {
+		return nil, r.fullError(name, err)
+	}
+	if created || s.Config() == cfg {
 		return s, nil
 	}
 	if err := s.ChangeConfig(cfg); err != nil {
@@ -113,8 +189,8 @@ func (r *Registry) Configure(name string, cfg Config) (*Semaphore, error) {
 
 // OnEvent registers f on every bulkhead of the registry, present and future
 // (a bulkhead created later is subscribed before it is returned to anyone),
-// and returns a func that unregisters it everywhere (idempotent). Removing a
-// bulkhead from the registry unsubscribes f from it. f runs as described at
+// and returns a func that unregisters it everywhere (idempotent). Removing
+// or evicting a bulkhead unsubscribes f from it. f runs as described at
 // Semaphore.OnEvent. OnEvent panics if f is nil.
 func (r *Registry) OnEvent(f func(Event)) (remove func()) {
 	if f == nil {
@@ -153,31 +229,47 @@ func (r *Registry) AddConfig(name string, cfg Config) error {
 	return nil
 }
 
-// Find returns the bulkhead named name if it exists.
+// Find returns the bulkhead named name if it exists, and pins it (it is
+// never evicted), as Get does.
 func (r *Registry) Find(name string) (*Semaphore, bool) {
 	return r.cat.Find(name)
 }
 
-// All returns every bulkhead, sorted by name.
+// All returns every bulkhead, the catch-all included, sorted by name. It
+// does not pin them: it is for reading (Name, Config, Metrics), as the
+// metrics collectors do. Do not acquire through a bulkhead from All in a
+// registry with WithIdleTimeout (it may be evicted, and a keyed call for
+// its name would then create another one): use Get or the keyed path.
 func (r *Registry) All() []*Semaphore {
 	return r.cat.All()
 }
 
-// Remove forgets the bulkhead named name and reports whether it existed.
-// Holders of the removed *Semaphore may go on using it; the registry's
-// listeners (OnEvent) no longer receive its events.
+// Remove forgets the bulkhead named name, pinned or not, and reports
+// whether it existed. Holders of the removed *Semaphore (and keyed calls
+// holding a Lease on it) may go on using it; the registry's listeners
+// (OnEvent) no longer receive its events, and the next Get or keyed call
+// for name creates a new bulkhead, so for a while name may admit up to
+// twice its limit. Eviction (WithIdleTimeout) never does that.
 func (r *Registry) Remove(name string) bool {
+	if r.catchAllEntry != nil && name == CatchAllName {
+		return false
+	}
 	r.cat.Lock()
 	defer r.cat.Unlock()
 	s, ok := r.cat.RemoveLocked(name)
 	if !ok {
 		return false
 	}
+	r.unsubscribeLocked(s)
+	return true
+}
+
+// unsubscribeLocked unsubscribes the registry's listeners from s.
+func (r *Registry) unsubscribeLocked(s *Semaphore) {
 	for _, l := range r.listeners {
 		if unsubscribe, ok := l.subs[s]; ok {
 			delete(l.subs, s)
 			unsubscribe()
 		}
 	}
-	return true
 }

@@ -29,7 +29,11 @@ type Counts struct {
 // counter) and its counts stay as they were; a bulkhead created again under
 // that name continues them. So the counts of a name never go down, which is
 // what a monitoring counter needs. A counter keeps one entry (64 bytes of
-// counters, plus the map's node) per name that published an event.
+// counters, plus the map's node) per name that published an event, until
+// the registry evicts that name's bulkhead as idle (bulkhead.WithIdleTimeout,
+// Registry.OnEvict): then its counts are forgotten, and a bulkhead created
+// again under that name counts from zero, so that a million passing keys
+// leave no counts behind.
 //
 // Goroutines: the counter's listener runs on whichever goroutine publishes
 // an event (see bulkhead.Semaphore.OnEvent) — the caller of
@@ -44,9 +48,12 @@ type Counter struct {
 	// counts maps a bulkhead name (string) to its *callCounts. Entries
 	// are added by the first event of a name (LoadOrStore decides which
 	// of two racing first events creates it; both then add to the same
-	// entry) and never removed, so a *callCounts once loaded stays valid.
+	// entry) and removed only when the registry evicts the name's
+	// bulkhead (OnEvict, after unsubscribing its listeners, so no event of
+	// it is counted any more).
 	counts sync.Map
 	remove func() // from bulkhead.Registry.OnEvent; idempotent
+	forget func() // from bulkhead.Registry.OnEvict; idempotent
 }
 
 // callCounts holds the counters of one name, indexed by EventType-1. They
@@ -67,6 +74,7 @@ func New(r *bulkhead.Registry) *Counter {
 	}
 	c := &Counter{}
 	c.remove = r.OnEvent(c.count)
+	c.forget = r.OnEvict(func(name string) { c.counts.Delete(name) })
 	return c
 }
 
@@ -110,4 +118,7 @@ func (c *Counter) Counts(name string) Counts {
 // (on the same goroutine, or on one synchronised with it) is not counted; an
 // event that another goroutine publishes while Close runs may be. Close is
 // idempotent.
-func (c *Counter) Close() { c.remove() }
+func (c *Counter) Close() {
+	c.remove()
+	c.forget()
+}

@@ -364,3 +364,29 @@ func BenchmarkCounter(b *testing.B) {
 		}
 	}
 }
+
+func TestCounterForgetsTheCountsOfAnEvictedBulkhead(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1},
+		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)), bulkhead.WithIdleTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckRegistry(t, r)
+	c := callcount.New(r)
+	defer c.Close()
+	a, l := r.AcquirePermissionAsync("tenant")
+	if a.Err() != nil {
+		t.Fatal(a.Err())
+	}
+	l.FinishCall()
+	wantCounts(t, c, "tenant", callcount.Counts{Permitted: 1, Finished: 1})
+	clock.Advance(2 * time.Second)
+	wantCounts(t, c, "tenant", callcount.Counts{})
+	a, l = r.AcquirePermissionAsync("tenant")
+	if a.Err() != nil {
+		t.Fatal(a.Err())
+	}
+	l.ReleasePermission()
+	wantCounts(t, c, "tenant", callcount.Counts{Permitted: 1})
+}

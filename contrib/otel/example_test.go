@@ -46,6 +46,7 @@ func ExampleStart() {
 	// bulkhead.max_allowed_concurrent_calls 20
 	// bulkhead.queued_calls 0
 	// bulkhead.max_queued_calls 0
+	// bulkhead.registry.bulkheads 1
 }
 
 // In a service, Start uses the global meter provider that the service set

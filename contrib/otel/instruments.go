@@ -43,7 +43,14 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //	bulkhead.calls                         Int64ObservableCounter  events, by attribute kind =
 //	                                                               permitted, rejected, finished, cancelled
 //
-// All have the unit "{call}" and the attribute name (the bulkhead's name),
+// and, for the registry as a whole (no attribute):
+//
+//	bulkhead.registry.bulkheads             Int64ObservableGauge    live bulkheads, the catch-all included
+//	bulkhead.registry.evictions             Int64ObservableCounter  bulkheads evicted as idle (WithIdleTimeout)
+//	bulkhead.registry.catch_all_calls       Int64ObservableCounter  keyed calls sent to the catch-all (WithMaxBulkheads)
+//
+// The registry's instruments count bulkheads ("{bulkhead}") or calls
+// ("{call}") and have no attribute. The others all have the unit "{call}" and the attribute name (the bulkhead's name),
 // so that a Prometheus exporter yields the same series as the
 // contrib/prometheus collector (bulkhead_calls_total for the counter).
 //
@@ -55,7 +62,11 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // event is lost before its first collection. A bulkhead removed from the
 // registry is no longer observed nor counted; one created again under its
 // name continues its count, which therefore never goes down (as a
-// cumulative counter must not).
+// cumulative counter must not). A bulkhead evicted as idle
+// (bulkhead.WithIdleTimeout) is no longer observed and its counts are
+// forgotten, so that passing keys leave no series and no attribute sets
+// behind; one created again under its name counts from zero (a new
+// series for a cumulative exporter, a reset for Prometheus).
 type Instruments struct {
 	registry *bulkhead.Registry
 	counter  *callcount.Counter
@@ -63,6 +74,7 @@ type Instruments struct {
 	closed   atomic.Bool
 
 	available, maxAllowed, queued, maxQueued, calls metric.Int64Observable
+	bulkheads, evictions, catchAllCalls             metric.Int64Observable
 
 	mu    sync.Mutex           // guards attrs
 	attrs map[string]*attrSets // by bulkhead name, for the bulkheads of the last collection
@@ -119,12 +131,23 @@ func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 	in.maxQueued = gauge("bulkhead.max_queued_calls", "Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.")
 	calls, e := meter.Int64ObservableCounter("bulkhead.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the instruments started."))
-	in.calls = calls
-	if err = errors.Join(err, e); err != nil {
+	in.calls, err = calls, errors.Join(err, e)
+	bulkheads, e := meter.Int64ObservableGauge("bulkhead.registry.bulkheads", metric.WithUnit("{bulkhead}"),
+		metric.WithDescription("Number of live bulkheads of the registry, the catch-all included."))
+	in.bulkheads, err = bulkheads, errors.Join(err, e)
+	counter := func(name, unit, desc string) metric.Int64Observable {
+		c, e := meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		err = errors.Join(err, e)
+		return c
+	}
+	in.evictions = counter("bulkhead.registry.evictions", "{bulkhead}", "Number of bulkheads the registry evicted as idle.")
+	in.catchAllCalls = counter("bulkhead.registry.catch_all_calls", "{call}", "Number of keyed calls the registry sent to its catch-all bulkhead because it held its maximum number of bulkheads.")
+	if err != nil {
 		return nil, err
 	}
 	in.counter = callcount.New(reg)
-	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls)
+	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls,
+		in.bulkheads, in.evictions, in.catchAllCalls)
 	if err != nil {
 		in.counter.Close()
 		return nil, err
@@ -139,6 +162,10 @@ func (in *Instruments) observe(_ context.Context, o metric.Observer) error {
 	if in.closed.Load() {
 		return nil
 	}
+	st := in.registry.Stats()
+	o.ObserveInt64(in.bulkheads, int64(st.Bulkheads))
+	o.ObserveInt64(in.evictions, int64(st.Evictions))
+	o.ObserveInt64(in.catchAllCalls, int64(st.CatchAllCalls))
 	all := in.registry.All()
 	sets := in.attrSetsOf(all)
 	for i, s := range all {

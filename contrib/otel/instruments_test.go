@@ -68,7 +68,7 @@ func start(t *testing.T, r *bulkhead.Registry) (*bulkheadotel.Instruments, func(
 				t.Errorf("scope %q, want %q", sm.Scope.Name, bulkheadotel.ScopeName)
 			}
 			for _, m := range sm.Metrics {
-				if m.Unit != "{call}" {
+				if m.Unit != "{call}" && !(m.Unit == "{bulkhead}" && strings.HasPrefix(m.Name, "bulkhead.registry.")) {
 					t.Errorf("%s has unit %q, want {call}", m.Name, m.Unit)
 				}
 				var points []metricdata.DataPoint[int64]
@@ -123,8 +123,11 @@ func union(ms ...map[string]int64) map[string]int64 {
 	return out
 }
 
+// check compares the per-bulkhead data points (the registry's own,
+// bulkhead.registry.*, are checked by the eviction test).
 func check(t *testing.T, got, want map[string]int64) {
 	t.Helper()
+	maps.DeleteFunc(got, func(k string, _ int64) bool { return strings.HasPrefix(k, "bulkhead.registry.") })
 	if !maps.Equal(got, want) {
 		t.Fatalf("data points:\n got %v\nwant %v", sorted(got), sorted(want))
 	}
@@ -285,5 +288,50 @@ func TestConcurrentCollectionsCountEveryEvent(t *testing.T) {
 				t.Errorf("%s: %s = %d, want %d", name, kind, v, want)
 			}
 		}
+	}
+}
+
+func TestInstrumentsDropEvictedBulkheadsAndCountRegistryEvents(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1},
+		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)),
+		bulkhead.WithIdleTimeout(time.Second), bulkhead.WithMaxBulkheads(1, bulkhead.Config{MaxConcurrentCalls: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckRegistry(t, r)
+	_, collect := start(t, r)
+	a, l := r.AcquirePermissionAsync("tenant-1")
+	if a.Err() != nil {
+		t.Fatal(a.Err())
+	}
+	a2, l2 := r.AcquirePermissionAsync("tenant-2") // beyond the cap
+	if a2.Err() != nil || l2.Name() != bulkhead.CatchAllName {
+		t.Fatalf("tenant-2: %v via %q, want a grant by the catch-all", a2.Err(), l2.Name())
+	}
+	l.FinishCall()
+	l2.FinishCall()
+	got := collect()
+	if got["bulkhead.registry.bulkheads{}"] != 2 || got["bulkhead.registry.catch_all_calls{}"] != 1 ||
+		got["bulkhead.calls{kind=finished,name=tenant-1}"] != 1 {
+		t.Fatalf("before the eviction:%s", sorted(got))
+	}
+	clock.Advance(2 * time.Second)
+	got = collect()
+	for k := range got {
+		if strings.Contains(k, "tenant-1") {
+			t.Fatalf("the evicted bulkhead is still observed: %s", k)
+		}
+	}
+	if got["bulkhead.registry.bulkheads{}"] != 1 || got["bulkhead.registry.evictions{}"] != 1 {
+		t.Fatalf("after the eviction:%s", sorted(got))
+	}
+	a, l = r.AcquirePermissionAsync("tenant-1")
+	if a.Err() != nil {
+		t.Fatal(a.Err())
+	}
+	l.FinishCall()
+	if got := collect()["bulkhead.calls{kind=finished,name=tenant-1}"]; got != 1 {
+		t.Fatalf("a re-created bulkhead counts %d finished calls, want 1 (from zero)", got)
 	}
 }

@@ -19,6 +19,12 @@ import (
 //	bulkhead_calls_total{kind}             counter events, kind = permitted,
 //	                                               rejected, finished or cancelled
 //
+// and, for the registry as a whole (no label):
+//
+//	bulkhead_registry_bulkheads              gauge   live bulkheads, the catch-all included
+//	bulkhead_registry_evictions_total        counter bulkheads evicted as idle (WithIdleTimeout)
+//	bulkhead_registry_catch_all_calls_total  counter keyed calls sent to the catch-all (WithMaxBulkheads)
+//
 // Every bulkhead the registry holds at scrape time is reported, including
 // those created after the Collector. Gauges are read from
 // Semaphore.Metrics at scrape time. Counters come from a
@@ -27,7 +33,11 @@ import (
 // event is lost before its first scrape. A bulkhead removed from the
 // registry disappears from the next scrape and is no longer counted; one
 // created again under its name continues its counters, which therefore
-// never go down.
+// never go down. A bulkhead evicted as idle (bulkhead.WithIdleTimeout)
+// disappears from the next scrape and its counts are forgotten, so that
+// the series of a million passing keys do not stay: one created again
+// under its name counts from zero, which Prometheus reads as a new series
+// (rate and increase handle it as a counter reset).
 //
 // A Collector is safe for concurrent use. Counting turns event publication
 // on for every bulkhead of the registry: each event then costs the goroutine
@@ -40,6 +50,7 @@ type Collector struct {
 	closed  atomic.Bool
 
 	available, maxAllowed, queued, maxQueued, calls *prometheus.Desc
+	bulkheads, evictions, catchAllCalls             *prometheus.Desc
 }
 
 // NewCollector returns a Collector over reg and starts counting the events
@@ -65,11 +76,20 @@ func NewCollector(reg *bulkhead.Registry) *Collector {
 		calls: prometheus.NewDesc("bulkhead_calls_total",
 			"Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the collector was created.",
 			[]string{"name", "kind"}, nil),
+		bulkheads: prometheus.NewDesc("bulkhead_registry_bulkheads",
+			"Number of live bulkheads of the registry, the catch-all included.", nil, nil),
+		evictions: prometheus.NewDesc("bulkhead_registry_evictions_total",
+			"Number of bulkheads the registry evicted as idle.", nil, nil),
+		catchAllCalls: prometheus.NewDesc("bulkhead_registry_catch_all_calls_total",
+			"Number of keyed calls the registry sent to its catch-all bulkhead because it held its maximum number of bulkheads.", nil, nil),
 	}
 }
 
-// Describe sends the descriptors of the five metrics.
+// Describe sends the descriptors of the eight metrics.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.bulkheads
+	ch <- c.evictions
+	ch <- c.catchAllCalls
 	ch <- c.available
 	ch <- c.maxAllowed
 	ch <- c.queued
@@ -81,6 +101,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Close it reports the gauges only.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	closed := c.closed.Load()
+	st := c.reg.Stats()
+	ch <- prometheus.MustNewConstMetric(c.bulkheads, prometheus.GaugeValue, float64(st.Bulkheads))
+	ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions))
+	ch <- prometheus.MustNewConstMetric(c.catchAllCalls, prometheus.CounterValue, float64(st.CatchAllCalls))
 	for _, s := range c.reg.All() {
 		name := s.Name()
 		m := s.Metrics()

@@ -67,9 +67,14 @@ const header = `
 # TYPE bulkhead_calls_total counter
 `
 
+// bulkheadMetrics are the per-bulkhead metrics compare checks (registry.go
+// tests the registry's own).
+var bulkheadMetrics = []string{"bulkhead_available_concurrent_calls", "bulkhead_max_allowed_concurrent_calls",
+	"bulkhead_queued_calls", "bulkhead_max_queued_calls", "bulkhead_calls_total"}
+
 func compare(t *testing.T, c prometheus.Collector, want string) {
 	t.Helper()
-	if err := testutil.CollectAndCompare(c, strings.NewReader(header+want)); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(header+want), bulkheadMetrics...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -96,8 +101,8 @@ func TestCollectorCountsBulkheadCreatedLaterFromItsFirstEvent(t *testing.T) {
 	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 	c := bulkheadprom.NewCollector(r)
 	defer c.Close()
-	if n := testutil.CollectAndCount(c); n != 0 {
-		t.Fatalf("an empty registry gave %d metrics", n)
+	if n := testutil.CollectAndCount(c, bulkheadMetrics...); n != 0 {
+		t.Fatalf("an empty registry gave %d bulkhead metrics", n)
 	}
 
 	late := mustBulkhead(t, r, "late")
@@ -119,8 +124,8 @@ func TestCollectorForgetsRemovedBulkheadsAndContinuesTheirName(t *testing.T) {
 	defer c.Close()
 	old.TryAcquirePermission()
 	old.FinishCall()
-	if n := testutil.CollectAndCount(c); n != 16 {
-		t.Fatalf("two bulkheads gave %d metrics, want 16", n)
+	if n := testutil.CollectAndCount(c); n != 19 {
+		t.Fatalf("two bulkheads gave %d metrics, want 16 and the registry's 3", n)
 	}
 
 	r.Remove("p")
@@ -267,4 +272,56 @@ func TestConcurrentScrapesCountEveryEvent(t *testing.T) {
 			t.Errorf("%s: counters %q, want %q", name, got[name], want)
 		}
 	}
+}
+
+func TestCollectorDropsEvictedBulkheadsAndReportsTheRegistry(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1},
+		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)),
+		bulkhead.WithIdleTimeout(time.Second), bulkhead.WithMaxBulkheads(1, bulkhead.Config{MaxConcurrentCalls: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckRegistry(t, r)
+	c := bulkheadprom.NewCollector(r)
+	defer c.Close()
+	a, l := r.AcquirePermissionAsync("tenant-1")
+	a2, l2 := r.AcquirePermissionAsync("tenant-2") // beyond the cap: the catch-all
+	if a.Err() != nil || a2.Err() != nil || l2.Name() != bulkhead.CatchAllName {
+		t.Fatalf("acquire: %v, %v via %q", a.Err(), a2.Err(), l2.Name())
+	}
+	l.FinishCall()
+	l2.FinishCall()
+	registry := func(bulkheads, evictions, catchAll int) string {
+		return fmt.Sprintf(`
+# HELP bulkhead_registry_bulkheads Number of live bulkheads of the registry, the catch-all included.
+# TYPE bulkhead_registry_bulkheads gauge
+bulkhead_registry_bulkheads %d
+# HELP bulkhead_registry_evictions_total Number of bulkheads the registry evicted as idle.
+# TYPE bulkhead_registry_evictions_total counter
+bulkhead_registry_evictions_total %d
+# HELP bulkhead_registry_catch_all_calls_total Number of keyed calls the registry sent to its catch-all bulkhead because it held its maximum number of bulkheads.
+# TYPE bulkhead_registry_catch_all_calls_total counter
+bulkhead_registry_catch_all_calls_total %d
+`, bulkheads, evictions, catchAll)
+	}
+	registryMetrics := []string{"bulkhead_registry_bulkheads", "bulkhead_registry_evictions_total", "bulkhead_registry_catch_all_calls_total"}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(registry(2, 0, 1)), registryMetrics...); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, c, exposition(bulkhead.CatchAllName, 1, 1, 0, 0, 1, 0, 1, 0)+exposition("tenant-1", 1, 1, 0, 0, 1, 0, 1, 0))
+
+	clock.Advance(2 * time.Second)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(registry(1, 1, 1)), registryMetrics...); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, c, exposition(bulkhead.CatchAllName, 1, 1, 0, 0, 1, 0, 1, 0))
+
+	// Re-created after its eviction, the bulkhead counts from zero.
+	a, l = r.AcquirePermissionAsync("tenant-1")
+	if a.Err() != nil {
+		t.Fatal(a.Err())
+	}
+	l.FinishCall()
+	compare(t, c, exposition(bulkhead.CatchAllName, 1, 1, 0, 0, 1, 0, 1, 0)+exposition("tenant-1", 1, 1, 0, 0, 1, 0, 1, 0))
 }

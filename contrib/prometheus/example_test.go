@@ -48,6 +48,9 @@ func ExampleNewCollector() {
 	// bulkhead_max_allowed_concurrent_calls name=walmart 20
 	// bulkhead_max_queued_calls name=walmart 100
 	// bulkhead_queued_calls name=walmart 0
+	// bulkhead_registry_bulkheads 1
+	// bulkhead_registry_catch_all_calls_total 0
+	// bulkhead_registry_evictions_total 0
 }
 
 // Serving the metrics of a registry of partner bulkheads on /metrics.

@@ -1,0 +1,301 @@
+package bulkhead
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead/internal/catalog"
+)
+
+// ErrRegistryFull is wrapped by the error of Get, GetWithConfig and
+// Configure when the registry already holds WithMaxBulkheads bulkheads and
+// the name is not one of them. Keyed calls never see it: they go to the
+// catch-all.
+var ErrRegistryFull = errors.New("registry is full")
+
+// CatchAllName is the name of the catch-all bulkhead of a registry with
+// WithMaxBulkheads: keyed calls whose key has no bulkhead once the cap is
+// reached share it, and so do keyed calls whose key is CatchAllName itself.
+// Get(CatchAllName) returns it.
+const CatchAllName = "catch-all"
+
+// WithIdleTimeout makes the registry evict a bulkhead that has had no keyed
+// call in progress (none waiting, none holding a permit) for idle: it is
+// dropped with its listeners' subscriptions (and its metric series), and
+// the next keyed call for its key creates it again from its configuration,
+// with full permits. Bulkheads handed out by Get, GetWithConfig, Find or
+// Configure are pinned and never evicted.
+//
+// An idle bulkhead is evicted between idle and 1.5 idle after its last
+// keyed call ended: one sweep per registry runs every idle/2 on the
+// registry's Clock (WithSemaphoreOptions(WithClock(c))), only while the
+// registry holds unpinned bulkheads; it runs on the Clock's timer goroutine
+// (testkit.VirtualClock: the caller of Advance) and costs one pass over the
+// bulkheads. The keyed fast path reads no clock. idle must be positive;
+// NewRegistry fails otherwise.
+func WithIdleTimeout(idle time.Duration) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if idle <= 0 {
+			r.setOptErr(fmt.Errorf("bulkhead: NewRegistry: WithIdleTimeout: idle timeout must be positive, got %v", idle))
+			return
+		}
+		r.idle = idle
+	})
+}
+
+// WithMaxBulkheads caps the number of bulkheads at max (the catch-all not
+// counted). Once it is reached, a keyed call whose key has no bulkhead is
+// admitted by the catch-all bulkhead, named CatchAllName and configured
+// with catchAll, which all such keys share (as the catch-all flow of
+// Kubernetes' API Priority and Fairness): a flood of new keys competes for
+// the catch-all's permits, never for those of the keys that already have a
+// bulkhead, and never goes unlimited. Get, GetWithConfig and Configure of a
+// new name fail with ErrRegistryFull instead, since they promise a
+// bulkhead of that name. Combine it with WithIdleTimeout, or the cap, once
+// reached, stays reached. max must be at least 1 and catchAll valid;
+// NewRegistry fails otherwise.
+func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if max < 1 {
+			r.setOptErr(fmt.Errorf("bulkhead: NewRegistry: WithMaxBulkheads: max must be at least 1, got %d", max))
+			return
+		}
+		if err := catchAll.validateFor(CatchAllName); err != nil {
+			r.setOptErr(err)
+			return
+		}
+		r.max, r.catchAll = max, &catchAll
+	})
+}
+
+// WithKeyConfig makes a keyed call create the bulkhead of key from the
+// configuration named configName(key) rather than from the defaults.
+// configName runs only when a bulkhead is created, under the registry's
+// lock: it must not call into the registry. A name it returns that is not
+// a known configuration rejects the call with an error naming it. A nil
+// configName makes NewRegistry fail.
+func WithKeyConfig(configName func(key string) string) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if configName == nil {
+			r.setOptErr(errors.New("bulkhead: NewRegistry: WithKeyConfig: configName func must not be nil"))
+			return
+		}
+		r.keyConfig = configName
+	})
+}
+
+func (r *Registry) setOptErr(err error) {
+	if r.optErr == nil {
+		r.optErr = err
+	}
+}
+
+func (r *Registry) keyConfigName(key string) string {
+	if r.keyConfig == nil {
+		return DefaultConfigName
+	}
+	return r.keyConfig(key)
+}
+
+// Lease is one keyed call's hold on the bulkhead that admitted it (the
+// key's own, or the catch-all). While a Lease is held, that bulkhead is not
+// evicted. After a grant, give the permit back exactly once, through the
+// Lease: FinishCall if the call ran, ReleasePermission if it did not. A
+// Lease is a small value; copying it does not copy the permit.
+type Lease struct{ e *catalog.Entry[*Semaphore] }
+
+// Name is the name of the bulkhead that admitted the call: the key, or
+// CatchAllName. It is "" for the zero Lease of a failed call.
+func (l Lease) Name() string {
+	if l.e == nil {
+		return ""
+	}
+	return l.e.Item().Name()
+}
+
+// FinishCall gives back a permit whose call ran (CallFinished event), then
+// ends the Lease's hold. It panics on the zero Lease.
+func (l Lease) FinishCall() {
+	l.check("FinishCall")
+	l.e.Item().FinishCall()
+	l.e.Leave()
+}
+
+// ReleasePermission gives back a permit that was granted but not used (no
+// event), then ends the Lease's hold. It panics on the zero Lease.
+func (l Lease) ReleasePermission() {
+	l.check("ReleasePermission")
+	l.e.Item().ReleasePermission()
+	l.e.Leave()
+}
+
+func (l Lease) check(what string) {
+	if l.e == nil {
+		panic("bulkhead: Lease." + what + " on the zero Lease: no permit was granted")
+	}
+}
+
+// AcquirePermissionAsync requests a permit for key without blocking, from
+// the bulkhead of key (created from its configuration, see WithKeyConfig,
+// on first use or after an eviction) or, once WithMaxBulkheads is reached
+// and key has no bulkhead, from the catch-all. It returns the Acquisition
+// (its outcome, callbacks and Cancel are those of Semaphore.
+// AcquirePermissionAsync) and the Lease to give the permit back with once
+// it is granted.
+//
+// The call holds its bulkhead from this lookup until its outcome is a
+// rejection or a cancellation (the registry lets go then, before the
+// Acquisition's OnDone callbacks registered by the caller run, or before
+// AcquirePermissionAsync returns for an immediate rejection) or, after a
+// grant, until the Lease's FinishCall or ReleasePermission. So a key never
+// has two bulkheads admitting at once, and no permit is lost to an
+// eviction.
+//
+// An empty key, or a key whose configuration is unknown (WithKeyConfig),
+// yields an Acquisition already rejected with an error naming it, and the
+// zero Lease.
+func (r *Registry) AcquirePermissionAsync(key string) (*Acquisition, Lease) {
+	e, err := r.enter(key)
+	if err != nil {
+		return RejectedAcquisition(err), Lease{}
+	}
+	a := e.Item().AcquirePermissionAsync()
+	switch a.Err() { // one read of the outcome decides
+	case nil:
+		return a, Lease{e}
+	case ErrPending:
+		a.OnDone(func(err error) {
+			if err != nil {
+				e.Leave()
+			}
+		})
+		return a, Lease{e}
+	default:
+		e.Leave()
+		return a, Lease{}
+	}
+}
+
+var errEmptyKey = errors.New("bulkhead: Registry.AcquirePermissionAsync: key must not be empty")
+
+// enter returns the entry that admits key, with one more user.
+func (r *Registry) enter(key string) (*catalog.Entry[*Semaphore], error) {
+	if key == "" {
+		return nil, errEmptyKey
+	}
+	if r.catchAllEntry != nil && key == CatchAllName {
+		r.catchAllEntry.TryEnter()
+		return r.catchAllEntry, nil
+	}
+	e, err := r.cat.Enter(key, r.keyConfigFunc, r.createLocked)
+	if err != nil && r.catchAllEntry != nil && errors.Is(err, catalog.ErrFull) {
+		r.catchAllCalls.Add(1)
+		r.catchAllEntry.TryEnter() // pinned: always succeeds
+		return r.catchAllEntry, nil
+	}
+	return e, err
+}
+
+// RegistryStats are a registry's counts, for metrics.
+type RegistryStats struct {
+	// Bulkheads is the number of live bulkheads, the catch-all included.
+	Bulkheads int
+	// Evictions is the number of bulkheads evicted as idle so far.
+	Evictions uint64
+	// CatchAllCalls is the number of keyed calls sent to the catch-all
+	// because the cap was reached and their key had no bulkhead.
+	CatchAllCalls uint64
+}
+
+// Stats returns the registry's counts. It takes no lock.
+func (r *Registry) Stats() RegistryStats {
+	n := r.cat.Counted()
+	if r.catchAllEntry != nil {
+		n++
+	}
+	return RegistryStats{Bulkheads: n, Evictions: r.cat.Evictions(), CatchAllCalls: r.catchAllCalls.Load()}
+}
+
+// OnEvict registers f to be called with the name of every bulkhead the
+// registry evicts as idle (not for Remove), and returns a func that
+// unregisters it (idempotent). f runs on the sweeping goroutine (the
+// Clock's timer goroutine) under the registry's lock, after the bulkhead
+// is gone from the registry and before a new one of that name can be
+// created: it must be quick and must not call into the registry. Metrics
+// use it to forget the evicted bulkhead's counts. A panic in f is
+// recovered and ignored. OnEvict panics if f is nil.
+func (r *Registry) OnEvict(f func(name string)) (remove func()) {
+	if f == nil {
+		panic("bulkhead: Registry.OnEvict called with a nil func")
+	}
+	l := &evictListener{f: f}
+	r.cat.Lock()
+	r.evictListeners = append(r.evictListeners, l)
+	r.cat.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.cat.Lock()
+			defer r.cat.Unlock()
+			for i, x := range r.evictListeners {
+				if x == l {
+					r.evictListeners = append(r.evictListeners[:i:i], r.evictListeners[i+1:]...)
+					break
+				}
+			}
+		})
+	}
+}
+
+// armSweepLocked arms the sweep timer if eviction is on and none is pending.
+func (r *Registry) armSweepLocked() {
+	if r.idle <= 0 {
+		return
+	}
+	r.createdSince = true
+	if !r.sweepArmed {
+		r.sweepArmed = true
+		r.clock.AfterFunc(r.idle/2, r.sweep)
+	}
+}
+
+// idleTicks is how many sweeps (idle/2 apart) an entry must have had no
+// user for: 2 sweep periods = idle.
+const idleTicks = 2
+
+// sweep is the timer's callback: it evicts idle bulkheads and re-arms
+// itself while unpinned bulkheads remain or were created meanwhile.
+func (r *Registry) sweep() {
+	unpinned := r.cat.Sweep(idleTicks, busy, r.evictedLocked)
+	r.cat.Lock()
+	defer r.cat.Unlock()
+	if unpinned > 0 || r.createdSince {
+		r.createdSince = false
+		r.clock.AfterFunc(r.idle/2, r.sweep)
+		return
+	}
+	r.sweepArmed = false
+}
+
+// busy reports whether s has a permit held or a call queued. With no user
+// of its entry that cannot be (every permit and wait of an unpinned
+// bulkhead is a keyed call's); the sweep checks it anyway, under the
+// catalog's lock, and keeps a busy bulkhead rather than trust the count.
+func busy(s *Semaphore) bool {
+	m := s.Metrics()
+	return m.InFlightCalls != 0 || m.QueuedCalls != 0
+}
+
+// evictedLocked unsubscribes the listeners of an evicted bulkhead and tells
+// the OnEvict listeners.
+func (r *Registry) evictedLocked(name string, s *Semaphore) {
+	r.unsubscribeLocked(s)
+	for _, l := range r.evictListeners {
+		func() {
+			defer func() { _ = recover() }()
+			l.f(name)
+		}()
+	}
+}
