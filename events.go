@@ -45,12 +45,28 @@ type Event struct {
 	Name   string    // the bulkhead's name
 	Time   time.Time // from the bulkhead's Clock
 	Reason Reason    // for CallRejected; zero otherwise
+	// Wait is how long the call waited in the queue, for a CallPermitted
+	// or CallRejected (WaitTimeout, Evicted) of a call that was queued:
+	// from its enqueue to the clock reading of Time, on the bulkhead's
+	// Clock. It is zero for a call decided at once (and a rejection
+	// NoWait or QueueFull), for a CallFinished or CallCancelled, and for a
+	// NoTimeout wait that began before any listener was registered. If
+	// ChangeConfig changed MaxWaitDuration while a call with a bounded
+	// wait was queued, its Wait is off by that change (never negative).
+	// Recording it adds no allocation and no field to a queued call.
+	Wait time.Duration
 }
 
 // String renders the event for logs.
 func (e Event) String() string {
 	if e.Type == CallRejected {
+		if e.Wait > 0 {
+			return fmt.Sprintf("%s bulkhead %q: %s (%s) after waiting %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.Reason, e.Wait)
+		}
 		return fmt.Sprintf("%s bulkhead %q: %s (%s)", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.Reason)
+	}
+	if e.Wait > 0 {
+		return fmt.Sprintf("%s bulkhead %q: %s after waiting %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.Wait)
 	}
 	return fmt.Sprintf("%s bulkhead %q: %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type)
 }

@@ -117,7 +117,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 			if a.cell.Load()&outcomeMask == stateGranted {
 				// Give the grant back, as if ctx had won ("pretend we
 				// didn't", as x/sync/semaphore does).
-				s.publish(CallPermitted, 0)
+				s.publishWaited(CallPermitted, 0, a.deadline)
 				putWaiter(a)
 				s.ReleasePermission()
 				return ctx.Err()
