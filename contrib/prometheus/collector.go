@@ -7,6 +7,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/callcount"
+	"github.com/rxbulkhead/bulkhead/internal/waitstats"
 )
 
 // Collector is a prometheus.Collector over the bulkheads of a
@@ -18,6 +19,25 @@ import (
 //	bulkhead_max_queued_calls              gauge   queue bound (0: no queue; bulkhead.Unbounded)
 //	bulkhead_calls_total{kind}             counter events, kind = permitted,
 //	                                               rejected, finished or cancelled
+//	bulkhead_wait_duration_seconds{outcome} histogram time calls waited for a
+//	                                               permit (Event.Wait), outcome =
+//	                                               granted or rejected
+//	bulkhead_rejected_calls_total{reason}  counter rejections, reason = no_wait,
+//	                                               queue_full, wait_timeout or evicted
+//
+// and with WithResilience4jNames the two gauges again as
+// resilience4j_bulkhead_available_concurrent_calls and
+// resilience4j_bulkhead_max_allowed_concurrent_calls (label name).
+//
+// The wait histogram counts every permitted call (a permit granted at
+// once falls in the first bucket, with a wait of zero) and every rejected
+// one (NoWait and QueueFull with a wait of zero), so its count is the
+// number of permitted, respectively rejected, calls; its buckets are
+// DefaultWaitBuckets unless WithWaitBuckets says otherwise. The adaptive
+// bulkheads of an adaptive.Registry are Semaphores of a bulkhead.Registry:
+// a Collector over that registry reports them with these metrics, beside
+// the AdaptiveCollector's. NewPoolCollector exports the same set for the
+// pools of a pool.Registry.
 //
 // and, for the registry as a whole (no label):
 //
@@ -49,6 +69,10 @@ type Collector struct {
 	counter *callcount.Counter
 	closed  atomic.Bool
 
+	waits                  *waitstats.Table // fed by the listener removed by stopWaits
+	stopWaits, forgetWaits func()
+	waitDescs
+
 	available, maxAllowed, queued, maxQueued, calls *prometheus.Desc
 	bulkheads, evictions, catchAllCalls             *prometheus.Desc
 }
@@ -56,15 +80,21 @@ type Collector struct {
 // NewCollector returns a Collector over reg and starts counting the events
 // of its bulkheads, present and future. Register it with a
 // prometheus.Registerer; call Close when it is no longer used. It panics if
-// reg is nil.
-func NewCollector(reg *bulkhead.Registry) *Collector {
+// reg or an option is nil, or if WithWaitBuckets is given bad bounds.
+func NewCollector(reg *bulkhead.Registry, opts ...Option) *Collector {
 	if reg == nil {
 		panic("bulkhead/contrib/prometheus: NewCollector called with a nil *bulkhead.Registry")
 	}
+	o := newOptions("NewCollector", opts)
 	name := []string{"name"}
+	waits := waitstats.New(o.buckets)
 	return &Collector{
-		reg:     reg,
-		counter: callcount.New(reg),
+		reg:         reg,
+		waits:       waits,
+		stopWaits:   reg.OnEvent(waits.Record),
+		forgetWaits: reg.OnEvict(waits.Forget),
+		waitDescs:   newWaitDescs(o),
+		counter:     callcount.New(reg),
 		available: prometheus.NewDesc("bulkhead_available_concurrent_calls",
 			"Number of free permits of the bulkhead.", name, nil),
 		maxAllowed: prometheus.NewDesc("bulkhead_max_allowed_concurrent_calls",
@@ -85,8 +115,9 @@ func NewCollector(reg *bulkhead.Registry) *Collector {
 	}
 }
 
-// Describe sends the descriptors of the eight metrics.
+// Describe sends the descriptors of the metrics.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	c.describe(ch)
 	ch <- c.bulkheads
 	ch <- c.evictions
 	ch <- c.catchAllCalls
@@ -112,9 +143,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.maxAllowed, prometheus.GaugeValue, float64(m.MaxAllowedConcurrentCalls), name)
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(m.QueuedCalls), name)
 		ch <- prometheus.MustNewConstMetric(c.maxQueued, prometheus.GaugeValue, float64(m.MaxQueuedCalls), name)
+		c.collectGauges(ch, name, m.AvailableConcurrentCalls, m.MaxAllowedConcurrentCalls)
 		if closed {
 			continue
 		}
+		c.collectWaits(ch, name, c.waits.Get(name))
 		n := c.counter.Counts(name)
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Permitted), name, bulkhead.CallPermitted.String())
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Rejected), name, bulkhead.CallRejected.String())
@@ -129,6 +162,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func (c *Collector) Close() {
 	c.closed.Store(true)
 	c.counter.Close()
+	c.stopWaits()
+	c.forgetWaits()
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
