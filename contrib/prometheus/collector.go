@@ -36,8 +36,8 @@ import (
 // DefaultWaitBuckets unless WithWaitBuckets says otherwise. The adaptive
 // bulkheads of an adaptive.Registry are Semaphores of a bulkhead.Registry:
 // a Collector over that registry reports them with these metrics, beside
-// the AdaptiveCollector's. NewPoolCollector exports the same set for the
-// pools of a pool.Registry.
+// the AdaptiveCollector's. WithPools adds the pools of a pool.Registry
+// under the same names (NewPoolCollector, for pools alone).
 //
 // and, for the registry as a whole (no label):
 //
@@ -73,8 +73,9 @@ type Collector struct {
 	stopWaits, forgetWaits func()
 	waitDescs
 
-	available, maxAllowed, queued, maxQueued, calls *prometheus.Desc
-	bulkheads, evictions, catchAllCalls             *prometheus.Desc
+	bulkheadDescs                       // per bulkhead, shared with PoolCollector
+	bulkheads, evictions, catchAllCalls *prometheus.Desc
+	pools                               *poolSource // WithPools, or nil
 }
 
 // NewCollector returns a Collector over reg and starts counting the events
@@ -86,26 +87,16 @@ func NewCollector(reg *bulkhead.Registry, opts ...Option) *Collector {
 		panic("bulkhead/contrib/prometheus: NewCollector called with a nil *bulkhead.Registry")
 	}
 	o := newOptions("NewCollector", opts)
-	name := []string{"name"}
 	waits := waitstats.New(o.buckets)
 	return &Collector{
-		reg:         reg,
-		waits:       waits,
-		stopWaits:   reg.OnEvent(waits.Record),
-		forgetWaits: reg.OnEvict(waits.Forget),
-		waitDescs:   newWaitDescs(o),
-		counter:     callcount.New(reg),
-		available: prometheus.NewDesc("bulkhead_available_concurrent_calls",
-			"Number of free permits of the bulkhead.", name, nil),
-		maxAllowed: prometheus.NewDesc("bulkhead_max_allowed_concurrent_calls",
-			"Configured number of permits of the bulkhead (MaxConcurrentCalls).", name, nil),
-		queued: prometheus.NewDesc("bulkhead_queued_calls",
-			"Number of calls waiting for a permit.", name, nil),
-		maxQueued: prometheus.NewDesc("bulkhead_max_queued_calls",
-			"Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.", name, nil),
-		calls: prometheus.NewDesc("bulkhead_calls_total",
-			"Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the collector was created.",
-			[]string{"name", "kind"}, nil),
+		reg:           reg,
+		waits:         waits,
+		stopWaits:     reg.OnEvent(waits.Record),
+		forgetWaits:   reg.OnEvict(waits.Forget),
+		waitDescs:     newWaitDescs(o),
+		pools:         newPoolSourceIf(o),
+		counter:       callcount.New(reg),
+		bulkheadDescs: newBulkheadDescs(),
 		bulkheads: prometheus.NewDesc("bulkhead_registry_bulkheads",
 			"Number of live bulkheads of the registry, the catch-all included.", nil, nil),
 		evictions: prometheus.NewDesc("bulkhead_registry_evictions_total",
@@ -117,7 +108,7 @@ func NewCollector(reg *bulkhead.Registry, opts ...Option) *Collector {
 
 // Describe sends the descriptors of the metrics.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	c.describe(ch)
+	c.waitDescs.describe(ch)
 	ch <- c.bulkheads
 	ch <- c.evictions
 	ch <- c.catchAllCalls
@@ -136,7 +127,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.bulkheads, prometheus.GaugeValue, float64(st.Bulkheads))
 	ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions))
 	ch <- prometheus.MustNewConstMetric(c.catchAllCalls, prometheus.CounterValue, float64(st.CatchAllCalls))
-	for _, s := range c.reg.All() {
+	sems := c.reg.All()
+	for _, s := range sems {
 		name := s.Name()
 		m := s.Metrics()
 		ch <- prometheus.MustNewConstMetric(c.available, prometheus.GaugeValue, float64(m.AvailableConcurrentCalls), name)
@@ -154,6 +146,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Finished), name, bulkhead.CallFinished.String())
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Cancelled), name, bulkhead.CallCancelled.String())
 	}
+	if c.pools != nil {
+		c.pools.collect(ch, &c.bulkheadDescs, &c.waitDescs, semaphoreNamed(sems))
+	}
+}
+
+// semaphoreNamed reports whether one of sems has the given name.
+func semaphoreNamed(sems []*bulkhead.Semaphore) func(string) bool {
+	names := make(map[string]struct{}, len(sems))
+	for _, s := range sems {
+		names[s.Name()] = struct{}{}
+	}
+	return func(n string) bool { _, ok := names[n]; return ok }
 }
 
 // Close stops counting events (see callcount.Counter.Close). Call it
@@ -164,6 +168,9 @@ func (c *Collector) Close() {
 	c.counter.Close()
 	c.stopWaits()
 	c.forgetWaits()
+	if c.pools != nil {
+		c.pools.close()
+	}
 }
 
 var _ prometheus.Collector = (*Collector)(nil)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/waitstats"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // Option configures NewCollector and NewPoolCollector.
@@ -14,6 +15,7 @@ type Option interface{ apply(*options) }
 type options struct {
 	buckets      []time.Duration
 	resilience4j bool
+	pools        *pool.Registry // WithPools
 }
 
 type optionFunc func(*options)
