@@ -13,6 +13,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/callcount"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // ScopeName is the instrumentation scope of the meter Start uses.
@@ -24,6 +25,7 @@ type Option interface{ apply(*config) }
 type config struct {
 	provider metric.MeterProvider
 	buckets  []time.Duration // nil: DefaultWaitBuckets
+	pools    *pool.Registry  // WithPools, or nil
 }
 
 type optionFunc func(*config)
@@ -95,6 +97,7 @@ type Instruments struct {
 	bulkheads, evictions, catchAllCalls             metric.Int64Observable
 
 	waits *waitInstruments
+	pools *poolWatch // WithPools, or nil
 
 	mu    sync.Mutex           // guards attrs
 	attrs map[string]*attrSets // by bulkhead name, for the bulkheads of the last collection
@@ -171,11 +174,17 @@ func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 	}
 	in.counter = callcount.New(reg)
 	in.waits.start(reg)
+	if cfg.pools != nil {
+		in.pools = newPoolWatch(cfg.pools, in.waits)
+	}
 	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls,
 		in.bulkheads, in.evictions, in.catchAllCalls, in.waits.rejections)
 	if err != nil {
 		in.counter.Close()
 		in.waits.close()
+		if in.pools != nil {
+			in.pools.close()
+		}
 		return nil, err
 	}
 	return in, nil
@@ -208,6 +217,13 @@ func (in *Instruments) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(in.calls, int64(n.Cancelled), a.cancelled)
 		in.waits.observeRejections(o, s.Name(), &a.reasons)
 	}
+	if in.pools != nil {
+		names := make(map[string]bool, len(all))
+		for _, s := range all {
+			names[s.Name()] = true
+		}
+		in.pools.observe(in, o, names)
+	}
 	return nil
 }
 
@@ -238,5 +254,8 @@ func (in *Instruments) Close() error {
 	in.closed.Store(true)
 	in.counter.Close()
 	in.waits.close()
+	if in.pools != nil {
+		in.pools.close()
+	}
 	return in.reg.Unregister()
 }
