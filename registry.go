@@ -135,8 +135,9 @@ func (r *Registry) Get(name string) (*Semaphore, error) {
 // (it is never evicted). An existing bulkhead is returned as it is,
 // whatever configName says. It fails if configName is unknown or its
 // configuration is invalid, and as Get does when the registry is full.
-// Getting an existing pinned bulkhead takes no lock (one lock-free map
-// lookup), so it scales across cores.
+// Getting an existing pinned bulkhead takes no registry-wide lock (one
+// map lookup under the read lock of one of 64 shards), so it scales across
+// cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Semaphore, error) {
 	s, err := r.cat.Pin(name, configName, r.createLocked)
 	return s, r.fullError(name, err)

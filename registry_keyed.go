@@ -157,7 +157,20 @@ func (l Lease) check(what string) {
 // yields an Acquisition already rejected with an error naming it, and the
 // zero Lease.
 func (r *Registry) AcquirePermissionAsync(key string) (*Acquisition, Lease) {
-	e, err := r.enter(key)
+	return r.acquire(key, r.keyConfigFunc)
+}
+
+// AcquirePermissionAsyncWithConfig is AcquirePermissionAsync for a key
+// whose bulkhead, if it has to be created, is created from the
+// configuration named configName (whatever WithKeyConfig says). An
+// existing bulkhead is used as it is. An unknown configName rejects the
+// call with an error naming it.
+func (r *Registry) AcquirePermissionAsyncWithConfig(key, configName string) (*Acquisition, Lease) {
+	return r.acquire(key, func(string) string { return configName })
+}
+
+func (r *Registry) acquire(key string, configName func(string) string) (*Acquisition, Lease) {
+	e, err := r.enter(key, configName)
 	if err != nil {
 		return RejectedAcquisition(err), Lease{}
 	}
@@ -181,7 +194,7 @@ func (r *Registry) AcquirePermissionAsync(key string) (*Acquisition, Lease) {
 var errEmptyKey = errors.New("bulkhead: Registry.AcquirePermissionAsync: key must not be empty")
 
 // enter returns the entry that admits key, with one more user.
-func (r *Registry) enter(key string) (*catalog.Entry[*Semaphore], error) {
+func (r *Registry) enter(key string, configName func(string) string) (*catalog.Entry[*Semaphore], error) {
 	if key == "" {
 		return nil, errEmptyKey
 	}
@@ -189,7 +202,7 @@ func (r *Registry) enter(key string) (*catalog.Entry[*Semaphore], error) {
 		r.catchAllEntry.TryEnter()
 		return r.catchAllEntry, nil
 	}
-	e, err := r.cat.Enter(key, r.keyConfigFunc, r.createLocked)
+	e, err := r.cat.Enter(key, configName, r.createLocked)
 	if err != nil && r.catchAllEntry != nil && errors.Is(err, catalog.ErrFull) {
 		r.catchAllCalls.Add(1)
 		r.catchAllEntry.TryEnter() // pinned: always succeeds

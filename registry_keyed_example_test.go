@@ -113,3 +113,20 @@ func ExampleWithMaxBulkheads() {
 	// <nil>
 	// bulkhead "second": registry is full: it holds 1 bulkheads (WithMaxBulkheads)
 }
+
+// A middleware that knows each key's tier names the configuration on every
+// call; it is used only when the key's bulkhead is created.
+func ExampleRegistry_AcquirePermissionAsyncWithConfig() {
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 2},
+		bulkhead.WithConfig("gold", bulkhead.Config{MaxConcurrentCalls: 50}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, lease := reg.AcquirePermissionAsyncWithConfig("tenant-42", "gold")
+	if a.Err() == nil {
+		defer lease.FinishCall()
+	}
+	fmt.Println(reg.All()[0].Name(), reg.All()[0].Config().MaxConcurrentCalls)
+	// Output:
+	// tenant-42 50
+}

@@ -239,3 +239,16 @@ func TestPanickingCallbackOfARejectedKeyedCallLetsGoOfItsBulkhead(t *testing.T) 
 	clock.Advance(2 * time.Minute)
 	assert.Empty(t, names(r), "the panicking callback's call still held its bulkhead")
 }
+
+func TestKeyedCallWithConfigCreatesFromTheNamedConfigOnly(t *testing.T) {
+	r, _ := newKeyedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1}, bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 9}))
+	a, l := r.AcquirePermissionAsyncWithConfig("k", "big")
+	require.NoError(t, a.Err())
+	l.FinishCall()
+	a, l = r.AcquirePermissionAsyncWithConfig("k", "missing") // exists: used as it is
+	require.NoError(t, a.Err())
+	l.FinishCall()
+	assert.Equal(t, 9, r.All()[0].Config().MaxConcurrentCalls)
+	a, _ = r.AcquirePermissionAsyncWithConfig("other", "missing")
+	assert.EqualError(t, a.Err(), `bulkhead "other": unknown config "missing" (known: big, default)`)
+}

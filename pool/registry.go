@@ -60,8 +60,9 @@ func (r *Registry) Get(name string) (*Pool, error) {
 // GetWithConfig returns the pool named name, creating it with the
 // configuration named configName if it does not exist yet. An existing pool
 // is returned as it is, whatever configName says. It fails if configName is
-// unknown or name is empty. Getting an existing pool takes no lock (one
-// lock-free map lookup), so it scales across cores.
+// unknown or name is empty. Getting an existing pool takes no registry-wide
+// lock (one map lookup under the read lock of one of 64 shards), so it
+// scales across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Pool, error) {
 	return r.cat.Pin(name, configName, func(name string, cfg Config) (*Pool, error) {
 		return New(name, cfg, r.opts...)

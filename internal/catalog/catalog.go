@@ -1,13 +1,19 @@
 // Package catalog is what bulkhead.Registry and pool.Registry share: a set
 // of named configurations and one item (a Semaphore or a Pool) per name,
-// with a read path that takes no lock, an optional cap on the number of
-// items and idle eviction.
+// with a read path that takes no catalog-wide lock (the items are split
+// into 64 shards by a hash of the name, each a Go map under its own
+// read-write lock), an optional cap on the number of items and idle
+// eviction.
 //
 // Invariants:
 //   - mu guards configs and every change of the set of items: a creation
-//     (Store) and an eviction (the CAS of users 0 -> dead and the Delete that
-//     follows) both happen under mu, so under mu an item found in the map is
-//     never dead.
+//     (store) and an eviction (the CAS of users 0 -> dead and the remove
+//     that follows) both happen under mu, so under mu an item found in the
+//     map is never dead. A shard's lock is taken after mu, never before,
+//     and only around one map access.
+//   - A slot's pinned flag is only ever set (markPinned), after its
+//     entry's: a reader that sees it may return the item without touching
+//     the entry.
 //   - Entry.users counts who may still act on an item through the catalog:
 //     one per Enter until its Leave, plus one forever once it is pinned.
 //     Its CAS from 0 to dead (evicting) and Enter's CAS from n >= 0 to n+1
@@ -40,7 +46,7 @@ const dead = -1
 type Catalog[C any, B any] struct {
 	kind string // how errors name a configuration: "config", "pool config"
 
-	items sync.Map // name -> *Entry[B]; read without mu, changed under mu
+	items shards[B] // name -> entry; read without mu, changed under mu
 	// counted is the number of items that count towards max (all but
 	// those stored with PutPinnedLocked).
 	counted atomic.Int64
@@ -70,7 +76,9 @@ type tickSource = atomic.Uint64
 // New returns a Catalog that holds defaults under defaultName. kind is how
 // errors name a configuration.
 func New[C any, B any](kind, defaultName string, defaults C) *Catalog[C, B] {
-	return &Catalog[C, B]{kind: kind, configs: map[string]C{defaultName: defaults}}
+	c := &Catalog[C, B]{kind: kind, configs: map[string]C{defaultName: defaults}}
+	c.items.init()
+	return c
 }
 
 // SetMax caps the number of counted items at max (0: no cap). Call it
@@ -125,12 +133,15 @@ func (e *Entry[B]) Leave() {
 	}
 }
 
-// pin turns the caller's user (from TryEnter or a creation) into the pin,
-// or gives it back if the entry is already pinned.
-func (e *Entry[B]) pin() {
+// pin turns the caller's user (from TryEnter or a creation) on the entry
+// e of name into the pin, or gives it back if e is already pinned; the
+// first pin also marks e's slot, so that later Gets read the map alone.
+func (c *Catalog[C, B]) pin(name string, e *Entry[B]) {
 	if e.pinned.Swap(true) {
 		e.users.Add(-1)
+		return
 	}
+	c.items.markPinned(name, e)
 }
 
 // Enter returns the entry named name with one more user, creating it from
@@ -142,24 +153,23 @@ func (e *Entry[B]) pin() {
 // returns the item to store.
 // configName runs only when the item is created, under the lock.
 func (c *Catalog[C, B]) Enter(name string, configName func(name string) string, create func(name string, cfg C) (B, error)) (*Entry[B], error) {
-	if v, ok := c.items.Load(name); ok && v.(*Entry[B]).TryEnter() {
-		return v.(*Entry[B]), nil
+	if sl, ok := c.items.load(name); ok && sl.e.TryEnter() {
+		return sl.e, nil
 	}
 	return c.enterSlow(name, create, func() (C, error) { return c.configLocked(name, configName(name)) })
 }
 
 // Pin returns the item named name, creating it as Enter does, and pins it:
-// it is never evicted. Its fast path (an existing pinned item) is one
-// lock-free map lookup.
+// it is never evicted. Its fast path (an existing pinned item) is one map
+// lookup under its shard's read lock.
 func (c *Catalog[C, B]) Pin(name, configName string, create func(name string, cfg C) (B, error)) (B, error) {
-	if v, ok := c.items.Load(name); ok {
-		e := v.(*Entry[B])
-		if e.pinned.Load() {
-			return e.item, nil
+	if sl, ok := c.items.load(name); ok {
+		if sl.pinned {
+			return sl.item, nil
 		}
-		if e.TryEnter() {
-			e.pin()
-			return e.item, nil
+		if sl.e.TryEnter() {
+			c.pin(name, sl.e)
+			return sl.e.item, nil
 		}
 	}
 	e, err := c.enterSlow(name, create, func() (C, error) { return c.configLocked(name, configName) })
@@ -167,7 +177,7 @@ func (c *Catalog[C, B]) Pin(name, configName string, create func(name string, cf
 		var zero B
 		return zero, err
 	}
-	e.pin()
+	c.pin(name, e)
 	return e.item, nil
 }
 
@@ -176,27 +186,25 @@ func (c *Catalog[C, B]) Pin(name, configName string, create func(name string, cf
 func (c *Catalog[C, B]) PinWith(name string, cfg C, create func(name string, cfg C) (B, error)) (item B, created bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.items.Load(name); ok {
-		e := v.(*Entry[B])
-		e.TryEnter() // cannot fail under mu
-		e.pin()
-		return e.item, false, nil
+	if sl, ok := c.items.load(name); ok {
+		sl.e.TryEnter() // cannot fail under mu
+		c.pin(name, sl.e)
+		return sl.e.item, false, nil
 	}
 	e, err := c.createLocked(name, cfg, create)
 	if err != nil {
 		return item, false, err
 	}
-	e.pin()
+	c.pin(name, e)
 	return e.item, true, nil
 }
 
 func (c *Catalog[C, B]) enterSlow(name string, create func(string, C) (B, error), cfgOf func() (C, error)) (*Entry[B], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.items.Load(name); ok {
-		e := v.(*Entry[B])
-		e.TryEnter() // cannot fail under mu: a dead entry is deleted under mu
-		return e, nil
+	if sl, ok := c.items.load(name); ok {
+		sl.e.TryEnter() // cannot fail under mu: a dead entry is deleted under mu
+		return sl.e, nil
 	}
 	cfg, err := cfgOf()
 	if err != nil {
@@ -217,7 +225,7 @@ func (c *Catalog[C, B]) createLocked(name string, cfg C, create func(string, C) 
 	e := &Entry[B]{item: b, cat: &c.tick, counted: true}
 	e.users.Store(1)
 	e.lastTick.Store(c.tick.Load())
-	c.items.Store(name, e)
+	c.items.store(name, e)
 	c.counted.Add(1)
 	return e, nil
 }
@@ -228,7 +236,7 @@ func (c *Catalog[C, B]) PutPinnedLocked(name string, b B) *Entry[B] {
 	e := &Entry[B]{item: b, cat: &c.tick}
 	e.users.Store(1)
 	e.pinned.Store(true)
-	c.items.Store(name, e)
+	c.items.store(name, e)
 	return e
 }
 
@@ -265,27 +273,25 @@ func (c *Catalog[C, B]) Configs(f func(name string, cfg C) error) error {
 
 // Find returns the item named name if it exists, and pins it.
 func (c *Catalog[C, B]) Find(name string) (B, bool) {
-	if v, ok := c.items.Load(name); ok {
-		e := v.(*Entry[B])
-		if e.pinned.Load() {
-			return e.item, true
+	if sl, ok := c.items.load(name); ok {
+		if sl.pinned {
+			return sl.item, true
 		}
-		if e.TryEnter() {
-			e.pin()
-			return e.item, true
+		if sl.e.TryEnter() {
+			c.pin(name, sl.e)
+			return sl.e.item, true
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.items.Load(name)
+	sl, ok := c.items.load(name)
 	if !ok {
 		var zero B
 		return zero, false
 	}
-	e := v.(*Entry[B])
-	e.TryEnter()
-	e.pin()
-	return e.item, true
+	sl.e.TryEnter()
+	c.pin(name, sl.e)
+	return sl.e.item, true
 }
 
 // All returns the items in the order of their names, without pinning them.
@@ -295,10 +301,7 @@ func (c *Catalog[C, B]) All() []B {
 		item B
 	}
 	var all []named
-	c.items.Range(func(k, v any) bool {
-		all = append(all, named{k.(string), v.(*Entry[B]).item})
-		return true
-	})
+	c.items.each(func(name string, e *Entry[B]) { all = append(all, named{name, e.item}) })
 	slices.SortFunc(all, func(a, b named) int { return strings.Compare(a.name, b.name) })
 	out := make([]B, len(all))
 	for i, n := range all {
@@ -310,33 +313,25 @@ func (c *Catalog[C, B]) All() []B {
 // ItemsLocked returns the items, in no particular order.
 func (c *Catalog[C, B]) ItemsLocked() []B {
 	var out []B
-	c.items.Range(func(_, v any) bool {
-		out = append(out, v.(*Entry[B]).item)
-		return true
-	})
+	c.items.each(func(_ string, e *Entry[B]) { out = append(out, e.item) })
 	return out
 }
 
 // FindLocked returns the item named name, without pinning it, for a caller
 // that holds the lock.
 func (c *Catalog[C, B]) FindLocked(name string) (B, bool) {
-	v, ok := c.items.Load(name)
-	if !ok {
-		var zero B
-		return zero, false
-	}
-	return v.(*Entry[B]).item, true
+	sl, ok := c.items.load(name)
+	return sl.item, ok
 }
 
 // RemoveLocked forgets the item named name, whatever its users, and
 // returns it.
 func (c *Catalog[C, B]) RemoveLocked(name string) (B, bool) {
-	v, ok := c.items.LoadAndDelete(name)
+	e, ok := c.items.remove(name)
 	if !ok {
 		var zero B
 		return zero, false
 	}
-	e := v.(*Entry[B])
 	if e.counted {
 		c.counted.Add(-1)
 	}
@@ -346,7 +341,7 @@ func (c *Catalog[C, B]) RemoveLocked(name string) (B, bool) {
 // Len returns the number of items, counted or not.
 func (c *Catalog[C, B]) Len() int {
 	n := 0
-	c.items.Range(func(_, _ any) bool { n++; return true })
+	c.items.each(func(string, *Entry[B]) { n++ })
 	return n
 }
 
@@ -364,35 +359,33 @@ func (c *Catalog[C, B]) Evictions() uint64 { return c.evictions.Load() }
 // new user can appear). It returns how many unpinned entries remain.
 func (c *Catalog[C, B]) Sweep(idleTicks uint64, keep func(B) bool, evictedLocked func(name string, b B)) (unpinned int) {
 	now := c.tick.Add(1)
-	c.items.Range(func(k, v any) bool {
-		e := v.(*Entry[B])
+	c.items.each(func(name string, e *Entry[B]) {
 		if e.pinned.Load() {
-			return true
+			return
 		}
 		if e.users.Load() != 0 || now-e.lastTick.Load() <= idleTicks {
 			unpinned++
-			return true
+			return
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if !e.users.CompareAndSwap(0, dead) {
 			unpinned++
-			return true
+			return
 		}
 		// A user may have come and gone since the check above: then the
 		// entry is not idle after all.
 		if now-e.lastTick.Load() <= idleTicks || keep(e.item) {
 			e.users.Store(0)
 			unpinned++
-			return true
+			return
 		}
-		c.items.Delete(k)
+		c.items.remove(name)
 		if e.counted {
 			c.counted.Add(-1)
 		}
 		c.evictions.Add(1)
-		evictedLocked(k.(string), e.item)
-		return true
+		evictedLocked(name, e.item)
 	})
 	return unpinned
 }
@@ -403,16 +396,15 @@ func (c *Catalog[C, B]) Sweep(idleTicks uint64, keep func(B) bool, evictedLocked
 // it kept. Items it returns are pinned. It is the older form of Pin, for a
 // registry (contrib/redis) that registers its items itself.
 func (c *Catalog[C, B]) GetOrCreate(name, configName string, create func(name string, cfg C) (B, error)) (B, error) {
-	if v, ok := c.items.Load(name); ok && v.(*Entry[B]).pinned.Load() {
-		return v.(*Entry[B]).item, nil
+	if sl, ok := c.items.load(name); ok && sl.pinned {
+		return sl.item, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.items.Load(name); ok {
-		e := v.(*Entry[B])
-		e.TryEnter() // cannot fail under mu
-		e.pin()
-		return e.item, nil
+	if sl, ok := c.items.load(name); ok {
+		sl.e.TryEnter() // cannot fail under mu
+		c.pin(name, sl.e)
+		return sl.e.item, nil
 	}
 	cfg, err := c.configLocked(name, configName)
 	if err != nil {
@@ -428,7 +420,7 @@ func (c *Catalog[C, B]) PutLocked(name string, b B) {
 	e := &Entry[B]{item: b, cat: &c.tick, counted: true}
 	e.users.Store(1)
 	e.pinned.Store(true)
-	if old, loaded := c.items.Swap(name, e); !loaded || !old.(*Entry[B]).counted {
+	if old, replaced := c.items.store(name, e); !replaced || !old.counted {
 		c.counted.Add(1)
 	}
 }
