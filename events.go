@@ -19,9 +19,15 @@ const (
 	CallFinished
 	// CallCancelled: a waiting call was withdrawn by Acquisition.Cancel.
 	CallCancelled
+	// CallShadowed: a bulkhead in shadow mode (Config.ShadowMode) let a
+	// call through that it would have rejected (Event.Reason: NoWait,
+	// QueueFull, or Evicted for a full LIFO queue) or queued (Reason zero).
+	// The call's CallPermitted follows.
+	CallShadowed
 )
 
-// String returns "permitted", "rejected", "finished" or "cancelled".
+// String returns "permitted", "rejected", "finished", "cancelled" or
+// "shadowed".
 func (t EventType) String() string {
 	switch t {
 	case CallPermitted:
@@ -32,6 +38,8 @@ func (t EventType) String() string {
 		return "finished"
 	case CallCancelled:
 		return "cancelled"
+	case CallShadowed:
+		return "shadowed"
 	}
 	return fmt.Sprintf("EventType(%d)", uint8(t))
 }
@@ -44,7 +52,7 @@ type Event struct {
 	Type   EventType
 	Name   string    // the bulkhead's name
 	Time   time.Time // from the bulkhead's Clock
-	Reason Reason    // for CallRejected; zero otherwise
+	Reason Reason    // for CallRejected and CallShadowed; zero otherwise
 	// Wait is how long the call waited in the queue, for a CallPermitted
 	// or CallRejected (WaitTimeout, Evicted) of a call that was queued:
 	// from its enqueue to the clock reading of Time, on the bulkhead's
@@ -59,6 +67,12 @@ type Event struct {
 
 // String renders the event for logs.
 func (e Event) String() string {
+	if e.Type == CallShadowed {
+		if e.Reason == 0 {
+			return fmt.Sprintf("%s bulkhead %q: %s (would have waited)", e.Time.Format(time.RFC3339Nano), e.Name, e.Type)
+		}
+		return fmt.Sprintf("%s bulkhead %q: %s (would have been rejected: %s)", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.Reason)
+	}
 	if e.Type == CallRejected {
 		if e.Wait > 0 {
 			return fmt.Sprintf("%s bulkhead %q: %s (%s) after waiting %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.Reason, e.Wait)

@@ -91,6 +91,10 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 		}
 		return nil
 	}
+	if s.cfg.ShadowMode {
+		s.shadowGrantLocked(true) // mu released
+		return nil
+	}
 	if r := s.rejectAtOnceLocked(); r != nil {
 		return r.err // mu released
 	}

@@ -51,6 +51,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //	                                                               granted, rejected
 //	bulkhead.rejected_calls                Int64ObservableCounter  rejections, by attribute reason =
 //	                                                               no_wait, queue_full, wait_timeout, evicted
+//	bulkhead.shadowed_calls                Int64ObservableCounter  calls let through in shadow mode, by
+//	                                                               attribute reason = would_wait, no_wait,
+//	                                                               queue_full, evicted (only for a bulkhead
+//	                                                               in shadow mode or that has been)
 //
 // and, for the registry as a whole (no attribute):
 //
@@ -109,6 +113,7 @@ type attrSets struct {
 	name                                     metric.MeasurementOption
 	permitted, rejected, finished, cancelled metric.MeasurementOption
 	reasons                                  [4]metric.MeasurementOption // bulkhead.rejected_calls, see reasonSets
+	shadows                                  [5]metric.MeasurementOption // bulkhead.shadowed_calls, see shadowSets
 }
 
 func newAttrSets(name string) *attrSets {
@@ -122,6 +127,7 @@ func newAttrSets(name string) *attrSets {
 		finished:  kind(bulkhead.CallFinished),
 		cancelled: kind(bulkhead.CallCancelled),
 		reasons:   reasonSets(name),
+		shadows:   shadowSets(name),
 	}
 }
 
@@ -178,7 +184,7 @@ func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 		in.pools = newPoolWatch(cfg.pools, in.waits)
 	}
 	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls,
-		in.bulkheads, in.evictions, in.catchAllCalls, in.waits.rejections)
+		in.bulkheads, in.evictions, in.catchAllCalls, in.waits.rejections, in.waits.shadowed)
 	if err != nil {
 		in.counter.Close()
 		in.waits.close()
@@ -215,7 +221,7 @@ func (in *Instruments) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(in.calls, int64(n.Rejected), a.rejected)
 		o.ObserveInt64(in.calls, int64(n.Finished), a.finished)
 		o.ObserveInt64(in.calls, int64(n.Cancelled), a.cancelled)
-		in.waits.observeRejections(o, s.Name(), &a.reasons)
+		in.waits.observeRejections(o, s.Name(), a, s.Config().ShadowMode)
 	}
 	if in.pools != nil {
 		names := make(map[string]bool, len(all))

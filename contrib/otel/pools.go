@@ -138,6 +138,6 @@ func (w *poolWatch) observe(in *Instruments, o metric.Observer, skip map[string]
 		o.ObserveInt64(in.calls, int64(n[bulkhead.CallRejected-1]), a.rejected)
 		o.ObserveInt64(in.calls, int64(n[bulkhead.CallFinished-1]), a.finished)
 		o.ObserveInt64(in.calls, int64(n[bulkhead.CallCancelled-1]), a.cancelled)
-		in.waits.observeRejections(o, name, &a.reasons)
+		in.waits.observeRejections(o, name, a, false)
 	}
 }

@@ -33,6 +33,7 @@ func DefaultWaitBuckets() []time.Duration { return slices.Clone(waitstats.Defaul
 type waitInstruments struct {
 	wait       metric.Float64Histogram
 	rejections metric.Int64Observable
+	shadowed   metric.Int64Observable
 	table      *waitstats.Table
 	attrs      sync.Map // bulkhead name -> *waitAttrs, dropped on eviction
 	stop       func()   // unsubscribes the listener (Registry.OnEvent)
@@ -66,6 +67,9 @@ func newWaitInstruments(meter metric.Meter, cfg config) (*waitInstruments, error
 	w.rejections, e = meter.Int64ObservableCounter("bulkhead.rejected_calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted."))
 	err = errors.Join(err, e)
+	w.shadowed, e = meter.Int64ObservableCounter("bulkhead.shadowed_calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls a bulkhead in shadow mode let through that it would have queued (would_wait) or rejected (no_wait, queue_full, evicted)."))
+	err = errors.Join(err, e)
 	return w, err
 }
 
@@ -85,10 +89,10 @@ func (w *waitInstruments) close() {
 
 // record is the listener: it runs on the goroutine that publishes e.
 func (w *waitInstruments) record(e bulkhead.Event) {
+	w.table.Record(e) // rejections and shadowed calls
 	if e.Type != bulkhead.CallPermitted && e.Type != bulkhead.CallRejected {
 		return
 	}
-	w.table.Record(e)
 	a := w.attrsOf(e.Name)
 	opts := a.granted
 	if e.Type == bulkhead.CallRejected {
@@ -117,14 +121,37 @@ func reasonSets(name string) (out [len(waitstats.Reasons)]metric.MeasurementOpti
 	return out
 }
 
-// observeRejections reports the rejections of the bulkhead named name.
-func (w *waitInstruments) observeRejections(o metric.Observer, name string, sets *[len(waitstats.Reasons)]metric.MeasurementOption) {
+// shadowSets returns the attribute sets of the shadow counter of name, by
+// index of waitstats.Stats.Shadowed.
+func shadowSets(name string) (out [1 + len(waitstats.Reasons)]metric.MeasurementOption) {
+	for i := range out {
+		out[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name), attribute.String("reason", waitstats.ShadowLabel(i))))
+	}
+	return out
+}
+
+// observeRejections reports the rejections of the bulkhead named name, and
+// its shadow counts if shadow is set or one is not zero.
+func (w *waitInstruments) observeRejections(o metric.Observer, name string, a *attrSets, shadow bool) {
 	s := w.table.Get(name)
+	if s == nil {
+		s = &waitstats.Stats{}
+	}
 	for i := range waitstats.Reasons {
-		var n uint64
-		if s != nil {
-			n = s.Rejections[i].Load()
+		o.ObserveInt64(w.rejections, int64(s.Rejections[i].Load()), a.reasons[i])
+	}
+	var counts [len(s.Shadowed)]uint64
+	for i := range s.Shadowed {
+		counts[i] = s.Shadowed[i].Load()
+		shadow = shadow || counts[i] > 0
+	}
+	if !shadow {
+		return
+	}
+	for i, n := range counts {
+		if i == int(bulkhead.WaitTimeout) { // shadow mode never reports a wait timeout
+			continue
 		}
-		o.ObserveInt64(w.rejections, int64(n), sets[i])
+		o.ObserveInt64(w.shadowed, int64(n), a.shadows[i])
 	}
 }

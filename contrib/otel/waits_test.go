@@ -132,3 +132,41 @@ func TestStartRefusesBadWaitBuckets(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+func TestShadowedCallsAreObservedByWhatWouldHaveHappened(t *testing.T) {
+	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, ShadowMode: true})
+	s := mustBulkhead(t, r, "trial")
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	in, err := bulkheadotel.Start(r, bulkheadotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = in.Close() }()
+	s.TryAcquirePermission()
+	s.TryAcquirePermission() // would have been rejected: no_wait
+	s.FinishCall()
+	s.FinishCall()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if m.Name == "bulkhead.shadowed_calls" {
+			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				got[attrs(p.Attributes)] = p.Value
+			}
+		}
+	}
+	want := map[string]int64{"name=trial,reason=would_wait": 0, "name=trial,reason=no_wait": 1, "name=trial,reason=queue_full": 0, "name=trial,reason=evicted": 0}
+	if len(got) != len(want) {
+		t.Fatalf("points %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d", k, got[k], v)
+		}
+	}
+}

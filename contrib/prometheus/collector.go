@@ -24,6 +24,11 @@ import (
 //	                                               granted or rejected
 //	bulkhead_rejected_calls_total{reason}  counter rejections, reason = no_wait,
 //	                                               queue_full, wait_timeout or evicted
+//	bulkhead_shadowed_calls_total{reason}  counter calls let through in shadow mode
+//	                                               (bulkhead.Config.ShadowMode), reason =
+//	                                               would_wait, no_wait, queue_full or
+//	                                               evicted; only for a bulkhead in shadow
+//	                                               mode or that has been
 //
 // and with WithResilience4jNames the two gauges again as
 // resilience4j_bulkhead_available_concurrent_calls and
@@ -139,7 +144,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if closed {
 			continue
 		}
-		c.collectWaits(ch, name, c.waits.Get(name))
+		c.collectWaits(ch, name, c.waits.Get(name), s.Config().ShadowMode)
 		n := c.counter.Counts(name)
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Permitted), name, bulkhead.CallPermitted.String())
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Rejected), name, bulkhead.CallRejected.String())

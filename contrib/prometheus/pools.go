@@ -217,6 +217,6 @@ func (s *poolSource) collect(ch chan<- prometheus.Metric, b *bulkheadDescs, w *w
 		for i, t := range []bulkhead.EventType{bulkhead.CallPermitted, bulkhead.CallRejected, bulkhead.CallFinished, bulkhead.CallCancelled} {
 			ch <- prometheus.MustNewConstMetric(b.calls, prometheus.CounterValue, float64(n[i]), name, t.String())
 		}
-		w.collectWaits(ch, name, s.waits.Get(name))
+		w.collectWaits(ch, name, s.waits.Get(name), false)
 	}
 }

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/waitstats"
 )
 
@@ -10,7 +11,7 @@ import (
 // the waits and rejections, so that a Semaphore and a Pool export the same
 // names, labels and help.
 type waitDescs struct {
-	wait, rejections *prometheus.Desc
+	wait, rejections, shadowed *prometheus.Desc
 	// resilience4j's names of the two gauges (nil without WithResilience4jNames)
 	r4jAvailable, r4jMaxAllowed *prometheus.Desc
 	bounds                      []float64 // the bucket bounds in seconds
@@ -23,6 +24,9 @@ func newWaitDescs(o options) waitDescs {
 			[]string{"name", "outcome"}, nil),
 		rejections: prometheus.NewDesc("bulkhead_rejected_calls_total",
 			"Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted.",
+			[]string{"name", "reason"}, nil),
+		shadowed: prometheus.NewDesc("bulkhead_shadowed_calls_total",
+			"Calls a bulkhead in shadow mode let through that it would have queued (would_wait) or rejected (no_wait, queue_full, evicted).",
 			[]string{"name", "reason"}, nil),
 	}
 	if o.resilience4j {
@@ -40,6 +44,7 @@ func newWaitDescs(o options) waitDescs {
 func (d *waitDescs) describe(ch chan<- *prometheus.Desc) {
 	ch <- d.wait
 	ch <- d.rejections
+	ch <- d.shadowed
 	if d.r4jAvailable != nil {
 		ch <- d.r4jAvailable
 		ch <- d.r4jMaxAllowed
@@ -56,8 +61,11 @@ func (d *waitDescs) collectGauges(ch chan<- prometheus.Metric, name string, avai
 }
 
 // collectWaits sends the two wait histograms and the rejection counters of
-// name from s (all zero if s is nil: the bulkhead published no event yet).
-func (d *waitDescs) collectWaits(ch chan<- prometheus.Metric, name string, s *waitstats.Stats) {
+// name from s (all zero if s is nil: the bulkhead published no event yet),
+// and the shadow counters if shadow is set or one of them is not zero (a
+// bulkhead in shadow mode, or one that was: the series are not exported
+// for the bulkheads that never used it).
+func (d *waitDescs) collectWaits(ch chan<- prometheus.Metric, name string, s *waitstats.Stats, shadow bool) {
 	var zero waitstats.Stats
 	if s == nil {
 		s = &zero
@@ -66,6 +74,20 @@ func (d *waitDescs) collectWaits(ch chan<- prometheus.Metric, name string, s *wa
 	ch <- d.histogram(&s.Rejected, name, "rejected")
 	for i, r := range waitstats.Reasons {
 		ch <- prometheus.MustNewConstMetric(d.rejections, prometheus.CounterValue, float64(s.Rejections[i].Load()), name, waitstats.ReasonLabel(r))
+	}
+	var counts [len(s.Shadowed)]uint64
+	for i := range s.Shadowed {
+		counts[i] = s.Shadowed[i].Load()
+		shadow = shadow || counts[i] > 0
+	}
+	if !shadow {
+		return
+	}
+	for i, n := range counts {
+		if i == int(bulkhead.WaitTimeout) { // index 1+reason-1
+			continue // shadow mode never reports a wait timeout
+		}
+		ch <- prometheus.MustNewConstMetric(d.shadowed, prometheus.CounterValue, float64(n), name, waitstats.ShadowLabel(i))
 	}
 }
 

@@ -221,3 +221,53 @@ func equal(a, b map[float64]uint64) bool {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+func TestShadowedCallsAreCountedByWhatWouldHaveHappened(t *testing.T) {
+	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1},
+		bulkhead.WithConfig("trial", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: 1, ShadowMode: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckRegistry(t, r)
+	enforced := mustBulkhead(t, r, "enforced")
+	trial, err := r.GetWithConfig("trial", "trial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := bulkheadprom.NewCollector(r)
+	defer c.Close()
+	if _, ok := gather(t, c)["bulkhead_shadowed_calls_total"]; !ok {
+		t.Fatal("no shadow series for a bulkhead in shadow mode before its first shadowed call")
+	}
+	trial.TryAcquirePermission()                                 // granted
+	trial.TryAcquirePermission()                                 // would have been rejected: no_wait
+	if err := trial.AcquirePermissionAsync().Err(); err != nil { // 1 would-be waiter, the queue holds 1: queue_full
+		t.Fatal(err)
+	}
+	for range 3 {
+		trial.FinishCall()
+	}
+	mfs := gather(t, c)
+	sh := mfs["bulkhead_shadowed_calls_total"]
+	for reason, want := range map[string]float64{"would_wait": 0, "no_wait": 1, "queue_full": 1, "evicted": 0} {
+		if got := find(t, sh, "name=trial", "reason="+reason).GetCounter().GetValue(); got != want {
+			t.Errorf("shadowed %s = %v, want %v", reason, got, want)
+		}
+	}
+	for _, m := range sh.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "name" && l.GetValue() == enforced.Name() {
+				t.Error("shadow series for a bulkhead that never was in shadow mode")
+			}
+			if l.GetName() == "reason" && l.GetValue() == "wait_timeout" {
+				t.Error("a wait_timeout shadow series: shadow mode never predicts one")
+			}
+		}
+	}
+	if got := find(t, mfs["bulkhead_rejected_calls_total"], "name=trial", "reason=no_wait").GetCounter().GetValue(); got != 0 {
+		t.Errorf("a shadowed call counted as rejected: %v", got)
+	}
+	if got := find(t, mfs["bulkhead_calls_total"], "name=trial", "kind=permitted").GetCounter().GetValue(); got != 3 {
+		t.Errorf("permitted = %v, want 3 (shadow mode lets every call through)", got)
+	}
+}

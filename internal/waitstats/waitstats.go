@@ -111,6 +111,19 @@ type Stats struct {
 	// Rejections counts the CallRejected events by reason, in the order
 	// of Reasons.
 	Rejections [len(Reasons)]atomic.Uint64
+	// Shadowed counts the CallShadowed events of a bulkhead in shadow mode
+	// by what would have happened: index 0 a wait (Reason zero), then the
+	// reasons in the order of Reasons.
+	Shadowed [1 + len(Reasons)]atomic.Uint64
+}
+
+// ShadowLabel returns the label value of the Shadowed counter at index i:
+// would_wait, then the ReasonLabel of each reason.
+func ShadowLabel(i int) string {
+	if i == 0 {
+		return "would_wait"
+	}
+	return ReasonLabel(Reasons[i-1])
 }
 
 // Table holds the Stats of every name that published an event. The zero
@@ -134,9 +147,17 @@ func (t *Table) Bounds() []time.Duration { return t.bounds }
 
 // Record accounts for e. It runs on the goroutine that publishes e
 // (concurrently for the same and for different names) and ignores the
-// events that carry no wait nor rejection (CallFinished, CallCancelled).
+// events that carry no wait, rejection nor shadow (CallFinished,
+// CallCancelled).
 func (t *Table) Record(e bulkhead.Event) {
-	if e.Type != bulkhead.CallPermitted && e.Type != bulkhead.CallRejected {
+	switch e.Type {
+	case bulkhead.CallPermitted, bulkhead.CallRejected:
+	case bulkhead.CallShadowed:
+		if i := int(e.Reason); i < len(Stats{}.Shadowed) {
+			t.stats(e.Name).Shadowed[i].Add(1)
+		}
+		return
+	default:
 		return
 	}
 	s := t.stats(e.Name)
