@@ -12,14 +12,14 @@ MODULES         := $(shell find . -name go.mod -not -path './.bin/*' -exec dirna
 STRESS_TIME     ?= 2m
 FUZZ_TIME       ?= 30s
 
-.PHONY: all test vet redis-server lint fmt-check bench bench-core cover demo stress fuzz tools release-tags clean
+.PHONY: all test vet redis-server prometheus lint fmt-check bench bench-core cover demo stress fuzz tools release-tags clean
 
 all: lint test
 
 ## test: go vet and the race-enabled tests of every module, the modules in
 ## parallel (each module's log is in .bin/test-logs and printed when done)
 TEST_LOGS := $(BIN)/test-logs
-test: vet redis-server
+test: vet redis-server prometheus
 	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*; \
 	for m in $(MODULES); do \
 		log=$(TEST_LOGS)/$$(echo $$m | sed 's|^\./||; s|^\.$$|core|; s|/|_|g').log; \
@@ -41,6 +41,15 @@ redis-server:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel redis-tools >/dev/null; \
 	}
 	@command -v redis-server >/dev/null 2>&1 || { echo "redis-server is missing and could not be installed"; exit 1; }
+
+## prometheus: the contrib/prometheus tests start their own Prometheus and run
+## promtool (Debian's prometheus package ships both); install it when missing
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || { \
+		echo "== installing prometheus (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
+	}
+	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || { echo "prometheus is missing and could not be installed"; exit 1; }
 
 ## lint: gofmt and a pinned staticcheck over every module
 lint: fmt-check $(STATICCHECK)

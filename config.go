@@ -75,6 +75,14 @@ type Config struct {
 	MaxQueuedCalls int
 	// QueueOrder is FIFO (the zero value) or LIFO.
 	QueueOrder QueueOrder
+	// ShadowMode lets every call through at once, so that a limit can be
+	// tried on live traffic before it is enforced: a call that would have
+	// been rejected or queued is granted anyway, after a CallShadowed event
+	// whose Reason says what would have happened (NoWait, QueueFull,
+	// Evicted, or zero: it would have waited in the queue). Nothing is
+	// rejected and nothing is queued; see shadow.go and docs/guide.md
+	// "Shadow mode" for how it counts and how ChangeConfig switches it.
+	ShadowMode bool
 }
 
 // DefaultConfig returns resilience4j's defaults: 25 concurrent calls, no wait,
@@ -166,7 +174,8 @@ func configErrors(err error) []*ConfigError {
 
 // String renders the configuration as %+v would, with Unbounded and
 // NoTimeout by name: {MaxConcurrentCalls:25 MaxWaitDuration:0s
-// MaxQueuedCalls:Unbounded QueueOrder:FIFO}.
+// MaxQueuedCalls:Unbounded QueueOrder:FIFO}, and ShadowMode:true at the
+// end when it is set.
 func (c Config) String() string {
 	wait := c.MaxWaitDuration.String()
 	if c.MaxWaitDuration == NoTimeout {
@@ -176,5 +185,9 @@ func (c Config) String() string {
 	if c.MaxQueuedCalls == Unbounded {
 		queued = "Unbounded"
 	}
-	return fmt.Sprintf("{MaxConcurrentCalls:%d MaxWaitDuration:%s MaxQueuedCalls:%s QueueOrder:%s}", c.MaxConcurrentCalls, wait, queued, c.QueueOrder)
+	shadow := ""
+	if c.ShadowMode {
+		shadow = " ShadowMode:true"
+	}
+	return fmt.Sprintf("{MaxConcurrentCalls:%d MaxWaitDuration:%s MaxQueuedCalls:%s QueueOrder:%s%s}", c.MaxConcurrentCalls, wait, queued, c.QueueOrder, shadow)
 }

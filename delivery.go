@@ -173,15 +173,16 @@ func runStarted(a *Acquisition, started *sync.WaitGroup) {
 }
 
 // publishOutcome publishes the event of an acquisition this goroutine
-// decided: CallPermitted or CallRejected (a withdrawal's CallCancelled is
-// published by withdraw).
+// decided: CallPermitted or CallRejected, with the time it waited (a
+// withdrawal's CallCancelled is published by withdraw). a.deadline holds its
+// enqueue offset since settled (waittime.go).
 func (s *Semaphore) publishOutcome(a *Acquisition) {
 	switch a.cell.Load() & outcomeMask {
 	case stateGranted:
-		s.publish(CallPermitted, 0)
+		s.publishWaited(CallPermitted, 0, a.deadline)
 	case stateRejected:
 		if fe, ok := a.err.(*FullError); ok {
-			s.publish(CallRejected, fe.Reason)
+			s.publishWaited(CallRejected, fe.Reason, a.deadline)
 		}
 	}
 }

@@ -159,3 +159,22 @@ func ExamplePendingAcquisition() {
 	// pending: bulkhead: permit acquisition pending
 	// outcome: <nil>
 }
+
+// In shadow mode a bulkhead lets every call through and says, in a
+// CallShadowed event, what it would have done: here the second call would
+// have been rejected.
+func ExampleConfig_shadowMode() {
+	bh, _ := bulkhead.New("trial", bulkhead.Config{MaxConcurrentCalls: 1, ShadowMode: true})
+	bh.OnEvent(func(e bulkhead.Event) {
+		if e.Type == bulkhead.CallShadowed {
+			fmt.Println("would have been rejected:", e.Reason)
+		}
+	})
+	first, second := bh.TryAcquirePermission(), bh.TryAcquirePermission()
+	fmt.Println(first, second, bh.Metrics().InFlightCalls)
+	bh.FinishCall()
+	bh.FinishCall()
+	// Output:
+	// would have been rejected: no wait
+	// true true 2
+}

@@ -1,7 +1,6 @@
 package bulkhead
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +11,9 @@ import (
 // fields are guarded by Semaphore.mu.
 type waitState struct {
 	epoch time.Time // deadlines are offsets from epoch (monotonic reading)
+	// lastWait is the MaxWaitDuration of the latest enqueue: a decided
+	// call's enqueue time is its deadline minus it (waittime.go).
+	lastWait time.Duration
 
 	// Prebuilt outcomes of rejections, so that rejecting does not allocate.
 	rejectNoWait    *Acquisition
@@ -44,17 +46,19 @@ type waitState struct {
 }
 
 // enqueueLocked queues a at the tail with its deadline and makes sure the
-// timer will fire by then. A wait of NoTimeout has no deadline
-// (math.MaxInt64): it reads no clock and arms no timer.
+// timer will fire by then. A wait of NoTimeout has no deadline (at or
+// beyond noDeadline, see waittime.go): it arms no timer, and reads the
+// clock only if a listener is registered.
 func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	w := s.wait
 	var now time.Duration
 	if s.cfg.MaxWaitDuration == NoTimeout {
-		a.deadline = math.MaxInt64
+		a.deadline = s.openDeadlineLocked()
 	} else {
 		now = s.sinceEpochLocked()
 		a.deadline = clock.Add(now, s.cfg.MaxWaitDuration)
 	}
+	w.lastWait = s.cfg.MaxWaitDuration
 	if w.tail != nil && a.deadline < w.tail.deadline {
 		w.runs = append(w.runs, a)
 	}
@@ -66,7 +70,7 @@ func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	}
 	w.tail = a
 	w.queued++
-	if a.deadline != math.MaxInt64 && (w.timer == nil || a.deadline < w.timerAt) {
+	if a.deadline < noDeadline && (w.timer == nil || a.deadline < w.timerAt) {
 		s.armTimerLocked(now, a.deadline)
 	}
 }
@@ -113,7 +117,7 @@ func (s *Semaphore) onTimer(gen uint64) {
 		s.lock()
 	}
 	if w.head != nil {
-		if next := w.earliestDeadlineLocked(); next != math.MaxInt64 && (w.timer == nil || next < w.timerAt) {
+		if next := w.earliestDeadlineLocked(); next < noDeadline && (w.timer == nil || next < w.timerAt) {
 			s.armTimerLocked(now, next)
 		}
 	}
@@ -193,6 +197,7 @@ func (w *waitState) reject(a *Acquisition, err *FullError, d *decidedList) {
 // own goroutine looks at it, and waking it outside the lock keeps the
 // critical section short).
 func (w *waitState) settled(a *Acquisition, d *decidedList) {
+	a.deadline = w.enqueuedAtLocked(a) // for Event.Wait, see waittime.go
 	if a.isBlocking() {
 		a.cell.Store(a.cell.Load() | knownBit) // not a.settle: Done is never handed out, Chan gets a send
 		a.next = d.wake

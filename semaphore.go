@@ -163,6 +163,10 @@ func (s *Semaphore) TryAcquirePermission() bool {
 		}
 		return true
 	}
+	if s.cfg.ShadowMode {
+		s.shadowGrantLocked(false) // mu released
+		return true
+	}
 	s.unlock()
 	s.publish(CallRejected, NoWait)
 	return false
@@ -190,6 +194,10 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
 		}
+		return grantedAcquisition
+	}
+	if s.cfg.ShadowMode {
+		s.shadowGrantLocked(true) // mu released
 		return grantedAcquisition
 	}
 	if r := s.rejectAtOnceLocked(); r != nil {
@@ -329,7 +337,11 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 	s.available += cfg.MaxConcurrentCalls - s.cfg.MaxConcurrentCalls
 	s.cfg = cfg
 	var d decidedList
-	s.grantLocked(&d)
+	if cfg.ShadowMode {
+		s.grantAllLocked(&d) // shadow.go: nobody waits in shadow mode
+	} else {
+		s.grantLocked(&d)
+	}
 	s.unlock()
 	s.deliver(&d)
 	return nil

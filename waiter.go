@@ -91,6 +91,10 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 		}
 		return nil
 	}
+	if s.cfg.ShadowMode {
+		s.shadowGrantLocked(true) // mu released
+		return nil
+	}
 	if r := s.rejectAtOnceLocked(); r != nil {
 		return r.err // mu released
 	}
@@ -117,7 +121,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 			if a.cell.Load()&outcomeMask == stateGranted {
 				// Give the grant back, as if ctx had won ("pretend we
 				// didn't", as x/sync/semaphore does).
-				s.publish(CallPermitted, 0)
+				s.publishWaited(CallPermitted, 0, a.deadline)
 				putWaiter(a)
 				s.ReleasePermission()
 				return ctx.Err()

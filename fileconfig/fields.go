@@ -55,6 +55,8 @@ var specFields = []specField{
 		decodeCount, func(e *Entry, n int) { e.Config.MaxQueuedCalls = n }),
 	setting("queueOrder", "QueueOrder", func(s *Spec) **bulkhead.QueueOrder { return &s.QueueOrder },
 		decodeQueueOrder, func(e *Entry, o bulkhead.QueueOrder) { e.Config.QueueOrder = o }),
+	setting("shadowMode", "ShadowMode", func(s *Spec) **bool { return &s.ShadowMode },
+		decodeBool, func(e *Entry, b bool) { e.Config.ShadowMode = b }),
 	withCheck(setting("store", "", func(s *Spec) **Store { return &s.Store },
 		decodeStore, func(e *Entry, st Store) { e.Store = st }), checkStore),
 	adaptiveField, // adaptive.go
@@ -122,6 +124,15 @@ func decodeDuration(v any) (Duration, []problem) {
 		return 0, nil
 	}
 	return 0, problemf(v, durationRule)
+}
+
+// decodeBool accepts true and false (a YAML or JSON boolean, not a string).
+func decodeBool(v any) (bool, []problem) {
+	b, ok := v.(bool)
+	if !ok {
+		return false, problemf(v, "want true or false, got %s", kindOf(v))
+	}
+	return b, nil
 }
 
 func decodeQueueOrder(v any) (bulkhead.QueueOrder, []problem) {

@@ -134,6 +134,7 @@ func checkConfigFile(t *testing.T, doc string) {
 func FuzzRegistryConfigJSON(f *testing.F) {
 	f.Add(issueConfigJSON)
 	f.Add(`{"configs": {"a": {"baseConfig": "b"}, "b": {"baseConfig": "a"}}}`)
+	f.Add(`{"configs": {"default": {"shadowMode": true}}, "instances": {"a": {"shadowMode": false}, "b": {"shadowMode": "true"}}}`)
 	f.Add(`{"configs": {"default": {"store": {"type": "redis", "unreachable": "fail-over", "localFraction": 0.25}}}, "instances": {"a": {"store": "local"}}}`)
 	f.Add(`{"instances": {"x": {"max-wait-duration": "1h", "queueOrder": "lifo", "maxQueuedCalls": "3"}}}`)
 	f.Add(`{"configs": {"default": {"baseConfig": "x"}, "x": {"maxConcurrentCalls": -1}}}`)

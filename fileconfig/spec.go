@@ -54,6 +54,9 @@ type Spec struct {
 	MaxQueuedCalls *int `json:"maxQueuedCalls,omitempty" yaml:"maxQueuedCalls,omitempty"`
 	// QueueOrder overrides Config.QueueOrder.
 	QueueOrder *bulkhead.QueueOrder `json:"queueOrder,omitempty" yaml:"queueOrder,omitempty"`
+	// ShadowMode overrides Config.ShadowMode: true lets every call through
+	// and counts what the limit would have done (see bulkhead.Config).
+	ShadowMode *bool `json:"shadowMode,omitempty" yaml:"shadowMode,omitempty"`
 	// Store overrides where the permits live (see Store); nil inherits.
 	Store *Store `json:"store,omitempty" yaml:"store,omitempty"`
 	// Adaptive makes the bulkhead's limit adaptive (see AdaptiveSpec).

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"runtime/debug"
+	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/outcome"
@@ -20,6 +21,7 @@ type delivery struct {
 	events int // events still to publish, all of type event with reason
 	event  bulkhead.EventType
 	reason bulkhead.Reason
+	waits  []time.Duration // nil, or Event.Wait of each event, in order (waitsOf)
 
 	state   uint32   // the decided state of every task of the delivery
 	one     *task    // a decided task not yet published that is in no list (a worker's, or a withdrawn one)
@@ -54,6 +56,10 @@ func (p *Pool) deliver(d *delivery) {
 func (p *Pool) runDelivery(d *delivery) {
 	for d.events > 0 {
 		d.events--
+		if d.waits != nil {
+			p.publishWait(d.event, d.reason, d.waits[len(d.waits)-1-d.events])
+			continue
+		}
 		p.publish(d.event, d.reason)
 	}
 	if t := d.one; t != nil {

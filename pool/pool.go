@@ -166,6 +166,12 @@ func (p *Pool) Metrics() Metrics {
 //   - CallCancelled when a queued task is withdrawn, on the goroutine that
 //     withdrew it.
 //
+// The CallPermitted of a task that was queued, and its CallRejected
+// (WaitTimeout), carry in Event.Wait the time it spent in the queue; Wait
+// is zero for a task that went to a worker at once, for NoWait and
+// QueueFull, and for a task queued without a MaxQueueWait while no
+// listener was registered.
+//
 // Every CallPermitted is followed by exactly one CallFinished. A task refused
 // because the pool is closed, or submitted with a context already done,
 // publishes nothing. Listeners never run under the pool's lock; a panicking

@@ -50,10 +50,13 @@ func (p *Pool) enqueueLocked(t *task, ctx context.Context) {
 	p.queue.push(t)
 	if p.cfg.MaxQueueWait != bulkhead.NoTimeout {
 		now := p.now()
+		t.queuedAt, t.queued = now, true
 		t.deadline = clock.Add(now, p.cfg.MaxQueueWait)
 		if p.waitTimer == nil {
 			p.armWaitTimerLocked(now, t.deadline)
 		}
+	} else if p.events.Active() {
+		t.queuedAt, t.queued = p.now(), true
 	}
 	if ctx.Done() != nil {
 		// Registered under mu so that the worker which takes t reads t.stop
@@ -162,6 +165,9 @@ func (p *Pool) decideAll(l *taskList, state uint32, err error, event bulkhead.Ev
 		t.err = err
 	}
 	d := &delivery{events: l.n, event: event, reason: reason, state: state, decided: *l}
+	if event == bulkhead.CallRejected && p.events.Active() {
+		d.waits = p.waitsOf(l)
+	}
 	*l = taskList{}
 	p.deliver(d)
 }

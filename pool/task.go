@@ -53,7 +53,14 @@ type task struct {
 
 	prev, next *task
 	deadline   time.Duration // MaxQueueWait deadline, offset from the pool's epoch
-	stop       func() bool   // stops the context watch of a queued task
+	// queuedAt is when t was queued, an offset from the pool's epoch, if
+	// queued says it is known (a bounded wait, or a listener registered at
+	// enqueue time): Event.Wait of its CallPermitted or CallRejected
+	// (WaitTimeout). Written under mu by enqueueLocked, read by the
+	// goroutine that took t from the queue under mu.
+	queuedAt time.Duration
+	queued   bool
+	stop     func() bool // stops the context watch of a queued task
 
 	cancel      context.CancelCauseFunc // cancels the running task's context
 	interrupted error                   // cause of an interrupt that came before cancel was set

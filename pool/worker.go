@@ -85,7 +85,7 @@ func (p *Pool) run(w *worker) {
 			w.step = stepDelivering
 		} else {
 			w.step = stepAdmitted
-			p.publish(bulkhead.CallPermitted, 0)
+			p.publishPermitted(t)
 		}
 	}
 	if w.step < stepRunning {

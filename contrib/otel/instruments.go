@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/callcount"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // ScopeName is the instrumentation scope of the meter Start uses.
@@ -22,6 +24,8 @@ type Option interface{ apply(*config) }
 
 type config struct {
 	provider metric.MeterProvider
+	buckets  []time.Duration // nil: DefaultWaitBuckets
+	pools    *pool.Registry  // WithPools, or nil
 }
 
 type optionFunc func(*config)
@@ -42,12 +46,32 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //	bulkhead.max_queued_calls              Int64ObservableGauge    queue bound (0: no queue; bulkhead.Unbounded)
 //	bulkhead.calls                         Int64ObservableCounter  events, by attribute kind =
 //	                                                               permitted, rejected, finished, cancelled
+//	bulkhead.wait.duration                 Float64Histogram (s)    time calls waited for a permit
+//	                                                               (Event.Wait), by attribute outcome =
+//	                                                               granted, rejected
+//	bulkhead.rejected_calls                Int64ObservableCounter  rejections, by attribute reason =
+//	                                                               no_wait, queue_full, wait_timeout, evicted
+//	bulkhead.shadowed_calls                Int64ObservableCounter  calls let through in shadow mode, by
+//	                                                               attribute reason = would_wait, no_wait,
+//	                                                               queue_full, evicted (only for a bulkhead
+//	                                                               in shadow mode or that has been)
 //
 // and, for the registry as a whole (no attribute):
 //
 //	bulkhead.registry.bulkheads             Int64ObservableGauge    live bulkheads, the catch-all included
 //	bulkhead.registry.evictions             Int64ObservableCounter  bulkheads evicted as idle (WithIdleTimeout)
 //	bulkhead.registry.catch_all_calls       Int64ObservableCounter  keyed calls sent to the catch-all (WithMaxBulkheads)
+//
+// bulkhead.wait.duration is recorded by the goroutine that publishes each
+// CallPermitted or CallRejected (a permit granted at once, a rejection
+// NoWait or QueueFull, with zero), with explicit boundaries
+// DefaultWaitBuckets unless WithWaitBuckets says otherwise; through a
+// Prometheus exporter it is bulkhead_wait_duration_seconds, and
+// bulkhead.rejected_calls is bulkhead_rejected_calls_total, as in
+// contrib/prometheus. Being a synchronous instrument, the histogram's
+// series of an evicted bulkhead are kept by the SDK's aggregation under
+// cumulative temporality (use delta temporality, or the SDK's cardinality
+// limit, where keys come and go); the observed instruments drop them.
 //
 // The registry's instruments count bulkheads ("{bulkhead}") or calls
 // ("{call}") and have no attribute. The others all have the unit "{call}" and the attribute name (the bulkhead's name),
@@ -76,6 +100,9 @@ type Instruments struct {
 	available, maxAllowed, queued, maxQueued, calls metric.Int64Observable
 	bulkheads, evictions, catchAllCalls             metric.Int64Observable
 
+	waits *waitInstruments
+	pools *poolWatch // WithPools, or nil
+
 	mu    sync.Mutex           // guards attrs
 	attrs map[string]*attrSets // by bulkhead name, for the bulkheads of the last collection
 }
@@ -85,6 +112,8 @@ type Instruments struct {
 type attrSets struct {
 	name                                     metric.MeasurementOption
 	permitted, rejected, finished, cancelled metric.MeasurementOption
+	reasons                                  [4]metric.MeasurementOption // bulkhead.rejected_calls, see reasonSets
+	shadows                                  [5]metric.MeasurementOption // bulkhead.shadowed_calls, see shadowSets
 }
 
 func newAttrSets(name string) *attrSets {
@@ -97,6 +126,8 @@ func newAttrSets(name string) *attrSets {
 		rejected:  kind(bulkhead.CallRejected),
 		finished:  kind(bulkhead.CallFinished),
 		cancelled: kind(bulkhead.CallCancelled),
+		reasons:   reasonSets(name),
+		shadows:   shadowSets(name),
 	}
 }
 
@@ -142,14 +173,24 @@ func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
 	}
 	in.evictions = counter("bulkhead.registry.evictions", "{bulkhead}", "Number of bulkheads the registry evicted as idle.")
 	in.catchAllCalls = counter("bulkhead.registry.catch_all_calls", "{call}", "Number of keyed calls the registry sent to its catch-all bulkhead because it held its maximum number of bulkheads.")
+	in.waits, e = newWaitInstruments(meter, cfg)
+	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
 	}
 	in.counter = callcount.New(reg)
+	in.waits.start(reg)
+	if cfg.pools != nil {
+		in.pools = newPoolWatch(cfg.pools, in.waits)
+	}
 	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls,
-		in.bulkheads, in.evictions, in.catchAllCalls)
+		in.bulkheads, in.evictions, in.catchAllCalls, in.waits.rejections, in.waits.shadowed)
 	if err != nil {
 		in.counter.Close()
+		in.waits.close()
+		if in.pools != nil {
+			in.pools.close()
+		}
 		return nil, err
 	}
 	return in, nil
@@ -180,6 +221,14 @@ func (in *Instruments) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(in.calls, int64(n.Rejected), a.rejected)
 		o.ObserveInt64(in.calls, int64(n.Finished), a.finished)
 		o.ObserveInt64(in.calls, int64(n.Cancelled), a.cancelled)
+		in.waits.observeRejections(o, s.Name(), a, s.Config().ShadowMode)
+	}
+	if in.pools != nil {
+		names := make(map[string]bool, len(all))
+		for _, s := range all {
+			names[s.Name()] = true
+		}
+		in.pools.observe(in, o, names)
 	}
 	return nil
 }
@@ -210,5 +259,9 @@ func (in *Instruments) attrSetsOf(bhs []*bulkhead.Semaphore) []*attrSets {
 func (in *Instruments) Close() error {
 	in.closed.Store(true)
 	in.counter.Close()
+	in.waits.close()
+	if in.pools != nil {
+		in.pools.close()
+	}
 	return in.reg.Unregister()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/callcount"
+	"github.com/rxbulkhead/bulkhead/internal/waitstats"
 )
 
 // Collector is a prometheus.Collector over the bulkheads of a
@@ -18,6 +19,30 @@ import (
 //	bulkhead_max_queued_calls              gauge   queue bound (0: no queue; bulkhead.Unbounded)
 //	bulkhead_calls_total{kind}             counter events, kind = permitted,
 //	                                               rejected, finished or cancelled
+//	bulkhead_wait_duration_seconds{outcome} histogram time calls waited for a
+//	                                               permit (Event.Wait), outcome =
+//	                                               granted or rejected
+//	bulkhead_rejected_calls_total{reason}  counter rejections, reason = no_wait,
+//	                                               queue_full, wait_timeout or evicted
+//	bulkhead_shadowed_calls_total{reason}  counter calls let through in shadow mode
+//	                                               (bulkhead.Config.ShadowMode), reason =
+//	                                               would_wait, no_wait, queue_full or
+//	                                               evicted; only for a bulkhead in shadow
+//	                                               mode or that has been
+//
+// and with WithResilience4jNames the two gauges again as
+// resilience4j_bulkhead_available_concurrent_calls and
+// resilience4j_bulkhead_max_allowed_concurrent_calls (label name).
+//
+// The wait histogram counts every permitted call (a permit granted at
+// once falls in the first bucket, with a wait of zero) and every rejected
+// one (NoWait and QueueFull with a wait of zero), so its count is the
+// number of permitted, respectively rejected, calls; its buckets are
+// DefaultWaitBuckets unless WithWaitBuckets says otherwise. The adaptive
+// bulkheads of an adaptive.Registry are Semaphores of a bulkhead.Registry:
+// a Collector over that registry reports them with these metrics, beside
+// the AdaptiveCollector's. WithPools adds the pools of a pool.Registry
+// under the same names (NewPoolCollector, for pools alone).
 //
 // and, for the registry as a whole (no label):
 //
@@ -49,33 +74,34 @@ type Collector struct {
 	counter *callcount.Counter
 	closed  atomic.Bool
 
-	available, maxAllowed, queued, maxQueued, calls *prometheus.Desc
-	bulkheads, evictions, catchAllCalls             *prometheus.Desc
+	waits                  *waitstats.Table // fed by the listener removed by stopWaits
+	stopWaits, forgetWaits func()
+	waitDescs
+
+	bulkheadDescs                       // per bulkhead, shared with PoolCollector
+	bulkheads, evictions, catchAllCalls *prometheus.Desc
+	pools                               *poolSource // WithPools, or nil
 }
 
 // NewCollector returns a Collector over reg and starts counting the events
 // of its bulkheads, present and future. Register it with a
 // prometheus.Registerer; call Close when it is no longer used. It panics if
-// reg is nil.
-func NewCollector(reg *bulkhead.Registry) *Collector {
+// reg or an option is nil, or if WithWaitBuckets is given bad bounds.
+func NewCollector(reg *bulkhead.Registry, opts ...Option) *Collector {
 	if reg == nil {
 		panic("bulkhead/contrib/prometheus: NewCollector called with a nil *bulkhead.Registry")
 	}
-	name := []string{"name"}
+	o := newOptions("NewCollector", opts)
+	waits := waitstats.New(o.buckets)
 	return &Collector{
-		reg:     reg,
-		counter: callcount.New(reg),
-		available: prometheus.NewDesc("bulkhead_available_concurrent_calls",
-			"Number of free permits of the bulkhead.", name, nil),
-		maxAllowed: prometheus.NewDesc("bulkhead_max_allowed_concurrent_calls",
-			"Configured number of permits of the bulkhead (MaxConcurrentCalls).", name, nil),
-		queued: prometheus.NewDesc("bulkhead_queued_calls",
-			"Number of calls waiting for a permit.", name, nil),
-		maxQueued: prometheus.NewDesc("bulkhead_max_queued_calls",
-			"Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.", name, nil),
-		calls: prometheus.NewDesc("bulkhead_calls_total",
-			"Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the collector was created.",
-			[]string{"name", "kind"}, nil),
+		reg:           reg,
+		waits:         waits,
+		stopWaits:     reg.OnEvent(waits.Record),
+		forgetWaits:   reg.OnEvict(waits.Forget),
+		waitDescs:     newWaitDescs(o),
+		pools:         newPoolSourceIf(o),
+		counter:       callcount.New(reg),
+		bulkheadDescs: newBulkheadDescs(),
 		bulkheads: prometheus.NewDesc("bulkhead_registry_bulkheads",
 			"Number of live bulkheads of the registry, the catch-all included.", nil, nil),
 		evictions: prometheus.NewDesc("bulkhead_registry_evictions_total",
@@ -85,8 +111,9 @@ func NewCollector(reg *bulkhead.Registry) *Collector {
 	}
 }
 
-// Describe sends the descriptors of the eight metrics.
+// Describe sends the descriptors of the metrics.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	c.waitDescs.describe(ch)
 	ch <- c.bulkheads
 	ch <- c.evictions
 	ch <- c.catchAllCalls
@@ -105,22 +132,37 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.bulkheads, prometheus.GaugeValue, float64(st.Bulkheads))
 	ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions))
 	ch <- prometheus.MustNewConstMetric(c.catchAllCalls, prometheus.CounterValue, float64(st.CatchAllCalls))
-	for _, s := range c.reg.All() {
+	sems := c.reg.All()
+	for _, s := range sems {
 		name := s.Name()
 		m := s.Metrics()
 		ch <- prometheus.MustNewConstMetric(c.available, prometheus.GaugeValue, float64(m.AvailableConcurrentCalls), name)
 		ch <- prometheus.MustNewConstMetric(c.maxAllowed, prometheus.GaugeValue, float64(m.MaxAllowedConcurrentCalls), name)
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(m.QueuedCalls), name)
 		ch <- prometheus.MustNewConstMetric(c.maxQueued, prometheus.GaugeValue, float64(m.MaxQueuedCalls), name)
+		c.collectGauges(ch, name, m.AvailableConcurrentCalls, m.MaxAllowedConcurrentCalls)
 		if closed {
 			continue
 		}
+		c.collectWaits(ch, name, c.waits.Get(name), s.Config().ShadowMode)
 		n := c.counter.Counts(name)
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Permitted), name, bulkhead.CallPermitted.String())
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Rejected), name, bulkhead.CallRejected.String())
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Finished), name, bulkhead.CallFinished.String())
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(n.Cancelled), name, bulkhead.CallCancelled.String())
 	}
+	if c.pools != nil {
+		c.pools.collect(ch, &c.bulkheadDescs, &c.waitDescs, semaphoreNamed(sems))
+	}
+}
+
+// semaphoreNamed reports whether one of sems has the given name.
+func semaphoreNamed(sems []*bulkhead.Semaphore) func(string) bool {
+	names := make(map[string]struct{}, len(sems))
+	for _, s := range sems {
+		names[s.Name()] = struct{}{}
+	}
+	return func(n string) bool { _, ok := names[n]; return ok }
 }
 
 // Close stops counting events (see callcount.Counter.Close). Call it
@@ -129,6 +171,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func (c *Collector) Close() {
 	c.closed.Store(true)
 	c.counter.Close()
+	c.stopWaits()
+	c.forgetWaits()
+	if c.pools != nil {
+		c.pools.close()
+	}
 }
 
 var _ prometheus.Collector = (*Collector)(nil)

@@ -124,8 +124,8 @@ func TestCollectorForgetsRemovedBulkheadsAndContinuesTheirName(t *testing.T) {
 	defer c.Close()
 	old.TryAcquirePermission()
 	old.FinishCall()
-	if n := testutil.CollectAndCount(c); n != 19 {
-		t.Fatalf("two bulkheads gave %d metrics, want 16 and the registry's 3", n)
+	if n := testutil.CollectAndCount(c); n != 31 {
+		t.Fatalf("two bulkheads gave %d metrics, want 2*14 and the registry's 3", n)
 	}
 
 	r.Remove("p")

@@ -34,7 +34,7 @@ func ExampleNewCollector() {
 			for _, l := range m.GetLabel() {
 				labels += fmt.Sprintf(" %s=%s", l.GetName(), l.GetValue())
 			}
-			value := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			value := m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
 			fmt.Printf("%s%s %v\n", mf.GetName(), labels, value)
 		}
 	}
@@ -51,6 +51,12 @@ func ExampleNewCollector() {
 	// bulkhead_registry_bulkheads 1
 	// bulkhead_registry_catch_all_calls_total 0
 	// bulkhead_registry_evictions_total 0
+	// bulkhead_rejected_calls_total name=walmart reason=evicted 0
+	// bulkhead_rejected_calls_total name=walmart reason=no_wait 0
+	// bulkhead_rejected_calls_total name=walmart reason=queue_full 0
+	// bulkhead_rejected_calls_total name=walmart reason=wait_timeout 0
+	// bulkhead_wait_duration_seconds name=walmart outcome=granted 1
+	// bulkhead_wait_duration_seconds name=walmart outcome=rejected 0
 }
 
 // Serving the metrics of a registry of partner bulkheads on /metrics.

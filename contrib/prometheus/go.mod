@@ -6,6 +6,8 @@ replace github.com/rxbulkhead/bulkhead => ../..
 
 require (
 	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/client_model v0.6.3
+	github.com/prometheus/common v0.72.0
 	github.com/rxbulkhead/bulkhead v0.1.0
 	go.uber.org/goleak v1.3.0
 )
@@ -17,8 +19,6 @@ require (
 	github.com/emirpasic/gods v1.12.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/reactivex/rxgo/v2 v2.5.0 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect

@@ -1,0 +1,93 @@
+package waitstats
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+)
+
+func TestAWaitEqualToABoundCountsInThatBucket(t *testing.T) {
+	tab := New([]time.Duration{time.Millisecond, time.Second})
+	for _, d := range []time.Duration{0, time.Millisecond, time.Millisecond + 1, time.Second, time.Hour} {
+		tab.Record(bulkhead.Event{Type: bulkhead.CallPermitted, Name: "n", Wait: d})
+	}
+	count, sum, cum := tab.Get("n").Granted.Snapshot()
+	if count != 5 || sum != 2*time.Millisecond+1+time.Second+time.Hour {
+		t.Fatalf("count %d sum %v", count, sum)
+	}
+	if cum[0] != 2 || cum[1] != 4 {
+		t.Fatalf("cumulative %v, want [2 4]", cum)
+	}
+}
+
+func TestRecordIgnoresFinishedAndCancelledAndCountsReasons(t *testing.T) {
+	tab := New(DefaultBuckets)
+	tab.Record(bulkhead.Event{Type: bulkhead.CallFinished, Name: "n"})
+	tab.Record(bulkhead.Event{Type: bulkhead.CallCancelled, Name: "n"})
+	if tab.Get("n") != nil {
+		t.Fatal("an entry for events that carry no wait")
+	}
+	for _, r := range Reasons {
+		tab.Record(bulkhead.Event{Type: bulkhead.CallRejected, Name: "n", Reason: r})
+	}
+	tab.Record(bulkhead.Event{Type: bulkhead.CallRejected, Name: "n", Reason: bulkhead.QueueFull})
+	s := tab.Get("n")
+	for i, want := range []uint64{1, 2, 1, 1} {
+		if got := s.Rejections[i].Load(); got != want {
+			t.Errorf("%s: %d, want %d", ReasonLabel(Reasons[i]), got, want)
+		}
+	}
+	tab.Forget("n")
+	if tab.Get("n") != nil {
+		t.Fatal("Forget kept the entry")
+	}
+}
+
+// Concurrent first events of a name share one entry; a snapshot taken
+// while recording has count == the sum of its buckets.
+func TestConcurrentRecordsLoseNoEvent(t *testing.T) {
+	tab := New(DefaultBuckets)
+	var wg sync.WaitGroup
+	const goroutines, each = 8, 2000
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if s := tab.Get("n"); s != nil {
+				count, _, cum := s.Granted.Snapshot()
+				if cum[len(cum)-1] > count {
+					t.Error("cumulative count above the total")
+				}
+			}
+		}
+	}()
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				tab.Record(bulkhead.Event{Type: bulkhead.CallPermitted, Name: "n", Wait: time.Duration(g*i) * time.Microsecond})
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if count, _, _ := tab.Get("n").Granted.Snapshot(); count != goroutines*each {
+		t.Fatalf("count %d, want %d", count, goroutines*each)
+	}
+}
+
+func TestNewPanicsOnBadBounds(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	New([]time.Duration{2, 1})
+}
