@@ -129,3 +129,8 @@ clean:
 
 # contrib/redis: test-redis and bench-redis
 include contrib/redis/redis.mk
+
+# bench: the queue at scale (bench-scale) and the adaptive-limits matrix
+# (adaptive-matrix, adaptive-docs)
+include bench/scale.mk
+include bench/adaptivesim/adaptivesim.mk

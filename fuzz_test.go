@@ -1,11 +1,13 @@
 package bulkhead_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,10 +89,14 @@ type refModel struct {
 	acqs      []modelAcq
 	now       time.Time
 	events    []modelEvent
-	// notify holds decided acquisitions whose events and callbacks have
-	// not been delivered, in decision order (the Semaphore's delivery list).
-	notify     []int
-	delivering bool
+	// batch holds the acquisitions decided by the call being modelled, in
+	// decision order (the Semaphore's decidedList), until deliver.
+	batch []int
+	// unordered is set when a batch grants two or more acquisitions whose
+	// callbacks release: the Semaphore runs the first one's callbacks
+	// inline and the others' on fresh goroutines, so the events their
+	// releases publish interleave in no fixed order.
+	unordered bool
 }
 
 func (m *refModel) event(t bulkhead.EventType, r bulkhead.Reason) {
@@ -156,32 +162,38 @@ func addDeadline(now time.Time, d time.Duration) time.Time {
 	return now.Add(d)
 }
 
-// decide records an outcome to be delivered (event, then callback).
+// decide records an outcome decided by the call being modelled.
 func (m *refModel) decide(id, state int, r bulkhead.Reason) {
 	m.acqs[id].state, m.acqs[id].reason = state, r
-	m.notify = append(m.notify, id)
+	m.batch = append(m.batch, id)
 }
 
-// deliver publishes decided outcomes in order. A callback's release may
-// decide more: they join the end of the list and the outer loop delivers
-// them (a nested deliver returns at once), as in the Semaphore.
+// deliver delivers the outcomes the call decided, as the Semaphore does
+// (delivery.go): the events of the whole batch first, in decision order,
+// then the callbacks, in the same order. A callback's release decides a
+// batch of its own, delivered there and then (depth first), before the next
+// callback of this batch runs.
 func (m *refModel) deliver() {
-	if m.delivering {
-		return
-	}
-	m.delivering = true
-	defer func() { m.delivering = false }()
-	for len(m.notify) > 0 {
-		id := m.notify[0]
-		m.notify = m.notify[1:]
+	batch := m.batch
+	m.batch = nil
+	releasing := 0
+	for _, id := range batch {
 		a := m.acqs[id]
 		if a.state == modelGranted {
 			m.event(bulkhead.CallPermitted, 0)
 			if a.releaseOnDone {
-				m.release(true)
+				releasing++
 			}
 		} else {
 			m.event(bulkhead.CallRejected, a.reason)
+		}
+	}
+	if releasing > 1 {
+		m.unordered = true
+	}
+	for _, id := range batch {
+		if a := m.acqs[id]; a.state == modelGranted && a.releaseOnDone {
+			m.release(true)
 		}
 	}
 }
@@ -328,19 +340,35 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Listeners run on whichever goroutine decides (callbacks a batch hands
+	// to fresh goroutines release, and publish, there).
+	var gotMu sync.Mutex
 	var got []modelEvent
 	sem.OnEvent(func(e bulkhead.Event) {
 		if e.Name != "fuzz" {
-			t.Fatalf("event %v names %q", e, e.Name)
+			panic(fmt.Sprintf("event %v names %q", e, e.Name))
 		}
+		gotMu.Lock()
 		got = append(got, modelEvent{e.Type, e.Reason, e.Time})
+		gotMu.Unlock()
 	})
+	events := func() []modelEvent {
+		gotMu.Lock()
+		defer gotMu.Unlock()
+		return slices.Clone(got)
+	}
+	// ran[k] is closed once acquisition k's releasing callback has
+	// returned (nil for acquisitions without one): an operation is compared
+	// with the model only once every callback it decided has run, wherever
+	// it runs.
+	var ran []chan struct{}
 	m := &refModel{cfg: cfg, available: cfg.MaxConcurrentCalls, now: clock.Now()}
 	var acqs []*bulkhead.Acquisition
 	var trace []string
 
 	var live []int // acquisitions pending in the model at the last comparison
 	compared := 0  // acquisitions made before the last comparison
+	checked := 0   // events compared so far
 	for i := 0; i+1 < len(data) && i < 2*fuzzMaxOps; i += 2 {
 		op, arg := int(data[i])%fuzzOps, data[i+1]
 		var desc string
@@ -354,14 +382,18 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		case opAsync, opAsyncRelease:
 			releaseOnDone := op == opAsyncRelease
 			a := sem.AcquirePermissionAsync()
+			var done chan struct{}
 			if releaseOnDone {
+				done = make(chan struct{})
 				a.OnDone(func(err error) {
+					defer close(done)
 					if err == nil {
 						sem.FinishCall()
 					}
 				})
 			}
 			acqs = append(acqs, a)
+			ran = append(ran, done)
 			m.async(releaseOnDone)
 			desc = fmt.Sprintf("#%d = AcquirePermissionAsync() (release in OnDone: %v)", len(acqs)-1, releaseOnDone)
 		case opCancel:
@@ -430,7 +462,8 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		for ; compared < len(acqs); compared++ {
 			live = append(live, compared) // made by this operation
 		}
-		live = compareWithModel(t, sem, m, acqs, live, got, trace)
+		awaitCallbacks(t, m, ran, trace)
+		live = compareWithModel(t, sem, m, acqs, live, events(), &checked, trace)
 	}
 	// Wind down: cancel or release everything; nothing may be left.
 	for k, a := range acqs {
@@ -447,7 +480,8 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 	for k := range all {
 		all[k] = k
 	}
-	compareWithModel(t, sem, m, acqs, all, got, trace)
+	awaitCallbacks(t, m, ran, trace)
+	compareWithModel(t, sem, m, acqs, all, events(), &checked, trace)
 	if n := clock.PendingTimers(); n != 0 {
 		t.Fatalf("%d timer(s) armed with nobody waiting", n)
 	}
@@ -458,7 +492,11 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 // pending at the last comparison and those made since), and returns those
 // still pending: a decided outcome is compared when it is decided, and
 // once more at the end.
-func compareWithModel(t *testing.T, sem *bulkhead.Semaphore, m *refModel, acqs []*bulkhead.Acquisition, check []int, got []modelEvent, trace []string) (pending []int) {
+//
+// The events since the last comparison (from *checked on) are compared in
+// order, or as a multiset where the model says the operation delivered
+// callbacks on several goroutines at once (refModel.unordered).
+func compareWithModel(t *testing.T, sem *bulkhead.Semaphore, m *refModel, acqs []*bulkhead.Acquisition, check []int, got []modelEvent, checked *int, trace []string) (pending []int) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -486,8 +524,50 @@ func compareWithModel(t *testing.T, sem *bulkhead.Semaphore, m *refModel, acqs [
 			fail("#%d.Err() = %v, model %v", k, ge, we)
 		}
 	}
-	if !slices.Equal(got, m.events) {
-		fail("events differ:\n got   %v\n model %v", got, m.events)
+	from := *checked
+	if len(got) != len(m.events) {
+		fail("events differ:\n got   %v\n model %v", got[from:], m.events[from:])
 	}
+	gotNew, wantNew := got[from:], m.events[from:]
+	if m.unordered {
+		gotNew, wantNew = sortedEvents(gotNew), sortedEvents(wantNew)
+	}
+	if !slices.Equal(gotNew, wantNew) {
+		fail("events differ (in any order: %v):\n got   %v\n model %v", m.unordered, got[from:], m.events[from:])
+	}
+	*checked, m.unordered = len(got), false
 	return pending
+}
+
+func sortedEvents(es []modelEvent) []modelEvent {
+	return slices.SortedFunc(slices.Values(es), func(a, b modelEvent) int {
+		if c := cmp.Compare(a.Type, b.Type); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Reason, b.Reason); c != 0 {
+			return c
+		}
+		return a.Time.Compare(b.Time)
+	})
+}
+
+// awaitCallbacks waits until the releasing callback of every acquisition
+// the model has decided has returned: the callbacks a batch hands to fresh
+// goroutines have started when the deciding call returns, not finished, and
+// their releases may decide more. Should the Semaphore not decide what the
+// model did, the wait ends after a bound and the test fails saying so.
+func awaitCallbacks(t *testing.T, m *refModel, ran []chan struct{}, trace []string) {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for k, a := range m.acqs {
+		if ran[k] == nil || a.state == modelPending {
+			continue
+		}
+		select {
+		case <-ran[k]:
+		case <-timeout.C:
+			t.Fatalf("#%d is decided in the model but its callback has not returned after 10s; ops:\n%s", k, strings.Join(trace, "\n"))
+		}
+	}
 }

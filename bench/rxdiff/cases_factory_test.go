@@ -17,15 +17,22 @@ var factoryCases = []Case{
 		e.Drain(rxgo.Amb([]rxgo.Observable{e.Src(1, 2, 3), e.Wrap(rxgo.Never())}, rxgo.WithContext(e.Ctx())))
 	}},
 	{Group: "factory", Name: "CombineLatest", Tests: "CombineLatest, CombineLatest_Empty", Run: func(e *env) {
+		// rxgo v2.5.0's CombineLatest counts a source's first item before it
+		// stores it, unlocked (factory.go), so another source's handler can
+		// see the count complete and call sum with that slot still nil, plain
+		// or wrapped: an extra, partial emission some of the time. The last
+		// emission always has every slot, so only it is compared.
 		sum := func(vs ...any) any {
 			n := 0
 			for _, v := range vs {
-				n += v.(int)
+				if v, ok := v.(int); ok {
+					n += v
+				}
 			}
 			return n
 		}
-		e.Drain(rxgo.CombineLatest(sum, []rxgo.Observable{e.Src(1), e.Src(10)}, rxgo.WithContext(e.Ctx())))
-		e.Drain(rxgo.CombineLatest(sum, []rxgo.Observable{e.Src(1), e.Src()}, rxgo.WithContext(e.Ctx())))
+		e.Drain(rxgo.CombineLatest(sum, []rxgo.Observable{e.Src(1), e.Src(10)}, rxgo.WithContext(e.Ctx())).Last())
+		e.Drain(rxgo.CombineLatest(sum, []rxgo.Observable{e.Src(1), e.Src()}, rxgo.WithContext(e.Ctx())).Last())
 	}},
 	{Group: "factory", Name: "CombineLatest, error", Racy: true, Tests: "CombineLatest_Error", Early: true, Run: func(e *env) {
 		e.Drain(rxgo.CombineLatest(func(vs ...any) any { return len(vs) }, []rxgo.Observable{e.Src(1, 2), e.Src(errFoo)}, rxgo.WithContext(e.Ctx())))
