@@ -121,6 +121,9 @@ func newBulkhead(sem *bulkhead.Semaphore, cfg Config, opts []Option) (*Bulkhead,
 	if alg == nil {
 		return nil, &ConfigError{Name: sem.Name(), Field: "Algorithm", Value: nil, Rule: "must return an Algorithm"}
 	}
+	if f, ok := alg.(interface{ setFloor(int) }); ok {
+		f.setFloor(r.min)
+	}
 	initial := r.initial
 	if initial == 0 {
 		initial = sem.Config().MaxConcurrentCalls

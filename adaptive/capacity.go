@@ -88,6 +88,7 @@ type Capacity struct {
 	last    float64 // what the last Update returned; 0: none yet
 	descent *epochSummary
 	stable  *epochSummary // the last epoch before a descent, to check it is stable
+	floor   float64       // the controller's Config.Min (setFloor); 0: unknown
 }
 
 // epoch pools the windows run at one limit.
@@ -185,7 +186,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		}
 	}
 	if c.noLoad == 0 {
-		if saturated && limit > descentFloor {
+		if saturated && limit > c.lowest() {
 			return c.startDescent(limit, e)
 		}
 		c.setNoLoad(e, c.ep.n, false)
@@ -215,7 +216,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		// No queueing shown: grow (a growth is cheap to take back), once
 		// the epoch could have shown a queue of the growth's size.
 		if !c.verified {
-			if limit <= descentFloor {
+			if limit <= c.lowest() {
 				c.verified = true // too few calls in flight to queue much
 			} else {
 				return c.startDescent(limit, e)
@@ -271,6 +272,16 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 // flight rarely queue, and noise must not walk the limit to the floor.
 const descentFloor = 4
 
+// setFloor tells Capacity the controller's Config.Min (the Bulkhead calls
+// it once, before the first Update): a descent cannot go below it, so it
+// stops there, as it stops at descentFloor. Without it a descent asked for
+// a limit under Min forever, the controller kept Min, and the limit never
+// left the floor.
+func (c *Capacity) setFloor(minLimit int) { c.floor = float64(minLimit) }
+
+// lowest is the limit at which a descent stops.
+func (c *Capacity) lowest() float64 { return math.Max(descentFloor, c.floor) }
+
 // startDescent begins the search of C from above at e, once two epochs in
 // a row at this limit agree within 10 % (a queue that is still building
 // up would make the descent read a crossing).
@@ -282,7 +293,7 @@ func (c *Capacity) startDescent(limit float64, e epochSummary) float64 {
 	}
 	c.stable = nil
 	c.descent = &e
-	return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
+	return c.change(math.Max(c.lowest(), math.Floor(0.7*limit)))
 }
 
 // descend continues a descent with epoch e at limit.
@@ -297,17 +308,17 @@ func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
 	z = math.Min(z, 2)
 	lo := e.mean - z*math.Hypot(e.se, prev.se*ratio)
 	switch {
-	case c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n && limit > descentFloor:
+	case c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n && limit > c.lowest():
 		// calls still time out: their RTTs are cut short, so they cannot
 		// show the fall; still above C
 		c.descent = &e
-		return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
+		return c.change(math.Max(c.lowest(), math.Floor(0.7*limit)))
 	case e.mean-z*math.Hypot(e.se, prev.se) > 1.1*prev.mean:
 		// the RTT rose: the queue was still building up when prev was
 		// measured; measure again from here
 		c.descent = nil
 		return c.startDescent(limit, e)
-	case lo > inProportion || limit <= descentFloor:
+	case lo > inProportion || limit <= c.lowest():
 		// the RTT fell less than in proportion: C lies between the two
 		// limits, and this epoch did not queue
 		c.descent = nil
@@ -323,7 +334,7 @@ func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
 		// in proportion: still above C (a step too far costs one epoch:
 		// the next one shows the crossing)
 		c.descent = &e
-		return c.change(math.Max(descentFloor, math.Floor(0.7*limit)))
+		return c.change(math.Max(c.lowest(), math.Floor(0.7*limit)))
 	case c.ep.n > 10*float64(orDefault(c.MinCalls, 20)):
 		// long undecided: the RTT did not fall in proportion; take it as
 		// a crossing
