@@ -22,9 +22,6 @@ const FullSeeds = 20
 // resultsFile holds the last full matrix, from which the docs are made.
 const resultsFile = "testdata/matrix.json"
 
-// Command is how the published figures are produced.
-const Command = "make -f bench/adaptivesim/adaptivesim.mk adaptive-matrix"
-
 // traced are the cells whose seed-1 runs the plots show.
 var traced = []string{"σ 0.3, load 1.5×, step, start C/5", "σ 0.3, load 1.5×, step, start 5×C"}
 
@@ -47,15 +44,6 @@ func staticGrid(step int) []int {
 		g = append(g, n)
 	}
 	return append(g, 3*NominalC, 5*NominalC)
-}
-
-// Matrix is what TestMatrix saves.
-type Matrix struct {
-	Date     string
-	Seeds    int
-	Names    []string
-	Duration time.Duration // wall time of the run
-	Results  []CellResult
 }
 
 // TestMatrix runs every contender on the whole matrix, FullSeeds seeds per
