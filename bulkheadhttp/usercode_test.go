@@ -8,30 +8,13 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/bulkheadhttp"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // roundTripFunc is a base transport made of a func.
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// runToEnd runs f on a new goroutine and waits until it has ended, by
-// returning, panicking (recovered here) or calling runtime.Goexit.
-func runToEnd(f func()) (recovered any) {
-	done := make(chan any, 1)
-	go func() {
-		var r any = "goexit"
-		defer func() { done <- r }()
-		defer func() {
-			if p := recover(); p != nil {
-				r = p
-			}
-		}()
-		f()
-		r = nil
-	}()
-	return <-done
-}
 
 // A base transport that panics (recovered by the caller, as net/http's
 // server does around a handler) or calls runtime.Goexit (t.FailNow in a
@@ -43,7 +26,7 @@ func TestTransportBaseThatPanicsOrExitsGivesThePermitBack(t *testing.T) {
 		want any
 	}{
 		{"panic", func(*http.Request) (*http.Response, error) { panic("base transport") }, "base transport"},
-		{"Goexit", func(*http.Request) (*http.Response, error) { runtime.Goexit(); return nil, nil }, "goexit"},
+		{"Goexit", func(*http.Request) (*http.Response, error) { runtime.Goexit(); return nil, nil }, testkit.Goexited},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
@@ -53,7 +36,7 @@ func TestTransportBaseThatPanicsOrExitsGivesThePermitBack(t *testing.T) {
 			}
 			for range 3 { // the limit is 1: each call must have given its permit back
 				req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:1/as2", nil)
-				if got := runToEnd(func() { tr.RoundTrip(req) }); got != tc.want {
+				if got := testkit.RunToEnd(func() { tr.RoundTrip(req) }); got != tc.want {
 					t.Fatalf("RoundTrip ended with %v, want %v (the base's own end goes on)", got, tc.want)
 				}
 				bh, _ := reg.Find("walmart")
@@ -102,7 +85,7 @@ func TestMiddlewareHandlerThatExitsGivesThePermitBack(t *testing.T) {
 	h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { runtime.Goexit() }))
 	for range 3 {
 		rec := httptest.NewRecorder()
-		if got := runToEnd(func() { h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil)) }); got != "goexit" {
+		if got := testkit.RunToEnd(func() { h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil)) }); got != testkit.Goexited {
 			t.Fatalf("ServeHTTP ended with %v, want the handler's Goexit", got)
 		}
 		if rec.Code == http.StatusServiceUnavailable {

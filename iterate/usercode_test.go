@@ -8,26 +8,8 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/iterate"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
-
-// exitOf runs f on a new goroutine and reports how it ended: nil when it
-// returned, the recovered value when it panicked, "goexit" when it called
-// runtime.Goexit.
-func exitOf(f func()) any {
-	done := make(chan any, 1)
-	go func() {
-		var r any = "goexit"
-		defer func() { done <- r }()
-		defer func() {
-			if p := recover(); p != nil {
-				r = p
-			}
-		}()
-		f()
-		r = nil
-	}()
-	return <-done
-}
 
 // The loop body or the source calls runtime.Goexit (t.FailNow inside the
 // loop), or the source swallows the body's panic (which Go turns into a
@@ -49,7 +31,7 @@ func TestAGoexitOrASwallowedPanicGivesThePermitBackLikeAPanic(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, ev := partner(t, 1, 0)
-			got := exitOf(func() {
+			got := testkit.RunToEnd(func() {
 				for range iterate.Seq(t.Context(), b, tc.seq) {
 					tc.body()
 				}

@@ -7,28 +7,10 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	bulkheadgrpc "github.com/rxbulkhead/bulkhead/contrib/grpc"
+	"github.com/rxbulkhead/bulkhead/testkit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
-
-// runToEnd runs f on a new goroutine and reports how it ended: nil when it
-// returned, the recovered value when it panicked, "goexit" when it called
-// runtime.Goexit.
-func runToEnd(f func()) any {
-	done := make(chan any, 1)
-	go func() {
-		var r any = "goexit"
-		defer func() { done <- r }()
-		defer func() {
-			if p := recover(); p != nil {
-				r = p
-			}
-		}()
-		f()
-		r = nil
-	}()
-	return <-done
-}
 
 // User code the interceptors call while they hold a permit (the next
 // interceptor or the invoker on a client, the handler on a server) panics,
@@ -80,7 +62,7 @@ func TestInterceptorsGiveThePermitBackWhenTheCodeTheyCallPanicsOrExits(t *testin
 				reg := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 				f := call(reg, end)
 				for range 3 { // the limit is 1: each call must have given its permit back
-					if got := runToEnd(f); got == nil {
+					if got := testkit.RunToEnd(f); got == nil {
 						t.Fatal("the call returned; want the user code's panic or Goexit to go on")
 					}
 					bh, _ := reg.Find("walmart")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bro "github.com/rxbulkhead/bulkhead/contrib/ro"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // endingObservable is an ro.Observable not built by ro, whose subscribe
@@ -26,25 +27,6 @@ func (o endingObservable) SubscribeWithContext(context.Context, ro.Observer[int]
 	return ro.NewSubscription(nil)
 }
 
-// runToEnd runs f on a new goroutine and reports how it ended: nil when it
-// returned, the recovered value when it panicked, "goexit" when it called
-// runtime.Goexit.
-func runToEnd(f func()) any {
-	done := make(chan any, 1)
-	go func() {
-		var r any = "goexit"
-		defer func() { done <- r }()
-		defer func() {
-			if p := recover(); p != nil {
-				r = p
-			}
-		}()
-		f()
-		r = nil
-	}()
-	return <-done
-}
-
 // A source whose subscribe panics outside ro's own catch, or calls
 // runtime.Goexit (t.FailNow in a fake source), granted at once or after a
 // wait: the permit comes back.
@@ -56,7 +38,7 @@ func TestASourceWhoseSubscribePanicsOrExitsGivesThePermitBack(t *testing.T) {
 		t.Run(name+"/granted at once", func(t *testing.T) {
 			b, _ := partner(t, 1, 0)
 			for range 3 {
-				runToEnd(func() { bro.Bulkhead[int](b, endingObservable{end}).Subscribe(ro.NoopObserver[int]()) })
+				testkit.RunToEnd(func() { bro.Bulkhead[int](b, endingObservable{end}).Subscribe(ro.NoopObserver[int]()) })
 				require.Equal(t, 0, b.Metrics().InFlightCalls, "the permit of a source that ended with %s", name)
 			}
 		})
@@ -65,7 +47,7 @@ func TestASourceWhoseSubscribePanicsOrExitsGivesThePermitBack(t *testing.T) {
 			require.True(t, b.TryAcquirePermission())
 			bro.Bulkhead[int](b, endingObservable{end}).Subscribe(ro.NoopObserver[int]())
 			require.Equal(t, 1, b.Metrics().QueuedCalls)
-			got := runToEnd(b.FinishCall) // the grant subscribes the source here
+			got := testkit.RunToEnd(b.FinishCall) // the grant subscribes the source here
 			assert.NotNil(t, got, "the source's %s must go on", name)
 			m := b.Metrics()
 			assert.Zero(t, m.InFlightCalls+m.QueuedCalls, "%+v", m)
