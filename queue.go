@@ -105,16 +105,16 @@ var sweepObserver func(examined, expired int)
 // waiters are woken after each batch, before any event or callback.
 func (s *Semaphore) onTimer(gen uint64) {
 	var d decidedList
-	s.mu.Lock()
+	s.lock()
 	w := s.wait
 	if gen == w.timerGen {
 		w.timer = nil
 	}
 	now := s.sinceEpochLocked()
 	for s.expireLocked(now, &d) {
-		s.mu.Unlock()
+		s.unlock()
 		wakeBlocking(&d)
-		s.mu.Lock()
+		s.lock()
 	}
 	if w.head != nil {
 		if next := w.earliestDeadlineLocked(); next < noDeadline && (w.timer == nil || next < w.timerAt) {
@@ -122,7 +122,7 @@ func (s *Semaphore) onTimer(gen uint64) {
 		}
 	}
 	w.stopTimerIfIdle()
-	s.mu.Unlock()
+	s.unlock()
 	s.deliverSweep(&d)
 }
 

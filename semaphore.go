@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/rxbulkhead/bulkhead/internal/lockhold"
 )
 
 // Semaphore is a bulkhead that limits concurrent calls with permits acquired
@@ -81,8 +83,8 @@ func (s *Semaphore) Name() string { return s.name }
 
 // Config returns the current configuration.
 func (s *Semaphore) Config() Config {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	return s.cfg
 }
 
@@ -103,8 +105,8 @@ type Metrics struct {
 
 // Metrics returns a consistent snapshot of the permits and the queue.
 func (s *Semaphore) Metrics() Metrics {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	return Metrics{
 		AvailableConcurrentCalls:  max(s.available, 0),
 		MaxAllowedConcurrentCalls: s.cfg.MaxConcurrentCalls,
@@ -152,10 +154,10 @@ func (s *Semaphore) publishSlow(t EventType, r Reason) {
 // and reports whether it did. It never waits and never overtakes queued calls.
 // It publishes CallPermitted or CallRejected (NoWait).
 func (s *Semaphore) TryAcquirePermission() bool {
-	s.mu.Lock()
+	s.lock()
 	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
-		s.mu.Unlock()
+		s.unlock()
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
 		}
@@ -165,7 +167,7 @@ func (s *Semaphore) TryAcquirePermission() bool {
 		s.shadowGrantLocked(false) // mu released
 		return true
 	}
-	s.mu.Unlock()
+	s.unlock()
 	s.publish(CallRejected, NoWait)
 	return false
 }
@@ -185,10 +187,10 @@ func (s *Semaphore) TryAcquirePermission() bool {
 // rejected with WaitTimeout after MaxWaitDuration, or withdrawn by its
 // Cancel (see Acquisition.OnDone for where its callbacks run).
 func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
-	s.mu.Lock()
+	s.lock()
 	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
-		s.mu.Unlock()
+		s.unlock()
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
 		}
@@ -205,7 +207,7 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 	s.evictLocked(&d)
 	a := &Acquisition{owner: s}
 	s.enqueueLocked(a)
-	s.mu.Unlock()
+	s.unlock()
 	if d.head != nil || d.wake != nil {
 		s.deliverEvictions(&d, a)
 	}
@@ -250,13 +252,13 @@ func (s *Semaphore) abandon(a *Acquisition) {
 func (s *Semaphore) rejectAtOnceLocked() *Acquisition {
 	w := s.waitLocked()
 	if s.cfg.MaxWaitDuration == 0 {
-		s.mu.Unlock()
+		s.unlock()
 		s.publish(CallRejected, NoWait)
 		return w.rejectNoWait
 	}
 	// MaxQueuedCalls >= 1 here: Validate refuses a wait without a queue.
 	if s.cfg.QueueOrder == FIFO && w.queued >= s.cfg.MaxQueuedCalls {
-		s.mu.Unlock()
+		s.unlock()
 		s.publish(CallRejected, QueueFull)
 		return w.rejectQueueFull
 	}
@@ -285,13 +287,13 @@ func (s *Semaphore) ReleasePermission() { s.release(false) }
 func (s *Semaphore) FinishCall() { s.release(true) }
 
 func (s *Semaphore) release(finished bool) {
-	s.mu.Lock()
+	s.lock()
 	if s.available >= s.cfg.MaxConcurrentCalls || !s.nobodyWaitsLocked() {
 		s.releaseSlowLocked(finished)
 		return
 	}
 	s.available++
-	s.mu.Unlock()
+	s.unlock()
 	if finished && s.events.active() {
 		s.publishSlow(CallFinished, 0)
 	}
@@ -301,7 +303,7 @@ func (s *Semaphore) release(finished bool) {
 // many; mu is held and is released here.
 func (s *Semaphore) releaseSlowLocked(finished bool) {
 	if s.available >= s.cfg.MaxConcurrentCalls {
-		s.mu.Unlock()
+		s.unlock()
 		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
 	}
 	s.available++
@@ -310,7 +312,7 @@ func (s *Semaphore) releaseSlowLocked(finished bool) {
 	// wait, and the grant is visible (Done closed) before mu is released.
 	var d decidedList
 	s.grantLocked(&d)
-	s.mu.Unlock()
+	s.unlock()
 	if finished {
 		s.deliverFinished(&d)
 		return
@@ -331,7 +333,7 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 	if err := cfg.validateFor(s.name); err != nil {
 		return err
 	}
-	s.mu.Lock()
+	s.lock()
 	s.available += cfg.MaxConcurrentCalls - s.cfg.MaxConcurrentCalls
 	s.cfg = cfg
 	var d decidedList
@@ -340,7 +342,7 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 	} else {
 		s.grantLocked(&d)
 	}
-	s.mu.Unlock()
+	s.unlock()
 	s.deliver(&d)
 	return nil
 }
@@ -376,7 +378,7 @@ func (s *Semaphore) grantLocked(d *decidedList) {
 // CAS) and its cancellation made visible under mu, then CallCancelled is
 // published.
 func (s *Semaphore) withdraw(a *Acquisition) {
-	s.mu.Lock()
+	s.lock()
 	if s.wait.linked(a) {
 		s.wait.unlink(a)
 		s.wait.stopTimerIfIdle()
@@ -385,7 +387,7 @@ func (s *Semaphore) withdraw(a *Acquisition) {
 	if !blocking {
 		a.settle()
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if s.events.active() {
 		s.announceCancelled(a, blocking)
 	}
@@ -411,3 +413,20 @@ var (
 	_ Bulkhead         = (*Semaphore)(nil)
 	_ BlockingBulkhead = (*Semaphore)(nil)
 )
+
+// lock and unlock take and release mu. Built with the tag bulkheadlockhold
+// they also measure the hold (internal/lockhold, for the scale benchmark);
+// without it they are mu.Lock and mu.Unlock.
+func (s *Semaphore) lock() {
+	s.mu.Lock()
+	if lockhold.On {
+		lockhold.Acquired()
+	}
+}
+
+func (s *Semaphore) unlock() {
+	if lockhold.On {
+		lockhold.Released()
+	}
+	s.mu.Unlock()
+}

@@ -28,7 +28,7 @@ package bulkhead
 func (s *Semaphore) shadowGrantLocked(couldWait bool) {
 	r := s.shadowReasonLocked(couldWait)
 	s.available--
-	s.mu.Unlock()
+	s.unlock()
 	if s.events.active() {
 		now := s.clock.Now()
 		s.events.publish(Event{Type: CallShadowed, Name: s.name, Time: now, Reason: r})

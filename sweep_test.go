@@ -79,7 +79,7 @@ func TestBlockingSweepCallbackDelaysTheOthersAtMostTwoMilliseconds(t *testing.T)
 		defer synctest.Wait()
 		defer close(unblock)
 		var mu sync.Mutex
-		var lastBlock time.Time // when the latest blocking callback started
+		lastBlock := expiry // when the latest blocking callback started (or the expiry)
 		for i, a := range all {
 			if i == 0 || i == n/2 {
 				a.OnDone(func(error) {

@@ -82,10 +82,10 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
+	s.lock()
 	if s.available > 0 && s.nobodyWaitsLocked() {
 		s.available--
-		s.mu.Unlock()
+		s.unlock()
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
 		}
@@ -102,7 +102,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	s.evictLocked(&d)
 	a := getWaiter(s)
 	s.enqueueLocked(a)
-	s.mu.Unlock()
+	s.unlock()
 	if d.head != nil || d.wake != nil {
 		evicted := d
 		go s.deliver(&evicted)
