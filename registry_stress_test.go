@@ -1,6 +1,7 @@
 package bulkhead_test
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -23,11 +24,15 @@ import (
 // the largest limit it is configured with, even across an eviction and a
 // re-creation; at the end every Acquisition has had exactly one outcome
 // and every granted permit was given back exactly once.
+//
+// More seeds: go test -race -run TestStressKeyed -registry.seeds 50 .
 func TestStressKeyedAcquireEvictRecreateAndChangeConfig(t *testing.T) {
-	for seed := range uint64(3) {
+	for seed := range uint64(*keyedStressSeeds) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { stressKeyedRegistry(t, seed) })
 	}
 }
+
+var keyedStressSeeds = flag.Int("registry.seeds", 3, "how many seeds TestStressKeyedAcquireEvictRecreateAndChangeConfig runs")
 
 const (
 	keyedStressWorkers = 4

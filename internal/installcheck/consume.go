@@ -64,10 +64,11 @@ func Consume(ctx context.Context, goBin, proxyDir, workDir, modCache, version st
 		// downloaded them; what is checked here is that ours resolve.
 		"GOSUMDB=off",
 		"GOTOOLCHAIN=local",
-		// The go command indexes the packages of the module cache in its
-		// build cache, keyed by module and version, because a published
-		// version never changes. Ours changes from run to run at the same
-		// version, so the index would serve the file lists of an earlier tree.
+		// The go command indexes the packages of a module cache directory
+		// once and trusts that index afterwards (module@version is
+		// immutable), but each run republishes v0.1.0 from another tree:
+		// with the index, a package that gained a file or an import since
+		// an earlier run fails to build ("undefined", "could not import").
 		"GODEBUG=goindex=0",
 	)
 	if err := os.WriteFile(filepath.Join(c.Dir, "go.mod"), []byte("module example.com/consumer\n\ngo 1.26\n"), 0o644); err != nil {
