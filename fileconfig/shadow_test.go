@@ -21,8 +21,10 @@ func TestShadowModeKeyIsInheritedAndAppliedLive(t *testing.T) {
 	if !trial.Config().ShadowMode || enforced.Config().ShadowMode {
 		t.Fatalf("shadow mode: trial %v, enforced %v; want true (inherited), false (overridden)", trial.Config().ShadowMode, enforced.Config().ShadowMode)
 	}
-	if !trial.TryAcquirePermission() || !trial.TryAcquirePermission() {
-		t.Fatal("a bulkhead in shadow mode refused a call")
+	for i := range 2 {
+		if !trial.TryAcquirePermission() {
+			t.Fatalf("a bulkhead in shadow mode refused call %d", i+1)
+		}
 	}
 	if err := fileconfig.Apply(r, decodeJSON(t, `{"instances": {"trial": {"maxConcurrentCalls": 1}, "enforced": {"maxConcurrentCalls": 1, "shadowMode": true}}}`)); err != nil {
 		t.Fatal(err)
