@@ -21,7 +21,7 @@ func TestShadowModeKeyIsInheritedAndAppliedLive(t *testing.T) {
 	if !trial.Config().ShadowMode || enforced.Config().ShadowMode {
 		t.Fatalf("shadow mode: trial %v, enforced %v; want true (inherited), false (overridden)", trial.Config().ShadowMode, enforced.Config().ShadowMode)
 	}
-	for i := range 2 {
+	for i := range 2 { // a limit of 1, two calls: the second is over it
 		if !trial.TryAcquirePermission() {
 			t.Fatalf("a bulkhead in shadow mode refused call %d", i+1)
 		}
