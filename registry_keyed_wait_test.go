@@ -60,5 +60,6 @@ func TestBlockingAndTryKeyedAcquireRejectBadInput(t *testing.T) {
 	_, err = r.AcquirePermission(context.Background(), "k", "nope")
 	assert.ErrorContains(t, err, `"nope"`)
 	assert.False(t, errors.Is(err, bulkhead.ErrBulkheadFull))
-	assert.Panics(t, func() { _, _ = r.AcquirePermission(nil, "k", "") }) //nolint:staticcheck // the nil context is the point
+	var noContext context.Context // nil: the point of the check
+	assert.PanicsWithValue(t, "bulkhead: Registry.AcquirePermission called with a nil context", func() { _, _ = r.AcquirePermission(noContext, "k", "") })
 }

@@ -28,8 +28,7 @@ func TestStressKeyedSubmitsRaceEviction(t *testing.T) {
 		var running [keys]atomic.Int64
 		var over, closed atomic.Int64
 		var wg sync.WaitGroup
-		var submit func(k int, rng *rand.Rand)
-		submit = func(k int, rng *rand.Rand) {
+		submit := func(k int, rng *rand.Rand) {
 			what := rng.IntN(6)
 			f := pool.SubmitKeyed(context.Background(), r, fmt.Sprint("k", k), func(context.Context) (int, error) {
 				if running[k].Add(1) > workers {
