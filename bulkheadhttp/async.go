@@ -44,7 +44,7 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 		done(nil, errors.New("bulkheadhttp: Transport.Go: the client's Transport is not this Transport"))
 		return
 	}
-	bh, err := t.cfg.bulkheadFor(t.reg, req)
+	key, err := t.cfg.keyFor(req)
 	ctx := req.Context()
 	if err == nil {
 		err = ctx.Err()
@@ -54,7 +54,16 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 		done(nil, err)
 		return
 	}
-	a := bh.AcquirePermissionAsync()
+	// The keyed path: the call holds its bulkhead until the outcome is a
+	// rejection or a withdrawal, or, once granted, until the Lease gives
+	// the permit back (through RoundTrip's body, or giveBackUnused).
+	var a *bulkhead.Acquisition
+	var lease bulkhead.Lease
+	if t.cfg.configName == nil {
+		a, lease = t.reg.AcquirePermissionAsync(key)
+	} else {
+		a, lease = t.reg.AcquirePermissionAsyncWithConfig(key, t.cfg.configName(key))
+	}
 	// A context that ends while req waits withdraws it. AfterFunc starts no
 	// goroutine unless the context ends.
 	stop := func() bool { return true }
@@ -73,7 +82,7 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 		}
 		// The permit is this callback's; it travels to RoundTrip in the
 		// request's context, which takes it instead of acquiring one.
-		h := &heldPermit{bh: bh}
+		h := &heldPermit{key: key, lease: lease}
 		go send(client, req.WithContext(context.WithValue(ctx, heldPermitKey{}, h)), h, done)
 	})
 }
@@ -107,26 +116,32 @@ func send(client *http.Client, req *http.Request, h *heldPermit, done func(*http
 // request for the same bulkhead. taken's CAS decides whether RoundTrip (the
 // permit then follows its rules) or Go (it gives it back unused) owns it.
 type heldPermit struct {
-	bh    *bulkhead.Semaphore
+	key   string
+	lease bulkhead.Lease
 	taken atomic.Bool
 }
 
 // giveBackUnused gives the permit back if RoundTrip did not take it.
 func (h *heldPermit) giveBackUnused() {
 	if h.taken.CompareAndSwap(false, true) {
-		h.bh.ReleasePermission()
+		h.lease.ReleasePermission()
 	}
 }
 
 type heldPermitKey struct{}
 
-// acquire takes req's permit of bh: the one Go holds for it, or a new one,
-// waiting with the request's context.
-func acquire(req *http.Request, bh *bulkhead.Semaphore) error {
-	if h, ok := req.Context().Value(heldPermitKey{}).(*heldPermit); ok && h.bh == bh && h.taken.CompareAndSwap(false, true) {
-		return nil
+// acquire takes req's permit and the Lease to give it back with: the one
+// Go holds for it if req's key is the one Go acquired for, or a new one
+// from the keyed path, waiting with the request's context.
+func (t *Transport) acquire(req *http.Request) (bulkhead.Lease, error) {
+	key, err := t.cfg.keyFor(req)
+	if err != nil {
+		return bulkhead.Lease{}, err
 	}
-	return bh.AcquirePermission(req.Context())
+	if h, ok := req.Context().Value(heldPermitKey{}).(*heldPermit); ok && h.key == key && h.taken.CompareAndSwap(false, true) {
+		return h.lease, nil
+	}
+	return t.reg.AcquirePermission(req.Context(), key, t.cfg.configFor(key))
 }
 
 func closeRequestBody(req *http.Request) {

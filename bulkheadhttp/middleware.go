@@ -17,8 +17,12 @@ import (
 // option is invalid.
 //
 // For each request the middleware takes a permit from the request's bulkhead
-// before the handler runs and gives it back (FinishCall) when the handler
-// returns, also if it panics. While the bulkhead queues the request, the wait
+// before the handler runs, through the Registry's keyed path
+// (Registry.AcquirePermission: with bulkhead.WithIdleTimeout and
+// bulkhead.WithMaxBulkheads, keys from untrusted input are bounded; keys
+// beyond the cap share the catch-all), and gives it back (FinishCall,
+// through its Lease) when the handler returns, also if it panics or calls
+// runtime.Goexit. The bulkhead is not evicted while its handler runs. While the bulkhead queues the request, the wait
 // happens in the goroutine net/http already runs for the request, as a
 // record in the bulkhead's queue: no goroutine is added.
 //
@@ -81,26 +85,31 @@ type limited struct {
 }
 
 func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	bh, err := l.cfg.bulkheadFor(l.reg, r)
+	key, err := l.cfg.keyFor(r)
 	if err != nil {
 		l.cfg.fail(w, r, err)
 		return
 	}
-	err = bh.AcquirePermission(r.Context())
+	lease, err := l.reg.AcquirePermission(r.Context(), key, l.cfg.configFor(key))
 	switch {
 	case err == nil:
-		// This goroutine owns the permit until the handler returns.
-		defer bh.FinishCall()
+		// This goroutine owns the permit, and the Lease's hold on its
+		// bulkhead, until the handler returns (also by a panic or
+		// runtime.Goexit): the deferred FinishCall gives both back once.
+		defer lease.FinishCall()
 		l.next.ServeHTTP(w, r)
 	case errors.Is(err, bulkhead.ErrBulkheadFull):
 		l.cfg.reject(w, r, err)
-	default:
+	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
 		// The request's context ended before a grant (it was withdrawn
 		// from the queue, or had ended before it got there): it holds no
 		// permit. Answer the rejection: writing nothing would be net/http's
 		// 200 OK to a client that may still be reading (an outer timeout,
 		// a cancelled BaseContext); a gone client's answer is discarded.
-		l.cfg.reject(w, r, &WithdrawnError{Name: bh.Name(), Err: err})
+		l.cfg.reject(w, r, &WithdrawnError{Name: key, Err: err})
+	default:
+		// No bulkhead: an unknown or invalid configuration.
+		l.cfg.fail(w, r, err)
 	}
 }
 

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/rxbulkhead/bulkhead"
 )
 
 // KeyFunc returns the name of the bulkhead a request belongs to: the partner
 // a client request goes to, or the route, tenant or client a server request
-// comes from. It must return a non-empty name. Every distinct name is a
-// bulkhead in the Registry, kept until it is removed: a key taken from
-// untrusted input (a header, a path) should be mapped to a bounded set of
-// names first.
+// comes from. It must return a non-empty name. Requests go through the
+// Registry's keyed path (Registry.AcquirePermission): a key taken from
+// untrusted input (a header, a path) is safe once the Registry bounds its
+// bulkheads with bulkhead.WithIdleTimeout and bulkhead.WithMaxBulkheads
+// (keys beyond the cap share the catch-all); without them every distinct
+// name is a bulkhead kept until it is removed.
 type KeyFunc func(r *http.Request) string
 
 // Host is the default key of NewTransport: the host (and port, if any) of the
@@ -187,9 +187,9 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 	})
 }
 
-// bulkheadFor returns the bulkhead of r from reg: the one error path shared by
-// both sides, so a bad key or configuration reads the same everywhere.
-func (c *config) bulkheadFor(reg *bulkhead.Registry, r *http.Request) (*bulkhead.Semaphore, error) {
+// keyFor returns the key of r, or a *KeyError for "": the one error path
+// shared by both sides, so a bad key reads the same everywhere.
+func (c *config) keyFor(r *http.Request) (string, error) {
 	key := c.key(r)
 	if key == "" {
 		ke := &KeyError{Method: r.Method}
@@ -199,12 +199,18 @@ func (c *config) bulkheadFor(reg *bulkhead.Registry, r *http.Request) (*bulkhead
 		if c.server && !c.keyIsSet {
 			ke.Hint = "the default key is the ServeMux pattern that matched (Pattern): wrap each handler registered on the mux, or give WithKey"
 		}
-		return nil, ke
+		return "", ke
 	}
+	return key, nil
+}
+
+// configFor is the configuration name of key's bulkhead if it has to be
+// created ("": the Registry's choice).
+func (c *config) configFor(key string) string {
 	if c.configName == nil {
-		return reg.Get(key)
+		return ""
 	}
-	return reg.GetWithConfig(key, c.configName(key))
+	return c.configName(key)
 }
 
 // KeyError is the error of a request whose key function returned "".

@@ -13,7 +13,11 @@ import (
 
 // Transport is an http.RoundTripper that sends each request through the
 // bulkhead of its partner, taken from a bulkhead.Registry by a key function
-// (by default the URL's host). Use it as the Transport of an http.Client;
+// (by default the URL's host), through the Registry's keyed path
+// (Registry.AcquirePermission): the Registry's bulkhead.WithIdleTimeout and
+// bulkhead.WithMaxBulkheads bound the bulkheads of hosts taken from user
+// data, and a bulkhead is not evicted while a request or a response body
+// holds its permit. Use it as the Transport of an http.Client;
 // Transport.Go sends a request without blocking its caller.
 //
 // A request's life with its permit:
@@ -87,37 +91,32 @@ func NewTransport(base http.RoundTripper, reg *bulkhead.Registry, opts ...Option
 // panics or calls runtime.Goexit, the permit is given back (FinishCall) and
 // the panic goes on.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	bh, err := t.cfg.bulkheadFor(t.reg, req)
-	if err == nil {
-		// Blocks in this goroutine: the wait is a record in the bulkhead's
-		// queue, withdrawn if the context ends first.
-		err = acquire(req, bh)
-	}
+	lease, err := t.acquire(req)
 	if err != nil {
 		closeRequestBody(req) // RoundTrip closes the body, even on errors
 		return nil, err
 	}
-	// From here this goroutine owns one permit of bh, handed to the
-	// response body below or given back on failure, also when base panics
-	// or calls runtime.Goexit (a caller, or net/http's server around a
-	// handler, may recover the panic and go on).
+	// From here this goroutine owns one permit and the Lease's hold on its
+	// bulkhead, handed to the response body below or given back on
+	// failure, also when base panics or calls runtime.Goexit (a caller, or
+	// net/http's server around a handler, may recover the panic and go on).
 	returned := false
 	defer func() {
 		if !returned {
-			bh.FinishCall()
+			lease.FinishCall()
 		}
 	}()
 	resp, err := t.base.RoundTrip(req)
 	returned = true
 	if err != nil {
-		bh.FinishCall()
+		lease.FinishCall()
 		return nil, err
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
-		bh.FinishCall() // nothing left to read: the partner is done
+		lease.FinishCall() // nothing left to read: the partner is done
 		return resp, nil
 	}
-	b := &body{rc: resp.Body, bh: bh}
+	b := &body{rc: resp.Body, lease: lease}
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
 		// 101 Switching Protocols: keep the body writable, as
 		// http.Client's users expect. The caller owns the connection now
@@ -150,10 +149,10 @@ func (t *Transport) CloseIdleConnections() {
 // AfterFunc's, and done's CAS (in release) decides which one gives the
 // permit back; the losers do nothing.
 type body struct {
-	rc   io.ReadCloser
-	bh   *bulkhead.Semaphore
-	stop func() bool // unregisters the AfterFunc; nil for a context that never ends
-	done atomic.Bool
+	rc    io.ReadCloser
+	lease bulkhead.Lease
+	stop  func() bool // unregisters the AfterFunc; nil for a context that never ends
+	done  atomic.Bool
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -184,7 +183,7 @@ func (b *body) release() bool {
 	if !b.done.CompareAndSwap(false, true) {
 		return false
 	}
-	b.bh.FinishCall()
+	b.lease.FinishCall()
 	return true
 }
 

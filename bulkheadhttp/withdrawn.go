@@ -13,7 +13,7 @@ import (
 // bulkhead.ErrCancelled and the context's error (context.Canceled or
 // context.DeadlineExceeded).
 type WithdrawnError struct {
-	Name string // the bulkhead the request waited for
+	Name string // the request's key: its bulkhead's name, unless it waited in the catch-all
 	Err  error  // the context's error
 }
 

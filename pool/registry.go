@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
@@ -12,10 +14,23 @@ import (
 
 // Registry keeps one Pool per name (one per blocking dependency) and a set
 // of named configurations to create them from, as bulkhead.Registry does
-// for Semaphores. It is safe for concurrent use.
+// for Semaphores. For keys you do not control (tenants, clients), bound it
+// with WithIdleTimeout and WithMaxPools and submit with SubmitKeyed. It is
+// safe for concurrent use.
 type Registry struct {
 	opts []Option
 	cat  *catalog.Catalog[Config, *Pool]
+
+	// Bounded keyed state (registry_keyed.go).
+	optErr        error
+	clock         bulkhead.Clock
+	idle          time.Duration // 0: no eviction
+	max           int           // 0: no cap
+	catchAll      *Config
+	catchAllEntry *catalog.Entry[*Pool] // nil without a cap
+	catchAllCalls atomic.Uint64
+	// sweepArmed and createdSince are guarded by the catalog's lock.
+	sweepArmed, createdSince bool
 }
 
 // RegistryOption configures a Registry: WithConfig, or any Option, which
@@ -42,11 +57,19 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	for _, o := range opts {
 		o.applyRegistry(r)
 	}
+	if r.optErr != nil {
+		return nil, r.optErr
+	}
 	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
 		return nil, err
 	}
-	if _, err := newOptions(r.opts); err != nil {
+	o, err := newOptions(r.opts)
+	if err != nil {
 		return nil, fmt.Errorf("pool: NewRegistry: %w", err)
+	}
+	r.clock = o.clock
+	if err := r.initCatchAll(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -64,9 +87,8 @@ func (r *Registry) Get(name string) (*Pool, error) {
 // lock (one map lookup under the read lock of one of 64 shards), so it
 // scales across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Pool, error) {
-	return r.cat.Pin(name, configName, func(name string, cfg Config) (*Pool, error) {
-		return New(name, cfg, r.opts...)
-	})
+	p, err := r.cat.Pin(name, configName, r.createLocked)
+	return p, r.fullError(name, err)
 }
 
 // AddConfig adds or replaces a named configuration after validating it.

@@ -45,20 +45,20 @@ func StreamClientInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.Strea
 }
 
 func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	bh, err := c.cfg.acquire(ctx, method, cc.Target())
+	lease, err := c.cfg.acquire(ctx, method, cc.Target())
 	if err != nil {
 		return err
 	}
-	defer bh.FinishCall()
+	defer lease.FinishCall()
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	bh, err := c.cfg.acquire(ctx, method, cc.Target())
+	lease, err := c.cfg.acquire(ctx, method, cc.Target())
 	if err != nil {
 		return nil, err
 	}
-	p := &streamPermit{bh: bh}
+	p := &streamPermit{lease: lease}
 	// gRPC calls OnFinish once when the stream ends, whichever way: on the
 	// goroutine whose RecvMsg, SendMsg or Header saw the end, or on the one
 	// gRPC runs per stream to watch its context. It is not called when
@@ -84,12 +84,12 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 // streamPermit owns the permit of one client stream; done's CAS decides
 // which end of the stream gives it back.
 type streamPermit struct {
-	bh   *bulkhead.Semaphore
-	done atomic.Bool
+	lease bulkhead.Lease
+	done  atomic.Bool
 }
 
 func (p *streamPermit) finish(error) {
 	if p.done.CompareAndSwap(false, true) {
-		p.bh.FinishCall()
+		p.lease.FinishCall()
 	}
 }

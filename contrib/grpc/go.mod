@@ -6,6 +6,7 @@ replace github.com/rxbulkhead/bulkhead => ../..
 
 require (
 	github.com/rxbulkhead/bulkhead v0.1.0
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )
@@ -15,7 +16,6 @@ require (
 	github.com/emirpasic/gods v1.12.0 // indirect
 	github.com/reactivex/rxgo/v2 v2.5.0 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/teivah/onecontext v0.0.0-20200513185103-40f981bfd775 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.60.0 // indirect

@@ -14,8 +14,11 @@ import (
 
 // KeyFunc returns the name of the bulkhead of a call to (client) or of
 // (server) the full method "/package.Service/Method". It must return a
-// non-empty name. Every distinct name is a bulkhead in the Registry: a key
-// taken from metadata a peer sends should be mapped to a bounded set first.
+// non-empty name. Calls go through the Registry's keyed path
+// (Registry.AcquirePermission): a key taken from metadata a peer sends is
+// safe once the Registry bounds its bulkheads with bulkhead.WithIdleTimeout
+// and bulkhead.WithMaxBulkheads (keys beyond the cap share the catch-all);
+// without them every distinct name is a bulkhead kept until it is removed.
 type KeyFunc func(ctx context.Context, fullMethod string) string
 
 // Method is the default server key: the full method, one bulkhead per RPC.
@@ -106,27 +109,53 @@ func newConfig(who string, reg *bulkhead.Registry, opts []Option) (*config, erro
 	return c, nil
 }
 
-// acquire takes a permit for the call in the calling goroutine: on success
-// the caller owns one permit of the returned bulkhead. target is the client
-// connection's target ("" on a server). Every failure is a gRPC status error
-// that unwraps to its cause.
-func (c *config) acquire(ctx context.Context, fullMethod, target string) (*bulkhead.Semaphore, error) {
-	bh, err := c.bulkheadFor(ctx, fullMethod, target)
+// acquire takes a permit for the call in the calling goroutine, through
+// the keyed path: on success the caller owns one permit and the Lease's
+// hold on its bulkhead (not evicted until the Lease gives the permit
+// back). target is the client connection's target ("" on a server). Every
+// failure is a gRPC status error that unwraps to its cause.
+func (c *config) acquire(ctx context.Context, fullMethod, target string) (bulkhead.Lease, error) {
+	key, err := c.keyFor(ctx, fullMethod, target)
 	if err != nil {
-		return nil, err
+		return bulkhead.Lease{}, err
 	}
-	if err := bh.AcquirePermission(ctx); err != nil {
-		if errors.Is(err, bulkhead.ErrBulkheadFull) {
-			return nil, &statusError{code: codes.ResourceExhausted, err: err}
-		}
-		return nil, &statusError{code: status.FromContextError(err).Code(), err: err}
+	lease, err := c.reg.AcquirePermission(ctx, key, c.configFor(key))
+	if err != nil {
+		return bulkhead.Lease{}, c.statusOf(ctx, err)
 	}
-	return bh, nil
+	return lease, nil
 }
 
-// bulkheadFor returns the bulkhead of a call, or a codes.Internal status
-// error (an empty key, an unknown or invalid configuration).
-func (c *config) bulkheadFor(ctx context.Context, fullMethod, target string) (*bulkhead.Semaphore, error) {
+// tryAcquire is acquire without a wait (Registry.TryAcquirePermission).
+func (c *config) tryAcquire(ctx context.Context, fullMethod string) (bulkhead.Lease, error) {
+	key, err := c.keyFor(ctx, fullMethod, "")
+	if err != nil {
+		return bulkhead.Lease{}, err
+	}
+	lease, err := c.reg.TryAcquirePermission(key, c.configFor(key))
+	if err != nil {
+		return bulkhead.Lease{}, c.statusOf(ctx, err)
+	}
+	return lease, nil
+}
+
+// statusOf maps a keyed acquire's error to its status: ResourceExhausted
+// for a full bulkhead, the context's code for a withdrawn call, Internal
+// for an unknown or invalid configuration.
+func (c *config) statusOf(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, bulkhead.ErrBulkheadFull):
+		return &statusError{code: codes.ResourceExhausted, err: err}
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return &statusError{code: status.FromContextError(err).Code(), err: err}
+	default:
+		return &statusError{code: codes.Internal, err: err}
+	}
+}
+
+// keyFor returns the key of a call, or a codes.Internal status error for
+// an empty key.
+func (c *config) keyFor(ctx context.Context, fullMethod, target string) (string, error) {
 	var key string
 	switch {
 	case c.key != nil:
@@ -137,19 +166,18 @@ func (c *config) bulkheadFor(ctx context.Context, fullMethod, target string) (*b
 		key = fullMethod
 	}
 	if key == "" {
-		return nil, &statusError{code: codes.Internal, err: fmt.Errorf("bulkheadgrpc: the key function returned an empty bulkhead name for %s", fullMethod)}
+		return "", &statusError{code: codes.Internal, err: fmt.Errorf("bulkheadgrpc: the key function returned an empty bulkhead name for %s", fullMethod)}
 	}
-	var bh *bulkhead.Semaphore
-	var err error
+	return key, nil
+}
+
+// configFor is the configuration name of key's bulkhead if it has to be
+// created ("": the Registry's choice).
+func (c *config) configFor(key string) string {
 	if c.configName == nil {
-		bh, err = c.reg.Get(key)
-	} else {
-		bh, err = c.reg.GetWithConfig(key, c.configName(key))
+		return ""
 	}
-	if err != nil {
-		return nil, &statusError{code: codes.Internal, err: err}
-	}
-	return bh, nil
+	return c.configName(key)
 }
 
 // statusError is a gRPC status that keeps its cause for errors.Is and

@@ -39,20 +39,20 @@ func StreamServerInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.Strea
 }
 
 func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	bh, err := s.cfg.acquire(ctx, info.FullMethod, "")
+	lease, err := s.cfg.acquire(ctx, info.FullMethod, "")
 	if err != nil {
 		return nil, err
 	}
-	defer bh.FinishCall()
+	defer lease.FinishCall()
 	return handler(ctx, req)
 }
 
 func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	bh, err := s.cfg.acquire(ss.Context(), info.FullMethod, "")
+	lease, err := s.cfg.acquire(ss.Context(), info.FullMethod, "")
 	if err != nil {
 		return err
 	}
-	defer bh.FinishCall()
+	defer lease.FinishCall()
 	return handler(srv, ss)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/rxbulkhead/bulkhead"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/tap"
 )
 
@@ -46,14 +45,11 @@ func ServerInHandle(reg *bulkhead.Registry, opts ...Option) (tap.ServerInHandle,
 // admit is the tap handle: one TryAcquirePermission, and the permit tied to
 // the stream's context.
 func (c *config) admit(ctx context.Context, info *tap.Info) (context.Context, error) {
-	bh, err := c.bulkheadFor(ctx, info.FullMethodName, "")
+	lease, err := c.tryAcquire(ctx, info.FullMethodName)
 	if err != nil {
 		return nil, err
 	}
-	if !bh.TryAcquirePermission() {
-		return nil, &statusError{code: codes.ResourceExhausted, err: &bulkhead.FullError{Name: bh.Name(), Reason: bulkhead.NoWait}}
-	}
-	// From here the AfterFunc owns the permit.
-	context.AfterFunc(ctx, bh.FinishCall)
+	// The stream's context owns the permit and the Lease's hold from here.
+	context.AfterFunc(ctx, lease.FinishCall)
 	return ctx, nil
 }

@@ -1,0 +1,216 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/catalog"
+)
+
+// ErrRegistryFull is wrapped by the error of Registry.Get and GetWithConfig
+// when the registry already holds WithMaxPools pools and the name is not
+// one of them. SubmitKeyed never sees it: it goes to the catch-all.
+var ErrRegistryFull = errors.New("pool registry is full")
+
+// WithIdleTimeout makes the registry evict, and close, a pool that has had
+// no SubmitKeyed call in progress (no Future of one not done yet) for
+// idle; the next SubmitKeyed for its key creates it again from its
+// configuration. Pools handed out by Get, GetWithConfig or Find are pinned
+// and never evicted. One sweep per registry runs every idle/2 on the
+// registry's Clock (WithClock), only while the registry holds unpinned
+// pools, on the Clock's timer goroutine (testkit.VirtualClock: the caller
+// of Advance); it closes the pools it evicted after it let go of the
+// registry's lock (an idle pool has no task, so Close returns at once).
+// idle must be positive; NewRegistry fails otherwise.
+func WithIdleTimeout(idle time.Duration) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if idle <= 0 {
+			r.setOptErr(fmt.Errorf("pool: NewRegistry: WithIdleTimeout: idle timeout must be positive, got %v", idle))
+			return
+		}
+		r.idle = idle
+	})
+}
+
+// WithMaxPools caps the number of pools at max (the catch-all not
+// counted). Once it is reached, SubmitKeyed of a key that has no pool runs
+// its task on the catch-all pool, named bulkhead.CatchAllName and
+// configured with catchAll, which all such keys share. Get and
+// GetWithConfig of a new name fail with ErrRegistryFull instead. max must
+// be at least 1 and catchAll valid; NewRegistry fails otherwise.
+func WithMaxPools(max int, catchAll Config) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if max < 1 {
+			r.setOptErr(fmt.Errorf("pool: NewRegistry: WithMaxPools: max must be at least 1, got %d", max))
+			return
+		}
+		if err := catchAll.validateFor(bulkhead.CatchAllName); err != nil {
+			r.setOptErr(err)
+			return
+		}
+		r.max, r.catchAll = max, &catchAll
+	})
+}
+
+func (r *Registry) setOptErr(err error) {
+	if r.optErr == nil {
+		r.optErr = err
+	}
+}
+
+func (r *Registry) initCatchAll() error {
+	if r.catchAll == nil {
+		return nil
+	}
+	p, err := New(bulkhead.CatchAllName, *r.catchAll, r.opts...)
+	if err != nil {
+		return err
+	}
+	r.cat.SetMax(r.max)
+	r.cat.Lock()
+	r.catchAllEntry = r.cat.PutPinnedLocked(bulkhead.CatchAllName, p)
+	r.cat.Unlock()
+	return nil
+}
+
+// createLocked creates a pool and arms the idle sweep. The catalog stores it.
+func (r *Registry) createLocked(name string, cfg Config) (*Pool, error) {
+	p, err := New(name, cfg, r.opts...)
+	if err != nil {
+		return nil, err
+	}
+	r.armSweepLocked()
+	return p, nil
+}
+
+func (r *Registry) fullError(name string, err error) error {
+	if errors.Is(err, catalog.ErrFull) {
+		return fmt.Errorf("pool %q: %w: it holds %d pools (WithMaxPools)", name, ErrRegistryFull, r.max)
+	}
+	return err
+}
+
+var errEmptyKey = errors.New("pool: SubmitKeyed: key must not be empty")
+
+// SubmitKeyed submits fn to the pool of key in reg, as Submit does: the
+// pool is created from the default configuration on first use or after an
+// eviction, or, once WithMaxPools is reached and key has no pool, the
+// catch-all runs fn. The call counts as a user of its pool from the lookup
+// until its Future is done (its outcome published, before the callbacks
+// registered by the caller run), so a pool is never evicted, nor closed,
+// while a task submitted this way is queued or running.
+//
+// An empty key, or a pool that cannot be created, yields a Future already
+// rejected with an error naming it. SubmitKeyed panics if ctx, reg or fn
+// is nil, as Submit does.
+func SubmitKeyed[T any](ctx context.Context, reg *Registry, key string, fn func(ctx context.Context) (T, error)) *Future[T] {
+	return SubmitKeyedWithConfig(ctx, reg, key, bulkhead.DefaultConfigName, fn)
+}
+
+// SubmitKeyedWithConfig is SubmitKeyed for a key whose pool, if it has to
+// be created, is created from the configuration named configName. An
+// existing pool is used as it is.
+func SubmitKeyedWithConfig[T any](ctx context.Context, reg *Registry, key, configName string, fn func(ctx context.Context) (T, error)) *Future[T] {
+	if reg == nil {
+		panic("pool: SubmitKeyed called with a nil *Registry")
+	}
+	if ctx == nil {
+		panic("pool: SubmitKeyed called with a nil context")
+	}
+	if fn == nil {
+		panic("pool: SubmitKeyed called with a nil func")
+	}
+	e, err := reg.enter(key, configName)
+	if err != nil {
+		f := &Future[T]{}
+		f.job = f
+		f.err = err
+		f.decide(taskRejected)
+		return f
+	}
+	f := Submit(ctx, e.Item(), fn)
+	f.OnDone(func(T, error) { e.Leave() })
+	return f
+}
+
+// enter returns the entry that runs key's task, with one more user.
+func (r *Registry) enter(key, configName string) (*catalog.Entry[*Pool], error) {
+	if key == "" {
+		return nil, errEmptyKey
+	}
+	if r.catchAllEntry != nil && key == bulkhead.CatchAllName {
+		r.catchAllEntry.TryEnter()
+		return r.catchAllEntry, nil
+	}
+	e, err := r.cat.Enter(key, func(string) string { return configName }, r.createLocked)
+	if err != nil && r.catchAllEntry != nil && errors.Is(err, catalog.ErrFull) {
+		r.catchAllCalls.Add(1)
+		r.catchAllEntry.TryEnter() // pinned: always succeeds
+		return r.catchAllEntry, nil
+	}
+	return e, err
+}
+
+// RegistryStats are a pool registry's counts, for metrics.
+type RegistryStats struct {
+	// Pools is the number of live pools, the catch-all included.
+	Pools int
+	// Evictions is the number of pools evicted (and closed) as idle so far.
+	Evictions uint64
+	// CatchAllCalls is the number of SubmitKeyed calls sent to the
+	// catch-all because the cap was reached and their key had no pool.
+	CatchAllCalls uint64
+}
+
+// Stats returns the registry's counts. It takes no lock.
+func (r *Registry) Stats() RegistryStats {
+	n := r.cat.Counted()
+	if r.catchAllEntry != nil {
+		n++
+	}
+	return RegistryStats{Pools: n, Evictions: r.cat.Evictions(), CatchAllCalls: r.catchAllCalls.Load()}
+}
+
+func (r *Registry) armSweepLocked() {
+	if r.idle <= 0 {
+		return
+	}
+	r.createdSince = true
+	if !r.sweepArmed {
+		r.sweepArmed = true
+		r.clock.AfterFunc(r.idle/2, r.sweep)
+	}
+}
+
+// idleTicks: 2 sweep periods (idle/2 apart) = idle.
+const idleTicks = 2
+
+// sweep is the timer's callback: it evicts idle pools, closes them outside
+// the lock, and re-arms itself while unpinned pools remain or were created
+// meanwhile.
+func (r *Registry) sweep() {
+	var evicted []*Pool
+	unpinned := r.cat.Sweep(idleTicks, busy, func(_ string, p *Pool) { evicted = append(evicted, p) })
+	for _, p := range evicted {
+		_ = p.Close(context.Background()) // idle: nothing to drain
+	}
+	r.cat.Lock()
+	defer r.cat.Unlock()
+	if unpinned > 0 || r.createdSince {
+		r.createdSince = false
+		r.clock.AfterFunc(r.idle/2, r.sweep)
+		return
+	}
+	r.sweepArmed = false
+}
+
+// busy reports whether p has a task queued or a worker holding one. With
+// no user of its entry that cannot be but for a worker still finishing the
+// delivery of a done Future; such a pool is kept until the next sweep.
+func busy(p *Pool) bool {
+	m := p.Metrics()
+	return m.ActiveWorkers != 0 || m.QueueDepth != 0
+}

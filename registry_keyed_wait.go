@@ -1,0 +1,56 @@
+package bulkhead
+
+import "context"
+
+// AcquirePermission is the blocking form of AcquirePermissionAsync, for
+// integrations that wait in the caller's goroutine (a middleware, a
+// RoundTripper, an interceptor): it waits for a permit for key in the
+// calling goroutine, as Semaphore.AcquirePermission does (a pooled record
+// in the queue, withdrawn at once if ctx ends first), and returns the Lease
+// to give it back with. The call holds its bulkhead, as a keyed call does,
+// from the lookup until it fails or, after a grant, until the Lease gives
+// the permit back. configName picks the configuration of a bulkhead it has
+// to create ("": WithKeyConfig's choice, or the defaults).
+//
+// It fails with the zero Lease and the error of Semaphore.AcquirePermission
+// (a *FullError, or ctx's error), or an error naming an empty key or an
+// unknown configuration. It panics if ctx is nil.
+func (r *Registry) AcquirePermission(ctx context.Context, key, configName string) (Lease, error) {
+	if ctx == nil {
+		panic("bulkhead: Registry.AcquirePermission called with a nil context")
+	}
+	e, err := r.enter(key, r.configNameFunc(configName))
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := e.Item().AcquirePermission(ctx); err != nil {
+		e.Leave()
+		return Lease{}, err
+	}
+	return Lease{e}, nil
+}
+
+// TryAcquirePermission takes a permit for key only if one is free at once
+// and nobody waits (Semaphore.TryAcquirePermission): it never queues, so it
+// never evicts a waiter of a LIFO queue. It returns the Lease, or the zero
+// Lease and a *FullError (NoWait) naming the bulkhead that had none, or an
+// error naming an empty key or an unknown configuration. configName is as
+// for AcquirePermission.
+func (r *Registry) TryAcquirePermission(key, configName string) (Lease, error) {
+	e, err := r.enter(key, r.configNameFunc(configName))
+	if err != nil {
+		return Lease{}, err
+	}
+	if !e.Item().TryAcquirePermission() {
+		e.Leave()
+		return Lease{}, &FullError{Name: e.Item().Name(), Reason: NoWait}
+	}
+	return Lease{e}, nil
+}
+
+func (r *Registry) configNameFunc(configName string) func(string) string {
+	if configName == "" {
+		return r.keyConfigFunc
+	}
+	return func(string) string { return configName }
+}
