@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
@@ -48,8 +47,6 @@ type Registry struct {
 	sweepArmed     bool // a sweep timer is pending
 	createdSince   bool // a bulkhead was created since the last sweep
 
-	catchAllEntry *catalog.Entry[*Semaphore] // nil without a cap
-	catchAllCalls atomic.Uint64
 	keyConfigFunc func(string) string // keyConfigName, bound once
 }
 
@@ -116,7 +113,7 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 		}
 		r.cat.SetMax(r.max)
 		r.cat.Lock()
-		r.catchAllEntry = r.cat.PutPinnedLocked(CatchAllName, s)
+		r.cat.SetCatchAllLocked(CatchAllName, s)
 		r.cat.Unlock()
 	}
 	return r, nil
@@ -252,7 +249,7 @@ func (r *Registry) All() []*Semaphore {
 // for name creates a new bulkhead, so for a while name may admit up to
 // twice its limit. Eviction (WithIdleTimeout) never does that.
 func (r *Registry) Remove(name string) bool {
-	if r.catchAllEntry != nil && name == CatchAllName {
+	if r.cat.IsCatchAll(name) {
 		return false
 	}
 	r.cat.Lock()

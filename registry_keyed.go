@@ -198,17 +198,7 @@ func (r *Registry) enter(key string, configName func(string) string) (*catalog.E
 	if key == "" {
 		return nil, errEmptyKey
 	}
-	if r.catchAllEntry != nil && key == CatchAllName {
-		r.catchAllEntry.TryEnter()
-		return r.catchAllEntry, nil
-	}
-	e, err := r.cat.Enter(key, configName, r.createLocked)
-	if err != nil && r.catchAllEntry != nil && errors.Is(err, catalog.ErrFull) {
-		r.catchAllCalls.Add(1)
-		r.catchAllEntry.TryEnter() // pinned: always succeeds
-		return r.catchAllEntry, nil
-	}
-	return e, err
+	return r.cat.EnterOrCatchAll(key, configName, r.createLocked)
 }
 
 // RegistryStats are a registry's counts, for metrics.
@@ -224,11 +214,7 @@ type RegistryStats struct {
 
 // Stats returns the registry's counts. It takes no lock.
 func (r *Registry) Stats() RegistryStats {
-	n := r.cat.Counted()
-	if r.catchAllEntry != nil {
-		n++
-	}
-	return RegistryStats{Bulkheads: n, Evictions: r.cat.Evictions(), CatchAllCalls: r.catchAllCalls.Load()}
+	return RegistryStats{Bulkheads: r.cat.Live(), Evictions: r.cat.Evictions(), CatchAllCalls: r.cat.CatchAllCalls()}
 }
 
 // OnEvict registers f to be called with the name of every bulkhead the

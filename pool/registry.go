@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -22,13 +21,11 @@ type Registry struct {
 	cat  *catalog.Catalog[Config, *Pool]
 
 	// Bounded keyed state (registry_keyed.go).
-	optErr        error
-	clock         bulkhead.Clock
-	idle          time.Duration // 0: no eviction
-	max           int           // 0: no cap
-	catchAll      *Config
-	catchAllEntry *catalog.Entry[*Pool] // nil without a cap
-	catchAllCalls atomic.Uint64
+	optErr   error
+	clock    bulkhead.Clock
+	idle     time.Duration // 0: no eviction
+	max      int           // 0: no cap
+	catchAll *Config
 	// sweepArmed and createdSince are guarded by the catalog's lock.
 	sweepArmed, createdSince bool
 }

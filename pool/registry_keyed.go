@@ -71,7 +71,7 @@ func (r *Registry) initCatchAll() error {
 	}
 	r.cat.SetMax(r.max)
 	r.cat.Lock()
-	r.catchAllEntry = r.cat.PutPinnedLocked(bulkhead.CatchAllName, p)
+	r.cat.SetCatchAllLocked(bulkhead.CatchAllName, p)
 	r.cat.Unlock()
 	return nil
 }
@@ -141,17 +141,7 @@ func (r *Registry) enter(key, configName string) (*catalog.Entry[*Pool], error) 
 	if key == "" {
 		return nil, errEmptyKey
 	}
-	if r.catchAllEntry != nil && key == bulkhead.CatchAllName {
-		r.catchAllEntry.TryEnter()
-		return r.catchAllEntry, nil
-	}
-	e, err := r.cat.Enter(key, func(string) string { return configName }, r.createLocked)
-	if err != nil && r.catchAllEntry != nil && errors.Is(err, catalog.ErrFull) {
-		r.catchAllCalls.Add(1)
-		r.catchAllEntry.TryEnter() // pinned: always succeeds
-		return r.catchAllEntry, nil
-	}
-	return e, err
+	return r.cat.EnterOrCatchAll(key, func(string) string { return configName }, r.createLocked)
 }
 
 // RegistryStats are a pool registry's counts, for metrics.
@@ -167,11 +157,7 @@ type RegistryStats struct {
 
 // Stats returns the registry's counts. It takes no lock.
 func (r *Registry) Stats() RegistryStats {
-	n := r.cat.Counted()
-	if r.catchAllEntry != nil {
-		n++
-	}
-	return RegistryStats{Pools: n, Evictions: r.cat.Evictions(), CatchAllCalls: r.catchAllCalls.Load()}
+	return RegistryStats{Pools: r.cat.Live(), Evictions: r.cat.Evictions(), CatchAllCalls: r.cat.CatchAllCalls()}
 }
 
 func (r *Registry) armSweepLocked() {

@@ -57,6 +57,9 @@ type Catalog[C any, B any] struct {
 	mu      sync.Mutex
 	configs map[string]C
 	max     int // 0: no cap
+
+	catchAll      *catchAll[B] // nil: none (catchall.go)
+	catchAllCalls atomic.Uint64
 }
 
 // Entry is one item and its users. Its methods are safe for concurrent use.
