@@ -23,8 +23,8 @@ import (
 // Ownership of a record: the waiting goroutine takes it from the pool and
 // queues it; while it is linked, mu's holders may unlink it and decide it;
 // the decider touches it no more after the send (it reads next first). The waiting goroutine owns
-// it again once it has either received the value or won the cancel CAS and
-// unlinked it under mu (withdraw), and only then puts it back.
+// it again once it has either received the value or withdrawn it under mu
+// (Semaphore.cancel), and only then puts it back.
 //
 // The record is marked as a blocking waiter by its owner, a *waiterOwner
 // (isBlocking), and its channel is its cell's (Reset, Chan): the cell is
@@ -35,10 +35,10 @@ var waiterPool = sync.Pool{New: func() any { return new(Acquisition) }}
 // waiterOwner is the owner of a pooled blocking waiter: its Semaphore, under
 // a type of its own so that the record needs no flag to say what it is.
 // Nobody can call Cancel on a pooled waiter (it is never shown); its own
-// goroutine withdraws it with Semaphore.withdraw.
+// goroutine withdraws it with Semaphore.cancel.
 type waiterOwner Semaphore
 
-func (o *waiterOwner) withdraw(a *Acquisition) { (*Semaphore)(o).withdraw(a) }
+func (o *waiterOwner) cancel(a *Acquisition) bool { return (*Semaphore)(o).cancel(a) }
 
 // isBlocking reports whether a is a pooled blocking waiter of
 // AcquirePermission. Its owner is set before a is queued and cleared only
@@ -111,8 +111,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 		select {
 		case <-a.cell.Chan():
 		case <-ctxDone:
-			if a.decide(stateCancelled, nil) {
-				s.withdraw(a)
+			if s.cancel(a) {
 				putWaiter(a)
 				return ctx.Err()
 			}
