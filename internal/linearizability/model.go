@@ -57,8 +57,8 @@ const (
 	// waiter's decision, inside the critical section of the Release or
 	// Change that made it (internal/semhook). While a permit is free and a
 	// call waits, the only operations that may happen are grants and what
-	// takes no lock (Read, Await, Watch, Tick): a grant is made in the same
-	// critical section that freed the permit.
+	// takes no lock (Read, Await, Watch, Tick, a Cancel that lost): a grant
+	// is made in the same critical section that freed the permit.
 	Grant
 	// Expire: the Semaphore's sweep rejects acquisition ID with
 	// WaitTimeout: the oldest waiter whose deadline is at or before the
@@ -162,14 +162,17 @@ func (s *state) deadline() time.Duration {
 // until its grants.
 func (s *state) owesGrant() bool { return s.available > 0 && len(s.queue) > 0 }
 
-// takesNoLock reports whether an operation of kind k may happen inside
-// another's critical section: it does not take the Semaphore's lock (it
-// reads an outcome, or registers a callback, which runs later), or does
-// not touch the Semaphore (Tick). A Cancel decides under the lock.
-func takesNoLock(k Kind) bool {
-	switch k {
+// takesNoLock reports whether an operation may happen inside another's
+// critical section: it does not take the Semaphore's lock (it reads an
+// outcome, or registers a callback, which runs later), or does not touch
+// the Semaphore (Tick). A Cancel that wins decides under the lock; one
+// that finds the outcome decided returns false without it.
+func takesNoLock(i Input, o Output) bool {
+	switch i.Kind {
 	case Read, Await, Watch, Tick, Grant:
 		return true
+	case Cancel:
+		return !o.OK
 	}
 	return false
 }
@@ -191,7 +194,7 @@ func Model(cfg bulkhead.Config) porcupine.Model {
 		},
 		Step: func(st, in, out any) (bool, any) {
 			s, i, o := st.(state), in.(Input), out.(Output)
-			if s.owesGrant() && !takesNoLock(i.Kind) {
+			if s.owesGrant() && !takesNoLock(i, o) {
 				return false, s
 			}
 			switch i.Kind {
