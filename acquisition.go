@@ -220,11 +220,14 @@ func (a *Acquisition) Granted() bool {
 // whenever one of them has blocked for a millisecond (so a blocking callback
 // delays the others by at most about 2 ms), panics or calls
 // runtime.Goexit; and
-// when more than 32 deliveries of one Semaphore are in progress at once
-// (callbacks giving permits back inside callbacks, nested or on other
-// goroutines), the next one runs on a fresh goroutine. In both
-// cases the deciding call returns only after those callbacks have started,
-// so a call that acquires after it never runs ahead of them.
+// when 32 deliveries of one Semaphore are in progress at once (callbacks
+// giving permits back inside callbacks, nested or on other goroutines),
+// the next one runs on a fresh goroutine, where nesting starts again: a
+// chain of callbacks that each give the permit back starts one goroutine
+// per 33 grants, and no goroutine nests more than 32 deep in one chain
+// (1024 in all). In both cases the deciding call returns only after those
+// callbacks have started, so a call that acquires after it never runs
+// ahead of them.
 //
 // Callbacks registered before the outcome was decided start in
 // registration order, each once. If one panics, the ones registered after

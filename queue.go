@@ -1,7 +1,6 @@
 package bulkhead
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/clock"
@@ -42,8 +41,8 @@ type waitState struct {
 	timerGen uint64        // identifies the current timer; stale ones do no harm
 
 	// inline counts the deliveries running on their deciding goroutines at
-	// this moment (atomic, not guarded by mu; see maxInlineDeliveries).
-	inline atomic.Int32
+	// this moment (atomic, not guarded by mu; see inlineCount).
+	inline inlineCount
 }
 
 // enqueueLocked queues a at the tail with its deadline and makes sure the
