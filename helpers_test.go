@@ -45,7 +45,6 @@ func (o *outcomes) list() []string {
 	return append([]string(nil), o.seen...)
 }
 
-
 // goroutinesCreated returns how many goroutines the runtime has started so
 // far.
 func goroutinesCreated() uint64 {

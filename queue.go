@@ -40,6 +40,13 @@ type waitState struct {
 	timerAt  time.Duration // deadline the timer is armed for
 	timerGen uint64        // identifies the current timer; stale ones do no harm
 
+	// Coarse deadlines (stamp.go): coarse is set for the real clock; the
+	// unstamped waiters are the suffix from unstamped; stamping says they
+	// may be queued (the timer fires within stampDelay).
+	coarse    bool
+	stamping  bool
+	unstamped *Acquisition
+
 	// inline counts the deliveries running on their deciding goroutines at
 	// this moment (atomic, not guarded by mu; see inlineCount).
 	inline inlineCount
@@ -48,17 +55,37 @@ type waitState struct {
 // enqueueLocked queues a at the tail with its deadline and makes sure the
 // timer will fire by then. A wait of NoTimeout has no deadline (at or
 // beyond noDeadline, see waittime.go): it arms no timer, and reads the
-// clock only if a listener is registered.
+// clock only if a listener is registered. A blocking waiter joining a
+// waiting queue may go unstamped instead (stamp.go).
 func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	w := s.wait
+	wait := s.cfg.MaxWaitDuration
 	var now time.Duration
-	if s.cfg.MaxWaitDuration == NoTimeout {
+	switch {
+	case wait == NoTimeout:
+		if w.unstamped != nil { // (ChangeConfig stamps them first: kept for the invariant)
+			w.stampLocked(s.sinceEpochLocked())
+		}
 		a.deadline = s.openDeadlineLocked()
-	} else {
+	case w.stamping && s.mayJoinUnstampedLocked(a):
+		a.deadline = unstampedDeadline
+		if w.unstamped == nil {
+			w.unstamped = a
+		}
+	default:
 		now = s.sinceEpochLocked()
-		a.deadline = clock.Add(now, s.cfg.MaxWaitDuration)
+		w.stampLocked(now)
+		a.deadline = clock.Add(now, wait)
+		if !w.stamping && s.mayJoinUnstampedLocked(a) {
+			// Blocking waiters that join after this one need no clock
+			// reading until the timer's, within stampDelay.
+			if w.timer == nil || w.timerAt > now+stampDelay {
+				s.armTimerLocked(now, now+stampDelay)
+			}
+			w.stamping = true
+		}
 	}
-	w.lastWait = s.cfg.MaxWaitDuration
+	w.lastWait = wait
 	if w.tail != nil && a.deadline < w.tail.deadline {
 		w.runs = append(w.runs, a)
 	}
@@ -70,7 +97,7 @@ func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	}
 	w.tail = a
 	w.queued++
-	if a.deadline < noDeadline && (w.timer == nil || a.deadline < w.timerAt) {
+	if a.deadline < unstampedDeadline && (w.timer == nil || a.deadline < w.timerAt) {
 		s.armTimerLocked(now, a.deadline)
 	}
 }
@@ -105,6 +132,8 @@ func (s *Semaphore) onTimer(gen uint64) {
 		w.timer = nil
 	}
 	now := s.sinceEpochLocked()
+	w.stampLocked(now)
+	w.stamping = false
 	for {
 		r := s.expireLocked(now, batch, h, &d)
 		if !r.more {
@@ -232,6 +261,9 @@ func (w *waitState) unlink(a *Acquisition) {
 	if len(w.runs) > 0 {
 		w.unlinkFromRuns(a)
 	}
+	if a == w.unstamped {
+		w.unstamped = a.next // the suffix's next, or nil
+	}
 	if a.prev != nil {
 		a.prev.next = a.next
 	} else {
@@ -283,5 +315,6 @@ func (w *waitState) stopTimerIfIdle() {
 		w.timer.Stop()
 		w.timer = nil
 		w.timerGen++
+		w.stamping = false
 	}
 }

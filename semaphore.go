@@ -67,7 +67,9 @@ func New(name string, cfg Config, opts ...Option) (*Semaphore, error) {
 // waitLocked returns the wait state, allocating it on first use.
 func (s *Semaphore) waitLocked() *waitState {
 	if s.wait == nil {
+		_, real := s.clock.(realClock)
 		s.wait = &waitState{
+			coarse:          real,
 			epoch:           s.clock.Now(),
 			rejectNoWait:    newDone(stateRejected, &FullError{Name: s.name, Reason: NoWait}),
 			rejectQueueFull: newDone(stateRejected, &FullError{Name: s.name, Reason: QueueFull}),
@@ -337,6 +339,9 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 		return err
 	}
 	s.lock()
+	if s.wait != nil && s.wait.unstamped != nil {
+		s.wait.stampLocked(s.sinceEpochLocked()) // with the wait they were queued with
+	}
 	s.available += cfg.MaxConcurrentCalls - s.cfg.MaxConcurrentCalls
 	s.cfg = cfg
 	var d decidedList

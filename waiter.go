@@ -48,18 +48,18 @@ func (a *Acquisition) isBlocking() bool {
 	return ok
 }
 
+// getWaiter takes a record from the pool and makes it a fresh waiter of s.
+// It resets every field a wait reads (putWaiter resets nothing: the
+// record's stale channel and owner are dropped by the pool's GC-time
+// clearing at worst, and a record is reset once per wait, not twice).
 func getWaiter(s *Semaphore) *Acquisition {
 	a := waiterPool.Get().(*Acquisition)
-	a.owner = (*waiterOwner)(s)
+	a.owner, a.err = (*waiterOwner)(s), nil
 	a.cell.Reset(make(chan struct{}, 1))
 	return a
 }
 
-func putWaiter(a *Acquisition) {
-	a.cell.Reset(nil)
-	a.owner, a.err = nil, nil
-	waiterPool.Put(a)
-}
+func putWaiter(a *Acquisition) { waiterPool.Put(a) }
 
 // AcquirePermission blocks until a permit is granted, the call is rejected
 // (a *FullError) or ctx ends (ctx.Err()). If ctx is already done it fails
@@ -72,6 +72,12 @@ func putWaiter(a *Acquisition) {
 // (its channel) and no goroutine; its CallPermitted or CallRejected event is published by the
 // calling goroutine once it wakes. In a LIFO queue, the callbacks of a
 // waiter it evicts run on a fresh goroutine, not on this one.
+//
+// A call that joins a queue that already waits, with a MaxWaitDuration of
+// a second or more, the default clock and no event listener, reads no
+// clock for its deadline: the next reading stamps it, within a
+// millisecond, so its wait ends never early and at most 1 ms late
+// (stamp.go).
 //
 // It panics if ctx is nil ("bulkhead: AcquirePermission called with a nil
 // context"), as every entry point of this module that takes a context does.
