@@ -39,7 +39,7 @@ type Bulkhead struct {
 	pub   publish.Listeners[bulkhead.Event]
 
 	errWaitTimeout, errNoWait, errQueueFull error
-	errUnavailable, errClosed               error
+	errUnavailable, errClosed, errEvicted   error
 
 	mu          sync.Mutex
 	qhead       *Permit // waiting for Redis, oldest first
@@ -62,6 +62,9 @@ type Bulkhead struct {
 	leasesLost  int
 	restored    int
 	closed      bool
+	// retired: evicted from its Registry (retire). It admits nothing more;
+	// the Store drops it once it owes Redis nothing.
+	retired bool
 }
 
 // NewBulkhead returns the fleet bulkhead named name on s. It fails with a
@@ -90,6 +93,7 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	b.errQueueFull = &bulkhead.FullError{Name: name, Reason: bulkhead.QueueFull}
 	b.errUnavailable = &StoreError{Name: name, Unreachable: true, Err: fmt.Errorf("no answer within %v, or the connection failed", s.cfg.Timeout)}
 	b.errClosed = fmt.Errorf("redis bulkhead %q: %w", name, ErrClosed)
+	b.errEvicted = fmt.Errorf("redis bulkhead %q: evicted from its Registry as idle (acquire through Registry.Acquire or Get): %w", name, ErrClosed)
 	if cfg.Unreachable == FailOver {
 		lc := cfg.Config
 		lc.MaxConcurrentCalls = cfg.localLimit()
@@ -158,10 +162,14 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 	p.a, p.r = bulkhead.PendingAcquisition(p.withdraw)
 	b.mu.Lock()
 	switch {
-	case b.closed:
+	case b.closed || b.retired:
 		p.state = stDone
+		err := b.errClosed
+		if !b.closed {
+			err = b.errEvicted
+		}
 		b.mu.Unlock()
-		b.reject(p, b.errClosed, 0)
+		b.reject(p, err, 0)
 		return p
 	case b.s.down.Load():
 		if err := b.s.refusalError(b.name); err != nil {
@@ -172,6 +180,7 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 		}
 		if b.local != nil {
 			p.state = stLocal
+			p.queuedAt, p.queued = b.sinceEpoch(), true
 			b.mu.Unlock()
 			b.acquireLocal(p)
 			return p
@@ -187,8 +196,9 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 		return p
 	}
 	p.n = b.s.nextID.Add(1)
+	p.queuedAt, p.queued = b.sinceEpoch(), true
 	if b.cfg.MaxWaitDuration > 0 {
-		p.deadline = addSaturating(b.sinceEpoch(), b.cfg.MaxWaitDuration)
+		p.deadline = addSaturating(p.queuedAt, b.cfg.MaxWaitDuration)
 	}
 	b.linkQueueLocked(p)
 	if p.deadline > 0 && b.timer == nil {
@@ -270,8 +280,12 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	// CallFinished comes before the permit is handed on, so that it
 	// precedes the CallPermitted of the call that gets it, as in a
 	// Semaphore.
-	if finished {
-		b.publish(bulkhead.CallFinished, 0)
+	if finished && b.pub.Active() {
+		e := b.event(bulkhead.CallFinished, 0, 0)
+		// The call's duration, grant to finish, on the Store's Clock, is
+		// e.Time.Sub(b.epoch) - p.grantedAt (p.grantedAt is set once,
+		// under mu, when the grant is decided).
+		b.pub.Publish(e)
 	}
 	if isLocal {
 		b.local.ReleasePermission()
@@ -297,8 +311,8 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 // published before the callbacks run, as a Semaphore does (a Cancel that
 // wins the race after it is followed by CallCancelled).
 func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
-	if p.a.Err() == bulkhead.ErrPending {
-		b.publish(bulkhead.CallRejected, r)
+	if p.a.Err() == bulkhead.ErrPending && b.pub.Active() {
+		b.publish(bulkhead.CallRejected, r, b.waited(p))
 	}
 	p.r.Reject(err)
 }
@@ -308,20 +322,36 @@ func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
 // before the callbacks run, as a Semaphore does; a Cancel that wins the
 // race after it is followed by CallCancelled.
 func (b *Bulkhead) grant(p *Permit) {
-	if p.a.Err() == bulkhead.ErrPending {
-		b.publish(bulkhead.CallPermitted, 0)
+	if p.a.Err() == bulkhead.ErrPending && b.pub.Active() {
+		b.publish(bulkhead.CallPermitted, 0, b.waited(p))
 	}
 	if !p.r.Grant() {
 		b.giveBack(p, false)
 	}
 }
 
+// waited is Event.Wait of p's decision: from AcquirePermissionAsync to
+// now, for a call that was queued (every call decided by a round trip, a
+// timer or the FailOver semaphore: a fleet call waits at least one round
+// trip), zero for one decided at once (closed, Redis away or refusing, the
+// process's queue full).
+func (b *Bulkhead) waited(p *Permit) time.Duration {
+	if !p.queued {
+		return 0
+	}
+	return max(0, b.sinceEpoch()-p.queuedAt)
+}
+
 // OnEvent registers f to receive the events of this bulkhead in this
 // process and returns a func that unregisters it. Events are the core's:
-// CallPermitted (before the grant's callbacks run), CallRejected
-// (Reason NoWait, QueueFull, WaitTimeout, or zero for a *StoreError),
-// CallFinished, CallCancelled. Listeners run synchronously on the
-// goroutine that caused the event, never under a lock; a panicking
+// CallPermitted (before the grant's callbacks run), CallRejected,
+// CallFinished, CallCancelled. A CallRejected's Reason is NoWait,
+// QueueFull or WaitTimeout as for a Semaphore, and zero for the fleet's
+// own rejections (a *StoreError: ErrUnavailable, ErrRefused; ErrClosed).
+// Event.Wait of a CallPermitted or CallRejected is the time from
+// AcquirePermissionAsync to the decision on the Store's Clock for every
+// call that was not decided at once (waited). Listeners run synchronously
+// on the goroutine that caused the event, never under a lock; a panicking
 // listener is recovered and ignored.
 func (b *Bulkhead) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	if f == nil {
@@ -330,10 +360,24 @@ func (b *Bulkhead) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	return b.pub.Add(f)
 }
 
-func (b *Bulkhead) publish(t bulkhead.EventType, r bulkhead.Reason) {
+func (b *Bulkhead) publish(t bulkhead.EventType, r bulkhead.Reason, wait time.Duration) {
 	if b.pub.Active() {
-		b.pub.Publish(bulkhead.Event{Type: t, Name: b.name, Time: b.s.cfg.Clock.Now(), Reason: r})
+		b.pub.Publish(b.event(t, r, wait))
 	}
+}
+
+func (b *Bulkhead) event(t bulkhead.EventType, r bulkhead.Reason, wait time.Duration) bulkhead.Event {
+	return bulkhead.Event{Type: t, Name: b.name, Time: b.s.cfg.Clock.Now(), Reason: r, Wait: wait}
+}
+
+// retire takes an evicted bulkhead out of service: it admits nothing more,
+// its name is free on the Store for a new bulkhead, and the Store drops it
+// once the releases and withdrawals it still owes Redis are sent (collect).
+func (b *Bulkhead) retire() {
+	b.mu.Lock()
+	b.retired = true
+	b.mu.Unlock()
+	b.s.retire(b)
 }
 
 var _ bulkhead.Bulkhead = (*Bulkhead)(nil)
