@@ -215,6 +215,9 @@ func slotOf(t testing.TB, c *goredis.ClusterClient, key string) int64 {
 }
 
 func TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad(t *testing.T) {
+	// Its own servers and processes: it runs beside the other long
+	// multi-process tests, after the rest (make test's time budget).
+	t.Parallel()
 	cl := startCluster(t, 3, 0)
 	cc := cl.client(t)
 	prefix := "rxbt:cluster:"
@@ -306,6 +309,9 @@ func TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad(t *testing.T) {
 // next renewal if a permit is free, else is reported lost (Permit.Lost);
 // the guide says so.
 func TestClusterMasterKillUnderLoadKeepsTheLimitAndRecoversOnThePromotedReplica(t *testing.T) {
+	// Its own servers and processes: it runs beside the other long
+	// multi-process tests, after the rest (make test's time budget).
+	t.Parallel()
 	cl := startCluster(t, 3, 1)
 	counterSrv := withServer(t)
 	cc := cl.client(t)
@@ -314,7 +320,7 @@ func TestClusterMasterKillUnderLoadKeepsTheLimitAndRecoversOnThePromotedReplica(
 	slot := slotOf(t, cc, prefix+"{partner}:leases")
 	victim := cl.owner(t, slot)
 	killAt := time.Now().Add(2 * time.Second) // the children are running by then
-	p := childParams{Addrs: cl.addrs(), Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(8 * time.Second),
+	p := childParams{Addrs: cl.addrs(), Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(10 * time.Second),
 		Workers: 6, Counter: "holders", CounterAddr: counterSrv.addr(), LeaseTTL: 6 * time.Second, Renew: time.Second,
 		KillAt: killAt.UnixNano()}
 	var children []func() childResult

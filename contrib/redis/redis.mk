@@ -21,12 +21,12 @@ test-redis: redis-server
 test-valkey: valkey-server
 	cd contrib/redis && RXBULKHEAD_REDIS_SERVER=valkey-server RXBULKHEAD_REDIS_CLI=valkey-cli $(GO) test -race -count=1 ./...
 
-## soak-redis: the process, Cluster, Sentinel failover and ChangeConfig
+## soak-redis: the process, Cluster (slot migration, master kill), Sentinel failover and ChangeConfig
 ## tests under load REDIS_SOAK times longer (default 20: about 6 min)
 REDIS_SOAK ?= 20
 soak-redis: redis-server
 	cd contrib/redis && RXBULKHEAD_REDIS_SOAK=$(REDIS_SOAK) $(GO) test -race -count=1 -timeout 30m \
-		-run '^(TestSeveralProcessesNeverHoldMoreThanTheFleetLimit|TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad|TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing|TestChangeConfigReachesEveryReplicaUnderLoad)$$' -v ./... \
+		-run '^(TestSeveralProcessesNeverHoldMoreThanTheFleetLimit|TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad|TestClusterMasterKillUnderLoadKeepsTheLimitAndRecoversOnThePromotedReplica|TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing|TestChangeConfigReachesEveryReplicaUnderLoad)$$' -v ./... \
 		| grep -E '^(---|ok|FAIL|PASS)|processes|failover:'
 
 ## valkey-server: install valkey-server and valkey-cli from bookworm-backports

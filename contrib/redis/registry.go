@@ -49,7 +49,6 @@ type Registry struct {
 	evictListeners []*evictListener
 	sweepArmed     bool // a sweep timer is pending
 	createdSince   bool // a bulkhead was created since the last sweep
-	closed         bool // the Store closed: the sweep stops
 }
 
 // registryListener is one Registry.OnEvent registration: the func and its
