@@ -56,8 +56,10 @@ type Store struct {
 	done     chan struct{}
 	closed   atomic.Bool
 	wg       sync.WaitGroup
-	// lingering: a kickSoon timer is armed.
-	lingering atomic.Bool
+	// lingering: the linger timer is armed (kickSoon). lingered: a release
+	// waits for the next round trip; round clears it before collecting.
+	lingering, lingered atomic.Bool
+	linger              *time.Timer
 
 	mu        sync.Mutex
 	bulkheads map[string]*Bulkhead
@@ -95,6 +97,8 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	}
 	s.deliveries.init()
 	s.ctx = context.WithValue(context.Background(), storeKey{}, s)
+	s.linger = time.AfterFunc(time.Hour, s.lingerFired)
+	s.linger.Stop()
 	stores.Store(s, clientAddrs(client))
 	ctx, cancel := context.WithCancel(context.Background())
 	ps := client.PSubscribe(ctx) // no pattern yet: no I/O
@@ -181,13 +185,21 @@ func (s *Store) kick() {
 // when nobody is known to wait for the permit.
 const releaseLinger = time.Millisecond
 
-// kickSoon wakes the dispatcher within releaseLinger (one timer at a time).
+// kickSoon wakes the dispatcher within releaseLinger (one timer at a time,
+// reused), unless a round trip took the release meanwhile: the next
+// acquisition usually carries it, and then the dispatcher is not woken
+// for nothing.
 func (s *Store) kickSoon() {
+	s.lingered.Store(true)
 	if s.lingering.CompareAndSwap(false, true) {
-		time.AfterFunc(releaseLinger, func() {
-			s.lingering.Store(false)
-			s.kick()
-		})
+		s.linger.Reset(releaseLinger)
+	}
+}
+
+func (s *Store) lingerFired() {
+	s.lingering.Store(false)
+	if s.lingered.Load() {
+		s.kick()
 	}
 }
 
@@ -212,6 +224,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	close(s.done)
+	s.linger.Stop()
 	s.wg.Wait()
 	stores.Delete(s)
 	var works []*work
@@ -345,6 +358,9 @@ const (
 func (s *Store) round() (more, replaced bool) {
 	var works []*work
 	var gone []*Bulkhead
+	// Before collecting: a release appended after this is either taken by
+	// this round or sets the flag again (giveBack appends, then kickSoon).
+	s.lingered.Store(false)
 	for _, b := range s.all() {
 		w, g := b.collect()
 		if w != nil {
