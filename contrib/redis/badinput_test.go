@@ -25,6 +25,8 @@ func TestInvalidConfigsAreRefusedNamingTheField(t *testing.T) {
 		{"no permits", "p", with(func(c *rxredis.Config) { c.MaxConcurrentCalls = 0 }), "MaxConcurrentCalls must be >= 1"},
 		{"negative wait", "p", with(func(c *rxredis.Config) { c.MaxWaitDuration = -1 }), "MaxWaitDuration must be >= 0"},
 		{"LIFO", "p", with(func(c *rxredis.Config) { c.QueueOrder = bulkhead.LIFO }), "QueueOrder must be FIFO"},
+		// It was accepted and ignored: a limit tried "in shadow mode" was enforced.
+		{"shadow mode", "p", with(func(c *rxredis.Config) { c.ShadowMode = true }), "ShadowMode is not supported by a fleet bulkhead"},
 		{"unknown policy", "p", with(func(c *rxredis.Config) { c.Unreachable = 7 }), "Unreachable must be FailClosed or FailOver"},
 		{"fail-over without a fraction", "p", with(func(c *rxredis.Config) { c.Unreachable = rxredis.FailOver }), "LocalFraction must be in (0, 1]"},
 		{"fraction above 1", "p", with(func(c *rxredis.Config) { c.Unreachable, c.LocalFraction = rxredis.FailOver, 1.5 }), "LocalFraction must be in (0, 1]"},
