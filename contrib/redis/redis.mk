@@ -43,8 +43,8 @@ valkey-server:
 	@command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is missing and could not be installed"; exit 1; }
 
 ## bench-redis: contrib/redis benchmarks, fleet and peer interleaved round by
-## round (REDIS_BENCH_ROUNDS and REDIS_EL_ROUNDS rounds, about 2 min); prints
-## the median per-round ratios
+## round, on one server and on a 3-master cluster (REDIS_BENCH_ROUNDS and
+## REDIS_EL_ROUNDS rounds, about 6 min); prints the median per-round ratios
 bench-redis: redis-server
 	@mkdir -p $(BIN)
 	cd contrib/redis && $(GO) test -c -o $(BIN)/redis.test .
@@ -53,6 +53,8 @@ bench-redis: redis-server
 			$(BIN)/redis.test -test.run '^$$' -test.bench "^Benchmark$$b" -test.benchmem -test.benchtime 3000x -test.count 1 \
 				| grep '^Benchmark' >> $(REDIS_BENCH_TXT); \
 		done; \
+		$(BIN)/redis.test -test.run '^$$' -test.bench '^BenchmarkClusterAcquireRelease$$' -test.benchmem -test.benchtime 3000x -test.count 1 \
+			| grep '^Benchmark' >> $(REDIS_BENCH_TXT); \
 	done
 	@for i in $$(seq $(REDIS_EL_ROUNDS)); do \
 		for b in 'EventLoop/^semaphore$$' 'EventLoop/^fleet-3-processes$$'; do \
