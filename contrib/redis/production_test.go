@@ -485,6 +485,10 @@ func TestWaitReplicasRejectsGrantsNoReplicaAcknowledged(t *testing.T) {
 	srv := withServer(t) // no replica
 	cfg := fastStore()
 	cfg.WaitReplicas = 1
+	// WAIT blocks Timeout/2: leave the loaded machine room for the rest
+	// of the round trip before the Store calls it a stall (which fails
+	// the call too, but without naming the replicas).
+	cfg.Timeout = 2 * time.Second
 	s, c := newStore(t, srv, cfg)
 	b := newBulkhead(t, s, "p", fleetConfig(2, 0))
 	err := await(t, b.AcquirePermissionAsync())
