@@ -488,7 +488,7 @@ func TestWaitReplicasRejectsGrantsNoReplicaAcknowledged(t *testing.T) {
 	// WAIT blocks Timeout/2: leave the loaded machine room for the rest
 	// of the round trip before the Store calls it a stall (which fails
 	// the call too, but without naming the replicas).
-	cfg.Timeout = 2 * time.Second
+	cfg.Timeout = 1200 * time.Millisecond // WAIT 600ms, under the client's 1s ReadTimeout
 	s, c := newStore(t, srv, cfg)
 	b := newBulkhead(t, s, "p", fleetConfig(2, 0))
 	err := await(t, b.AcquirePermissionAsync())
