@@ -272,3 +272,50 @@ func BenchmarkEventLoop(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRegistryKeyFlood sends keys distinct keys through the keyed
+// path of a Registry capped at 1,000 bulkheads (each call acquired and
+// finished) and reports the heap per live bulkhead after GC, and the heap
+// growth per key: flat once the cap is reached, since the keys beyond it
+// share the catch-all (issue 25, for the fleet Registry).
+func BenchmarkRegistryKeyFlood(b *testing.B) {
+	srv := sharedServer(b)
+	for _, keys := range []int{1000, 10000} {
+		b.Run(strconv.Itoa(keys), func(b *testing.B) {
+			for b.Loop() {
+				c := srv.client(b)
+				prefix := "rxbt:flood" + strconv.Itoa(keys) + ":" // a prefix of a usual length
+				flushKeys(b, c, prefix)
+				s, err := rxredis.NewStore(c, rxredis.StoreConfig{KeyPrefix: prefix})
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				reg, err := rxredis.NewRegistry(s, fleetConfig(5, 0),
+					rxredis.WithMaxBulkheads(1000, fleetConfig(50, 0)), rxredis.WithIdleTimeout(time.Hour))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range keys {
+					p := reg.Acquire("tenant-" + strconv.Itoa(i))
+					<-p.Acquisition().Done()
+					if err := p.Acquisition().Err(); err != nil {
+						b.Fatal(err)
+					}
+					p.Finish()
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				st := reg.Stats()
+				grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+				b.ReportMetric(grown/float64(st.Bulkheads), "B/bulkhead")
+				b.ReportMetric(grown/float64(keys), "B/key")
+				b.ReportMetric(float64(st.Bulkheads), "bulkheads")
+				runtime.KeepAlive(reg)
+				s.Close()
+			}
+		})
+	}
+}

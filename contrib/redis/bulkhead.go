@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -38,8 +39,9 @@ type Bulkhead struct {
 	epoch time.Time
 	pub   publish.Listeners[bulkhead.Event]
 
-	errWaitTimeout, errNoWait, errQueueFull error
-	errUnavailable, errClosed, errEvicted   error
+	// errp holds the bulkhead's rejection errors, made at its first
+	// rejection (errs): an idle bulkhead of a Registry does not carry them.
+	errp atomic.Pointer[bulkheadErrors]
 
 	mu          sync.Mutex
 	qhead       *Permit // waiting for Redis, oldest first
@@ -49,12 +51,11 @@ type Bulkhead struct {
 	hhead       *Permit // holding a permit, oldest grant first
 	htail       *Permit
 	held        int
-	byAcq       map[*bulkhead.Acquisition]*Permit // the held Permits
-	releases    []uint64                          // lease ids to give back
-	withdrawals []uint64                          // ticket ids to withdraw
-	wake        bool                              // ask Redis for the waiters' turn
-	refresh     bool                              // the stored limit changed: one round trip to read it
-	limit       int                               // the fleet limit as of the last round trip
+	releases    []uint64 // lease ids to give back
+	withdrawals []uint64 // ticket ids to withdraw
+	wake        bool     // ask Redis for the waiters' turn
+	refresh     bool     // the stored limit changed: one round trip to read it
+	limit       int      // the fleet limit as of the last round trip
 	timer       bulkhead.Timer
 	timerGen    uint64
 	fleetHeld   int // as of the last round trip
@@ -86,14 +87,8 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	}
 	b := &Bulkhead{
 		name: name, cfg: cfg, s: s, keys: newKeys(s.cfg.KeyPrefix, name),
-		epoch: s.cfg.Clock.Now(), byAcq: make(map[*bulkhead.Acquisition]*Permit), limit: cfg.MaxConcurrentCalls,
+		epoch: s.cfg.Clock.Now(), limit: cfg.MaxConcurrentCalls,
 	}
-	b.errWaitTimeout = &bulkhead.FullError{Name: name, Reason: bulkhead.WaitTimeout}
-	b.errNoWait = &bulkhead.FullError{Name: name, Reason: bulkhead.NoWait}
-	b.errQueueFull = &bulkhead.FullError{Name: name, Reason: bulkhead.QueueFull}
-	b.errUnavailable = &StoreError{Name: name, Unreachable: true, Err: fmt.Errorf("no answer within %v, or the connection failed", s.cfg.Timeout)}
-	b.errClosed = fmt.Errorf("redis bulkhead %q: %w", name, ErrClosed)
-	b.errEvicted = fmt.Errorf("redis bulkhead %q: evicted from its Registry as idle (acquire through Registry.Acquire or Get): %w", name, ErrClosed)
 	if cfg.Unreachable == FailOver {
 		lc := cfg.Config
 		lc.MaxConcurrentCalls = cfg.localLimit()
@@ -109,13 +104,41 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	return b, nil
 }
 
+// bulkheadErrors are the errors a bulkhead rejects with, made once so that
+// a rejection does not allocate.
+type bulkheadErrors struct {
+	waitTimeout, noWait, queueFull error
+	unavailable, closed, evicted   error
+}
+
+// errs returns the bulkhead's rejection errors, making them at the first
+// call (a lost race makes them twice; either set is right).
+func (b *Bulkhead) errs() *bulkheadErrors {
+	if e := b.errp.Load(); e != nil {
+		return e
+	}
+	name := b.name
+	e := &bulkheadErrors{
+		waitTimeout: &bulkhead.FullError{Name: name, Reason: bulkhead.WaitTimeout},
+		noWait:      &bulkhead.FullError{Name: name, Reason: bulkhead.NoWait},
+		queueFull:   &bulkhead.FullError{Name: name, Reason: bulkhead.QueueFull},
+		unavailable: &StoreError{Name: name, Unreachable: true, Err: fmt.Errorf("no answer within %v, or the connection failed", b.s.cfg.Timeout)},
+		closed:      fmt.Errorf("redis bulkhead %q: %w", name, ErrClosed),
+		evicted:     fmt.Errorf("redis bulkhead %q: evicted from its Registry as idle (acquire through Registry.Acquire or Get): %w", name, ErrClosed),
+	}
+	if b.errp.CompareAndSwap(nil, e) {
+		return e
+	}
+	return b.errp.Load()
+}
+
 // unavailable is the error of a call rejected while Redis is away: it
 // names what the round trip that found it away said, if known.
 func (b *Bulkhead) unavailable() error {
 	if c := b.s.cause.Load(); c != nil {
 		return &StoreError{Name: b.name, Unreachable: true, Err: c.err}
 	}
-	return b.errUnavailable
+	return b.errs().unavailable
 }
 
 func containsBrace(s string) bool {
@@ -164,9 +187,9 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 	switch {
 	case b.closed || b.retired:
 		p.state = stDone
-		err := b.errClosed
+		err := b.errs().closed
 		if !b.closed {
-			err = b.errEvicted
+			err = b.errs().evicted
 		}
 		b.mu.Unlock()
 		b.reject(p, err, 0)
@@ -192,7 +215,7 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 	case b.cfg.MaxWaitDuration > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
 		p.state = stDone
 		b.mu.Unlock()
-		b.reject(p, b.errQueueFull, bulkhead.QueueFull)
+		b.reject(p, b.errs().queueFull, bulkhead.QueueFull)
 		return p
 	}
 	p.n = b.s.nextID.Add(1)
@@ -233,12 +256,16 @@ func (b *Bulkhead) FinishCall() { b.giveBack(nil, true) }
 // and Permit when calls overlap and the token matters.
 func (b *Bulkhead) LeaseOf(a *bulkhead.Acquisition) (Lease, bool) {
 	b.mu.Lock()
-	p := b.byAcq[a]
-	b.mu.Unlock()
-	if p == nil {
-		return Lease{}, false
+	defer b.mu.Unlock()
+	for p := b.hhead; p != nil; p = p.next { // the held list: at most the fleet limit
+		if p.a == a {
+			if p.isLocal {
+				return Lease{}, false
+			}
+			return Lease{Bulkhead: b.name, ID: b.s.id(p.n), Token: p.seq}, true
+		}
 	}
-	return p.Lease()
+	return Lease{}, false
 }
 
 // LeaseOf returns the lease of a, an Acquisition returned by bh's

@@ -53,7 +53,6 @@ func (b *Bulkhead) linkHeldLocked(p *Permit) {
 	}
 	b.htail = p
 	b.held++
-	b.byAcq[p.a] = p
 }
 
 func (b *Bulkhead) unlinkHeldLocked(p *Permit) {
@@ -69,5 +68,4 @@ func (b *Bulkhead) unlinkHeldLocked(p *Permit) {
 	}
 	p.prev, p.next = nil, nil
 	b.held--
-	delete(b.byAcq, p.a)
 }

@@ -139,9 +139,9 @@ func (b *Bulkhead) apply(w *work) bool {
 		case codeNoWait, codeQueueFull:
 			b.unlinkQueueLocked(p)
 			p.state = stDone
-			err, r := b.errNoWait, bulkhead.NoWait
+			err, r := b.errs().noWait, bulkhead.NoWait
 			if code == codeQueueFull {
-				err, r = b.errQueueFull, bulkhead.QueueFull
+				err, r = b.errs().queueFull, bulkhead.QueueFull
 			}
 			out = append(out, delivery{p: p, err: err, reason: r})
 		}
@@ -277,7 +277,7 @@ func (b *Bulkhead) close() *work {
 		b.local.ReleasePermission()
 	}
 	for _, p := range rejected {
-		b.reject(p, b.errClosed, 0)
+		b.reject(p, b.errs().closed, 0)
 	}
 	if len(w.rel) == 0 && len(w.wd) == 0 {
 		return nil

@@ -38,27 +38,33 @@ import (
 // themselves. config, set only by ChangeConfig, is kept: it is an
 // operator's setting.
 type keys struct {
-	leases, queue, alive, seq, config string
-	channel                           string
-	list                              []string // leases, queue, alive, seq, config: the KEYS of every script
+	channel string
+	list    []string // leases, queue, alive, seq, config: the KEYS of every script
 }
 
 // configPayload starts the release-channel message of a limit change (a
 // name cannot contain '{').
 const configPayload = "{config}"
 
+// newKeys makes the keys of name: six strings cut from one allocation,
+// since a Registry may hold many bulkheads.
 func newKeys(prefix, name string) keys {
 	base := prefix + "{" + name + "}:"
-	k := keys{
-		leases:  base + "leases",
-		queue:   base + "queue",
-		alive:   base + "alive",
-		seq:     base + "seq",
-		config:  base + "config",
-		channel: base + "released",
+	suffixes := [...]string{"leases", "queue", "alive", "seq", "config", "released"}
+	var b strings.Builder
+	b.Grow(len(suffixes)*len(base) + 34)
+	for _, x := range suffixes {
+		b.WriteString(base)
+		b.WriteString(x)
 	}
-	k.list = []string{k.leases, k.queue, k.alive, k.seq, k.config}
-	return k
+	all := b.String()
+	var cut [len(suffixes)]string
+	at := 0
+	for i, x := range suffixes {
+		n := len(base) + len(x)
+		cut[i], at = all[at:at+n], at+n
+	}
+	return keys{channel: cut[5], list: cut[:5:5]}
 }
 
 // channelPattern is the PSUBSCRIBE pattern that matches the release channel

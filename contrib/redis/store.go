@@ -237,7 +237,7 @@ func (s *Store) Close() error {
 	// back by close, so they are rejected too.
 	for _, d := range s.deliveries.take() {
 		if d.err == nil {
-			d.err = d.p.b.errClosed
+			d.err = d.p.b.errs().closed
 		}
 		deliver(d)
 	}
