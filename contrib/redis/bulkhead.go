@@ -253,7 +253,8 @@ func (b *Bulkhead) FinishCall() { b.giveBack(nil, true) }
 // still held. Through the Bulkhead interface, permits of one process are
 // interchangeable: FinishCall gives back the oldest grant, so LeaseOf is
 // exact for calls that finish in the order they were granted; use Acquire
-// and Permit when calls overlap and the token matters.
+// and Permit when calls overlap and the token matters. It looks through
+// the permits this process holds on b (at most the fleet limit).
 func (b *Bulkhead) LeaseOf(a *bulkhead.Acquisition) (Lease, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
