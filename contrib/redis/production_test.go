@@ -166,7 +166,9 @@ func TestRoundTripsRunOnTheDispatchersOwnGoroutine(t *testing.T) {
 	c := srv.client(t)
 	hook := &goroutineIDs{ids: map[string]map[string]bool{}}
 	c.AddHook(hook)
-	cfg := rxredis.StoreConfig{KeyPrefix: prefixFor(t)} // renewals every 3.3s: none in this test
+	// Renewals every 3.3s: none in this test; a Timeout no loaded machine
+	// reaches, so that no watchdog replaces the dispatcher.
+	cfg := rxredis.StoreConfig{KeyPrefix: prefixFor(t), Timeout: 10 * time.Second}
 	flushKeys(t, c, cfg.KeyPrefix)
 	s, err := rxredis.NewStore(c, cfg)
 	if err != nil {
