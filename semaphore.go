@@ -101,6 +101,9 @@ type Metrics struct {
 	QueuedCalls int
 	// MaxQueuedCalls is the configured queue bound (Unbounded: no bound).
 	MaxQueuedCalls int
+	// ShadowMode is the configured Config.ShadowMode: the limit is
+	// measured, not enforced.
+	ShadowMode bool
 }
 
 // Metrics returns a consistent snapshot of the permits and the queue.
@@ -113,6 +116,7 @@ func (s *Semaphore) Metrics() Metrics {
 		InFlightCalls:             s.cfg.MaxConcurrentCalls - s.available,
 		QueuedCalls:               s.queuedLocked(),
 		MaxQueuedCalls:            s.cfg.MaxQueuedCalls,
+		ShadowMode:                s.cfg.ShadowMode,
 	}
 }
 

@@ -33,21 +33,38 @@ func BenchmarkCollect500(b *testing.B) {
 	}
 }
 
-// BenchmarkTryAcquireFinishCall measures what the collector's callcount.Counter adds
-// to the hot path of a bulkhead (two events per iteration).
+// BenchmarkTryAcquireFinishCall measures what a Collector adds to the hot
+// path of a bulkhead (two events per iteration): collector=false is the
+// bare path, collector=true the same calls counted, and
+// collector=true,timed=true the call timed too (StartCall and
+// FinishCallStarted: a third histogram), as the Lease and the operators do.
 func BenchmarkTryAcquireFinishCall(b *testing.B) {
-	for _, withCollector := range []bool{false, true} {
-		b.Run(fmt.Sprintf("collector=%v", withCollector), func(b *testing.B) {
+	for _, bc := range []struct {
+		name             string
+		collector, timed bool
+	}{
+		{"collector=false", false, false},
+		{"collector=true", true, false},
+		{"collector=true,timed=true", true, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
 			r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1 << 20})
 			if err != nil {
 				panic(err)
 			}
 			s, _ := r.Get("p")
-			if withCollector {
+			if bc.collector {
 				c := bulkheadprom.NewCollector(r)
 				defer c.Close()
 			}
 			b.ReportAllocs()
+			if bc.timed {
+				for b.Loop() {
+					s.TryAcquirePermission()
+					s.FinishCallStarted(s.StartCall())
+				}
+				return
+			}
 			for b.Loop() {
 				s.TryAcquirePermission()
 				s.FinishCall()

@@ -12,7 +12,8 @@ import (
 	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
 )
 
-// The collector reports every bulkhead of the registry.
+// The collector reports every bulkhead of the registry (any
+// bulkhead.MetricsSource).
 func ExampleNewCollector() {
 	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20, MaxQueuedCalls: 100})
 	if err != nil {
@@ -25,6 +26,13 @@ func ExampleNewCollector() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector)
 
+	// A call through the registry's Lease: its CallFinished carries its
+	// duration, which the call-duration histogram counts.
+	lease, err := registry.TryAcquirePermission("walmart", "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	lease.FinishCall()
 	walmart.TryAcquirePermission() // one call in flight
 
 	families, _ := reg.Gather()
@@ -41,9 +49,10 @@ func ExampleNewCollector() {
 	walmart.FinishCall()
 	// Output:
 	// bulkhead_available_concurrent_calls name=walmart 19
+	// bulkhead_call_duration_seconds name=walmart 1
 	// bulkhead_calls_total kind=cancelled name=walmart 0
-	// bulkhead_calls_total kind=finished name=walmart 0
-	// bulkhead_calls_total kind=permitted name=walmart 1
+	// bulkhead_calls_total kind=finished name=walmart 1
+	// bulkhead_calls_total kind=permitted name=walmart 2
 	// bulkhead_calls_total kind=rejected name=walmart 0
 	// bulkhead_max_allowed_concurrent_calls name=walmart 20
 	// bulkhead_max_queued_calls name=walmart 100
@@ -55,7 +64,7 @@ func ExampleNewCollector() {
 	// bulkhead_rejected_calls_total name=walmart reason=no_wait 0
 	// bulkhead_rejected_calls_total name=walmart reason=queue_full 0
 	// bulkhead_rejected_calls_total name=walmart reason=wait_timeout 0
-	// bulkhead_wait_duration_seconds name=walmart outcome=granted 1
+	// bulkhead_wait_duration_seconds name=walmart outcome=granted 2
 	// bulkhead_wait_duration_seconds name=walmart outcome=rejected 0
 }
 

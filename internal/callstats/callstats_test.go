@@ -1,4 +1,4 @@
-package waitstats
+package callstats
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestAWaitEqualToABoundCountsInThatBucket(t *testing.T) {
-	tab := New([]time.Duration{time.Millisecond, time.Second})
+	tab := New([]time.Duration{time.Millisecond, time.Second}, nil)
 	for _, d := range []time.Duration{0, time.Millisecond, time.Millisecond + 1, time.Second, time.Hour} {
 		tab.Record(bulkhead.Event{Type: bulkhead.CallPermitted, Name: "n", Wait: d})
 	}
@@ -22,22 +22,34 @@ func TestAWaitEqualToABoundCountsInThatBucket(t *testing.T) {
 	}
 }
 
-func TestRecordIgnoresFinishedAndCancelledAndCountsReasons(t *testing.T) {
-	tab := New(DefaultBuckets)
-	tab.Record(bulkhead.Event{Type: bulkhead.CallFinished, Name: "n"})
+func TestRecordCountsEveryKindReasonAndCallDuration(t *testing.T) {
+	tab := New(DefaultWaitBuckets, []time.Duration{time.Millisecond, time.Second})
+	tab.Record(bulkhead.Event{Type: bulkhead.CallPermitted, Name: "n"})
+	tab.Record(bulkhead.Event{Type: bulkhead.CallFinished, Name: "n", CallDuration: 2 * time.Millisecond})
+	tab.Record(bulkhead.Event{Type: bulkhead.CallFinished, Name: "n"}) // no duration: not in the histogram
 	tab.Record(bulkhead.Event{Type: bulkhead.CallCancelled, Name: "n"})
-	if tab.Get("n") != nil {
-		t.Fatal("an entry for events that carry no wait")
-	}
 	for _, r := range Reasons {
 		tab.Record(bulkhead.Event{Type: bulkhead.CallRejected, Name: "n", Reason: r})
 	}
 	tab.Record(bulkhead.Event{Type: bulkhead.CallRejected, Name: "n", Reason: bulkhead.QueueFull})
+	tab.Record(bulkhead.Event{Type: bulkhead.CallShadowed, Name: "n"})
 	s := tab.Get("n")
 	for i, want := range []uint64{1, 2, 1, 1} {
 		if got := s.Rejections[i].Load(); got != want {
 			t.Errorf("%s: %d, want %d", ReasonLabel(Reasons[i]), got, want)
 		}
+	}
+	for k, want := range map[bulkhead.EventType]uint64{bulkhead.CallPermitted: 1, bulkhead.CallRejected: 5, bulkhead.CallFinished: 2, bulkhead.CallCancelled: 1, bulkhead.CallShadowed: 0} {
+		if got := s.Count(k); got != want {
+			t.Errorf("%v: %d, want %d", k, got, want)
+		}
+	}
+	if got := s.Shadowed[0].Load(); got != 1 {
+		t.Errorf("would_wait: %d, want 1", got)
+	}
+	count, sum, cum := s.Duration.Snapshot()
+	if count != 1 || sum != 2*time.Millisecond || cum[0] != 0 || cum[1] != 1 {
+		t.Errorf("durations: count %d sum %v cumulative %v", count, sum, cum)
 	}
 	tab.Forget("n")
 	if tab.Get("n") != nil {
@@ -45,10 +57,26 @@ func TestRecordIgnoresFinishedAndCancelledAndCountsReasons(t *testing.T) {
 	}
 }
 
+func TestATableWithoutBoundsKeepsNoHistogram(t *testing.T) {
+	tab := New(nil, nil)
+	tab.Record(bulkhead.Event{Type: bulkhead.CallPermitted, Name: "n", Wait: time.Second})
+	tab.Record(bulkhead.Event{Type: bulkhead.CallFinished, Name: "n", CallDuration: time.Second})
+	s := tab.Get("n")
+	if c, _, _ := s.Granted.Snapshot(); c != 0 {
+		t.Error("a wait histogram without bounds")
+	}
+	if c, _, _ := s.Duration.Snapshot(); c != 0 {
+		t.Error("a duration histogram without bounds")
+	}
+	if s.Count(bulkhead.CallFinished) != 1 {
+		t.Error("the calls are still counted")
+	}
+}
+
 // Concurrent first events of a name share one entry; a snapshot taken
 // while recording has count == the sum of its buckets.
 func TestConcurrentRecordsLoseNoEvent(t *testing.T) {
-	tab := New(DefaultBuckets)
+	tab := New(DefaultWaitBuckets, DefaultDurationBuckets)
 	var wg sync.WaitGroup
 	const goroutines, each = 8, 2000
 	stop := make(chan struct{})
@@ -89,5 +117,5 @@ func TestNewPanicsOnBadBounds(t *testing.T) {
 			t.Fatal("no panic")
 		}
 	}()
-	New([]time.Duration{2, 1})
+	New(nil, []time.Duration{2, 1})
 }
