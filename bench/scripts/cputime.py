@@ -17,7 +17,9 @@ counts idle Ps spinning for work, so read the wall-time ratio next to it.
 
 Binaries: $BINS, comma-separated PREFIX=PATH pairs; a leaf "main:bg/xsync" runs in the binary
 registered as main, a leaf without prefix in the one registered with an empty prefix
-(default: BINS==bench.test). Extra test flags: $EXTRA.
+(default: BINS==bench.test). Extra test flags: $EXTRA. With DIFF=1 it also prints, per leaf, the
+median and range (min-max) of the per-round difference to BASE in ns/op, CPU and wall: what a
+leaf adds per op (the cost of metrics per call, say), not only its ratio.
 """
 import os, re, statistics, sys
 
@@ -69,6 +71,11 @@ def main():
         mw, lw, hw = q([x / y for x, y in zip(w, res[b]['wall'])])
         print('%-30s wall %7.1f ns/op  cpu %7.1f ns/op | cpu/%s %.2f (IQR %.2f-%.2f)  wall %.2f (IQR %.2f-%.2f) | %s | %d rounds'
               % (l, statistics.median(w), statistics.median(c), b, mc, lc, hc, mw, lw, hw, res[l]['mem'], len(c)))
+        if os.environ.get('DIFF'):
+            dc = sorted(x - y for x, y in zip(c, res[b]['cpu']))
+            dw = sorted(x - y for x, y in zip(w, res[b]['wall']))
+            print('%-30s minus %s: cpu %+.1f ns/op (%+.1f..%+.1f)  wall %+.1f ns/op (%+.1f..%+.1f)'
+                  % ('', b, statistics.median(dc), dc[0], dc[-1], statistics.median(dw), dw[0], dw[-1]))
 
 if __name__ == '__main__':
     main()

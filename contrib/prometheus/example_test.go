@@ -1,6 +1,7 @@
 package prometheus_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // The collector reports every bulkhead of the registry (any
@@ -78,4 +80,73 @@ func Example_handler() {
 	prometheus.MustRegister(bulkheadprom.NewCollector(registry))
 	http.Handle("/metrics", promhttp.Handler())
 	// http.ListenAndServe(":9090", nil)
+}
+
+// printGauge prints the series of one gauge of a gathered registry.
+func printGauge(reg *prometheus.Registry, name string) {
+	families, _ := reg.Gather()
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels string
+			for _, l := range m.GetLabel() {
+				labels += " " + l.GetValue()
+			}
+			fmt.Printf("%s%s %v\n", name, labels, m.GetGauge().GetValue())
+		}
+	}
+}
+
+// One Collector for the Semaphores of a registry and the pools of a
+// pool.Registry: both kinds export the same metric set, a pool's workers
+// as its permits.
+func ExampleWithPools() {
+	semaphores, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	pools, err := pool.NewRegistry(pool.Config{MaxWorkers: 4})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pools.Close(context.Background())
+	_, _ = semaphores.Get("walmart")
+	_, _ = pools.Get("resizer")
+
+	collector := bulkheadprom.NewCollector(semaphores, bulkheadprom.WithPools(pools))
+	defer collector.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector)
+	printGauge(reg, "bulkhead_max_allowed_concurrent_calls")
+	// Output:
+	// bulkhead_max_allowed_concurrent_calls resizer 4
+	// bulkhead_max_allowed_concurrent_calls walmart 20
+}
+
+// Any bulkhead.MetricsSource can be added to a Collector: here a second
+// registry; the fleet's Registry of contrib/redis is one too.
+func ExampleWithSources() {
+	partners, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	internal, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 5})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, _ = partners.Get("walmart")
+	_, _ = internal.Get("pricing")
+
+	collector := bulkheadprom.NewCollector(partners, bulkheadprom.WithSources(internal))
+	defer collector.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector)
+	printGauge(reg, "bulkhead_max_allowed_concurrent_calls")
+	printGauge(reg, "bulkhead_registry_bulkheads")
+	// Output:
+	// bulkhead_max_allowed_concurrent_calls pricing 5
+	// bulkhead_max_allowed_concurrent_calls walmart 20
+	// bulkhead_registry_bulkheads 2
 }

@@ -8,8 +8,9 @@
 // It imports nothing but the root package.
 //
 // Recording takes no lock and allocates nothing once a name has its entry:
-// one lock-free map lookup, an atomic add, and for a histogram a binary
-// search over the bucket bounds and two atomic adds.
+// a lookup of the name (most often one slot of a cache keyed by the address
+// of the name's bytes, else a lock-free map lookup), an atomic add, and for
+// a histogram a binary search over the bucket bounds and two atomic adds.
 package callstats
 
 import (
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/rxbulkhead/bulkhead"
 )
@@ -131,6 +133,12 @@ func ReasonLabel(r bulkhead.Reason) string {
 // Stats are the accumulations of one bulkhead name. Each field is read
 // with atomic loads while events may be counted, not as one snapshot.
 type Stats struct {
+	// name is the name of the event that created the entry, whose bytes'
+	// address keys the Table's cache; dead is set by Forget (the cache
+	// then ignores the entry).
+	name string
+	dead atomic.Bool
+
 	// Calls counts the events by type, in the order of Kinds.
 	Calls [len(Kinds)]atomic.Uint64
 	// Granted holds the Wait of every CallPermitted (zero for a permit
@@ -169,10 +177,29 @@ func ShadowLabel(i int) string {
 
 // Table holds the Stats of every name that published an event. The zero
 // value is not usable: call New.
+//
+// The map m (name -> *Stats) decides which Stats a name has: LoadOrStore
+// makes two racing first events of a name share one, Forget deletes it. In
+// front of it, cache spares the events of a bulkhead the hashing of its
+// name: they all carry the same string (the bulkhead's Name field), so the
+// address of its bytes finds the Stats. A slot holds a *Stats whose name
+// is that very string; since the Stats keeps the string alive, no other
+// string can have that address while the slot holds it, so an address
+// match is a name match. Forget deletes the Stats from m and marks it
+// dead, and a lookup takes a dead Stats for a miss: a slot written by a
+// Record that raced with Forget cannot bring a forgotten name's Stats back
+// (a name re-created as the same string, a literal say, counts from zero). A
+// miss (an empty or colliding slot, a name re-created as another string)
+// falls back to m and refills the slot; nothing is allocated.
 type Table struct {
 	waitBounds, durationBounds []time.Duration // nil: no such histogram
 	m                          sync.Map        // name -> *Stats
+	cache                      [1 << cacheBits]atomic.Pointer[Stats]
 }
+
+// cacheBits sizes a Table's cache: 256 slots, enough for the busy
+// bulkheads of a large registry, 2 KiB per Table.
+const cacheBits = 8
 
 // New returns an empty table with the given bucket bounds of the wait and
 // call-duration histograms; nil bounds keep no such histogram (an
@@ -224,11 +251,24 @@ func (t *Table) Record(e bulkhead.Event) {
 	}
 }
 
+// stats returns the Stats of name, creating them on its first event.
 func (t *Table) stats(name string) *Stats {
+	p := unsafe.StringData(name)
+	slot := &t.cache[uint64(uintptr(unsafe.Pointer(p)))*0x9E3779B97F4A7C15>>(64-cacheBits)] // Fibonacci hashing
+	if s := slot.Load(); s != nil && unsafe.StringData(s.name) == p && len(s.name) == len(name) && !s.dead.Load() {
+		return s
+	}
+	s := t.lookup(name)
+	slot.Store(s)
+	return s
+}
+
+func (t *Table) lookup(name string) *Stats {
 	if v, ok := t.m.Load(name); ok {
 		return v.(*Stats)
 	}
 	v, _ := t.m.LoadOrStore(name, &Stats{
+		name:     name,
 		Granted:  newHistogram(len(t.waitBounds)),
 		Rejected: newHistogram(len(t.waitBounds)),
 		Duration: newHistogram(len(t.durationBounds)),
@@ -248,4 +288,8 @@ func (t *Table) Get(name string) *Stats {
 
 // Forget drops the Stats of name (an evicted bulkhead: its series go, and a
 // bulkhead created again under the name counts from zero).
-func (t *Table) Forget(name string) { t.m.Delete(name) }
+func (t *Table) Forget(name string) {
+	if v, ok := t.m.LoadAndDelete(name); ok {
+		v.(*Stats).dead.Store(true)
+	}
+}

@@ -1,6 +1,7 @@
 package callstats
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -118,4 +119,51 @@ func TestNewPanicsOnBadBounds(t *testing.T) {
 		}
 	}()
 	New(nil, []time.Duration{2, 1})
+}
+
+// The cache in front of the map: the events of a name given as one string
+// or as copies of it share one Stats; a name forgotten and then recorded
+// again as the very same string (a literal, say) counts from zero; many
+// names, colliding in the cache, each keep their own counts.
+func TestTheNameCacheFindsTheRightStats(t *testing.T) {
+	tab := New(nil, nil)
+	name := "partner"
+	copyOf := func(s string) string { return string([]byte(s)) }
+	permit := func(n string) { tab.Record(bulkhead.Event{Type: bulkhead.CallPermitted, Name: n}) }
+	permit(name)
+	permit(name)
+	permit(copyOf(name))
+	if got := tab.Get(name).Count(bulkhead.CallPermitted); got != 3 {
+		t.Fatalf("permitted %d, want 3", got)
+	}
+	tab.Forget(name)
+	permit(name) // the same string: its cache slot holds the forgotten Stats
+	if got := tab.Get(name).Count(bulkhead.CallPermitted); got != 1 {
+		t.Fatalf("after Forget: permitted %d, want 1 (from zero)", got)
+	}
+
+	const names = 5000
+	all := make([]string, names)
+	for i := range all {
+		all[i] = fmt.Sprintf("key-%d", i)
+	}
+	for round := range 3 {
+		for i, n := range all {
+			for range i%3 + 1 {
+				permit(n)
+			}
+			if round == 1 && i%7 == 0 {
+				tab.Forget(n)
+			}
+		}
+	}
+	for i, n := range all {
+		want := uint64(3 * (i%3 + 1))
+		if i%7 == 0 {
+			want = uint64(i%3 + 1) // forgotten after round 1, counted again in round 2 only
+		}
+		if got := tab.Get(n).Count(bulkhead.CallPermitted); got != want {
+			t.Fatalf("%s: %d, want %d", n, got, want)
+		}
+	}
 }
