@@ -2,9 +2,11 @@ package pool_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -175,5 +177,59 @@ func TestPoolMetricsSourceFollowsEveryPoolOfTheRegistry(t *testing.T) {
 	defer mu.Unlock()
 	if events["early"] != 2 {
 		t.Fatalf("an event after remove: %v", events)
+	}
+}
+
+// Listeners registered on a pool registry's MetricsSource while pools are
+// created concurrently are subscribed to every pool exactly once: each
+// event of each pool reaches each listener once (internal/fanout under the
+// catalog's lock).
+func TestStressMetricsSourceListenersRaceWithPoolCreation(t *testing.T) {
+	r, err := pool.NewRegistry(pool.Config{MaxWorkers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	src := r.MetricsSource()
+	const listeners, pools = 8, 40
+	var counts [listeners]sync.Map // pool name -> *atomic.Int64 of CallPermitted seen
+	var removes [listeners]func()
+	var wg sync.WaitGroup
+	for i := range listeners {
+		wg.Go(func() {
+			removes[i] = src.OnEvent(func(e bulkhead.Event) {
+				if e.Type == bulkhead.CallPermitted {
+					v, _ := counts[i].LoadOrStore(e.Name, new(atomic.Int64))
+					v.(*atomic.Int64).Add(1)
+				}
+			})
+		})
+	}
+	for p := range pools {
+		wg.Go(func() {
+			if _, err := r.Get(fmt.Sprintf("p%d", p)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for p := range pools {
+		pl, _ := r.Find(fmt.Sprintf("p%d", p))
+		if _, err := pool.Submit(context.Background(), pl, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range listeners {
+		for p := range pools {
+			v, ok := counts[i].Load(fmt.Sprintf("p%d", p))
+			if !ok || v.(*atomic.Int64).Load() != 1 {
+				n := int64(0)
+				if ok {
+					n = v.(*atomic.Int64).Load()
+				}
+				t.Errorf("listener %d saw pool p%d's grant %d times, want once", i, p, n)
+			}
+		}
+		removes[i]()
 	}
 }
