@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """cputime.py ROUNDS N CPU BENCH BASE LEAF... -- interleaved CPU-time comparison of benchmark leaves.
 
-Runs every LEAF (a sub-benchmark path under BenchmarkBENCH, e.g. bg/xsync) once per round, round
+Runs every LEAF (a sub-benchmark path under BenchmarkBENCH, e.g. bg/xsync, or empty for
+BenchmarkBENCH itself: "old:" in the binary registered as old) once per round, round
 after round, each as a fresh test-binary process with a fixed iteration count
 (-test.benchtime=Nx, -test.cpu=CPU), and records both the ns/op go test reports (wall time) and
 the process's CPU time (user + system, from wait4, minus the binary's start-up cost) per
@@ -48,7 +49,8 @@ def main():
     for _ in range(rounds):
         for l in leaves:
             kind, name = l.split(':', 1) if ':' in l else ('', l)
-            cpu_s, out = run(bins[kind], ['-test.run', '^$', '-test.bench', '^Benchmark' + bench + '$/' + anchor(name),
+            sub = '/' + anchor(name) if name else ''  # an empty leaf ("old:") is BenchmarkBENCH itself
+            cpu_s, out = run(bins[kind], ['-test.run', '^$', '-test.bench', '^Benchmark' + bench + '$' + sub,
                                           '-test.cpu', cpu, '-test.count', '1', '-test.benchmem',
                                           '-test.benchtime', '%dx' % n] + extra)
             m = re.search(r'^Benchmark\S+\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) B/op\s+([\d.]+) allocs/op', out, re.M)
