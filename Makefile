@@ -94,7 +94,7 @@ cover:
 
 ## demo: the EDI hub demo (about 15 s)
 demo:
-	$(GO) run ./examples/edihub
+	cd examples/edihub && $(GO) run .
 
 LIN_HISTORIES   ?= 5000
 

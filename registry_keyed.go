@@ -104,7 +104,10 @@ func (r *Registry) keyConfigName(key string) string {
 // evicted. After a grant, give the permit back exactly once, through the
 // Lease: FinishCall if the call ran, ReleasePermission if it did not. A
 // Lease is a small value; copying it does not copy the permit.
-type Lease struct{ e *catalog.Entry[*Semaphore] }
+type Lease struct {
+	e     *catalog.Entry[*Semaphore]
+	start CallStart // the call's start, for CallFinished (see StartCall)
+}
 
 // Name is the name of the bulkhead that admitted the call: the key, or
 // CatchAllName. It is "" for the zero Lease of a failed call.
@@ -115,11 +118,12 @@ func (l Lease) Name() string {
 	return l.e.Item().Name()
 }
 
-// FinishCall gives back a permit whose call ran (CallFinished event), then
-// ends the Lease's hold. It panics on the zero Lease.
+// FinishCall gives back a permit whose call ran (CallFinished event, with
+// the call's duration: see StartCall), then ends the Lease's hold. It
+// panics on the zero Lease.
 func (l Lease) FinishCall() {
 	l.check("FinishCall")
-	l.e.Item().FinishCall()
+	l.e.Item().FinishCallStarted(l.start)
 	l.e.Leave()
 }
 
@@ -151,7 +155,8 @@ func (l Lease) check(what string) {
 // AcquirePermissionAsync returns for an immediate rejection) or, after a
 // grant, until the Lease's FinishCall or ReleasePermission. So a key never
 // has two bulkheads admitting at once, and no permit is lost to an
-// eviction.
+// eviction. A call that was queued takes its start once granted, with
+// Lease.StartCall, for the duration its CallFinished reports.
 //
 // An empty key, or a key whose configuration is unknown (WithKeyConfig),
 // yields an Acquisition already rejected with an error naming it, and the
@@ -177,14 +182,14 @@ func (r *Registry) acquire(key string, configName func(string) string) (*Acquisi
 	a := e.Item().AcquirePermissionAsync()
 	switch a.Err() { // one read of the outcome decides
 	case nil:
-		return a, Lease{e}
+		return a, Lease{e, e.Item().StartCall()}
 	case ErrPending:
 		a.OnDone(func(err error) {
 			if err != nil {
 				e.Leave()
 			}
 		})
-		return a, Lease{e}
+		return a, Lease{e: e}
 	default:
 		e.Leave()
 		return a, Lease{}

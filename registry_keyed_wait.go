@@ -27,7 +27,7 @@ func (r *Registry) AcquirePermission(ctx context.Context, key, configName string
 		e.Leave()
 		return Lease{}, err
 	}
-	return Lease{e}, nil
+	return Lease{e, e.Item().StartCall()}, nil
 }
 
 // TryAcquirePermission takes a permit for key only if one is free at once
@@ -45,7 +45,7 @@ func (r *Registry) TryAcquirePermission(key, configName string) (Lease, error) {
 		e.Leave()
 		return Lease{}, &FullError{Name: e.Item().Name(), Reason: NoWait}
 	}
-	return Lease{e}, nil
+	return Lease{e, e.Item().StartCall()}, nil
 }
 
 func (r *Registry) configNameFunc(configName string) func(string) string {

@@ -81,8 +81,10 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 			return
 		}
 		// The permit is this callback's; it travels to RoundTrip in the
-		// request's context, which takes it instead of acquiring one.
-		h := &heldPermit{key: key, lease: lease}
+		// request's context, which takes it instead of acquiring one. The
+		// call starts here, at its grant (Lease.StartCall), for the
+		// CallDuration of its CallFinished.
+		h := &heldPermit{key: key, lease: lease.StartCall()}
 		go send(client, req.WithContext(context.WithValue(ctx, heldPermitKey{}, h)), h, done)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
+	"github.com/rxbulkhead/bulkhead/internal/fanout"
 )
 
 // Registry keeps one Pool per name (one per blocking dependency) and a set
@@ -28,6 +29,10 @@ type Registry struct {
 	catchAll *Config
 	// sweepArmed and createdSince are guarded by the catalog's lock.
 	sweepArmed, createdSince bool
+
+	// The registry-wide listeners of MetricsSource (metrics.go), guarded
+	// by the catalog's lock.
+	fan *fanout.Set[*Pool, bulkhead.Event]
 }
 
 // RegistryOption configures a Registry: WithConfig, or any Option, which
@@ -51,6 +56,7 @@ func WithConfig(name string, cfg Config) RegistryOption {
 // an Option is (such as WithClock(nil)).
 func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	r := &Registry{cat: catalog.New[Config, *Pool]("pool config", bulkhead.DefaultConfigName, defaults)}
+	r.fan = fanout.New(r.cat, r.cat.ItemsLocked)
 	for _, o := range opts {
 		o.applyRegistry(r)
 	}
@@ -114,7 +120,10 @@ func (r *Registry) All() []*Pool {
 func (r *Registry) Remove(name string) bool {
 	r.cat.Lock()
 	defer r.cat.Unlock()
-	_, ok := r.cat.RemoveLocked(name)
+	p, ok := r.cat.RemoveLocked(name)
+	if ok {
+		r.fan.RemovedLocked(p)
+	}
 	return ok
 }
 

@@ -76,12 +76,14 @@ func (r *Registry) initCatchAll() error {
 	return nil
 }
 
-// createLocked creates a pool and arms the idle sweep. The catalog stores it.
+// createLocked creates a pool, subscribes the MetricsSource listeners to it
+// and arms the idle sweep. The catalog stores it.
 func (r *Registry) createLocked(name string, cfg Config) (*Pool, error) {
 	p, err := New(name, cfg, r.opts...)
 	if err != nil {
 		return nil, err
 	}
+	r.fan.AddedLocked(p)
 	r.armSweepLocked()
 	return p, nil
 }
@@ -179,7 +181,10 @@ const idleTicks = 2
 // meanwhile.
 func (r *Registry) sweep() {
 	var evicted []*Pool
-	unpinned := r.cat.Sweep(idleTicks, busy, func(_ string, p *Pool) { evicted = append(evicted, p) })
+	unpinned := r.cat.Sweep(idleTicks, busy, func(name string, p *Pool) {
+		r.fan.EvictedLocked(name, p)
+		evicted = append(evicted, p)
+	})
 	for _, p := range evicted {
 		_ = p.Close(context.Background()) // idle: nothing to drain
 	}
