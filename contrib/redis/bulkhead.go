@@ -284,6 +284,9 @@ func LeaseOf(bh bulkhead.Bulkhead, a *bulkhead.Acquisition) (Lease, bool) {
 
 // giveBack returns p's permit (the oldest held one if p is nil).
 func (b *Bulkhead) giveBack(p *Permit, finished bool) {
+	// Only a Permit says which call finished: a bare FinishCall gives back
+	// the oldest grant, whose duration is not the finishing call's.
+	identified := p != nil
 	b.mu.Lock()
 	if p == nil {
 		// The oldest grant of AcquirePermissionAsync already delivered: a
@@ -310,9 +313,11 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	// Semaphore.
 	if finished && b.pub.Active() {
 		e := b.event(bulkhead.CallFinished, 0, 0)
-		// The call's duration, grant to finish, on the Store's Clock, is
-		// e.Time.Sub(b.epoch) - p.grantedAt (p.grantedAt is set once,
-		// under mu, when the grant is decided).
+		if identified {
+			// Grant to finish, on the Store's Clock (p.grantedAt is set
+			// once, under mu, when the grant is decided).
+			e.CallDuration = max(0, e.Time.Sub(b.epoch)-p.grantedAt)
+		}
 		b.pub.Publish(e)
 	}
 	if isLocal {

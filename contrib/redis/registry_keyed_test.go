@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -20,17 +19,9 @@ import (
 	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
 )
 
-// metricsSource is the interface the exporters read a registry through
-// (bulkhead.MetricsSource, which the metrics work adds to the core): the
-// fleet Registry must satisfy it as it is.
-type metricsSource interface {
-	OnEvent(f func(bulkhead.Event)) (remove func())
-	OnEvict(f func(name string)) (remove func())
-	Stats() bulkhead.RegistryStats
-	AllMetrics() iter.Seq2[string, bulkhead.Metrics]
-}
-
-var _ metricsSource = (*rxredis.Registry)(nil)
+// The fleet Registry is a source of the exporters (contrib/prometheus,
+// contrib/otel) as the core Registry is.
+var _ bulkhead.MetricsSource = (*rxredis.Registry)(nil)
 
 // fleetKeys are the keys of the bulkhead name in Redis (scripts.go).
 func fleetKeys(prefix, name string) []string {
