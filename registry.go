@@ -17,8 +17,10 @@ import (
 // Two ways in. Get, GetWithConfig, Find and Configure hand out a *Semaphore
 // for a name you control; such a bulkhead is pinned: never evicted, so that
 // the reference you hold stays the one bulkhead of its name. The keyed
-// path, AcquirePermissionAsync(key) and its Lease, is for keys you do not
-// control: the registry counts each keyed call as a user of its bulkhead
+// path is for keys you do not control: TryAcquirePermission,
+// AcquirePermission and AcquirePermissionAsync (the trio of Semaphore, with
+// a key and CallOptions) return a Lease to give the permit back with. The
+// registry counts each keyed call as a user of its bulkhead
 // until its permit is given back, so it can evict idle bulkheads
 // (WithIdleTimeout) and cap their number (WithMaxBulkheads) without ever
 // letting one key run two bulkheads at once. See docs/guide.md, "Keys you
@@ -26,19 +28,20 @@ import (
 //
 // Invariants (see also internal/catalog): the catalog's lock guards the
 // set of bulkheads, the listeners, the sweep timer and every creation and
-// eviction; a bulkhead's user count (owned by the catalog entry) decides,
-// by one CAS, between its eviction and a new keyed call or Get. The lock
-// order is catalog lock, then a Semaphore's lock (the sweep reads Metrics
-// under it); no Semaphore callback takes the catalog's lock.
+// eviction; lookups take no lock. A bulkhead's user count (owned by the
+// catalog entry) decides, by one CAS, between its eviction and a new keyed
+// call or Get. The lock order is catalog lock, then a Semaphore's lock (the
+// sweep reads Metrics under it); no Semaphore callback takes the catalog's
+// lock, and of the funcs users give it only OnEvict's run under it.
 type Registry struct {
 	opts   []Option
 	optErr error // the first invalid RegistryOption, returned by NewRegistry
 	clock  Clock
 
-	idle      time.Duration // 0: no eviction
-	max       int           // 0: no cap
-	catchAll  *Config       // the catch-all's configuration when max > 0
-	keyConfig func(key string) string
+	idle      time.Duration           // 0: no eviction
+	max       int                     // 0: no cap
+	catchAll  *Config                 // the catch-all's configuration when max > 0
+	keyConfig func(key string) string // WithKeyConfig's; nil: the defaults
 
 	cat *catalog.Catalog[Config, *Semaphore]
 	// Guarded by cat's lock: listeners, evictListeners, the sweep fields.
@@ -46,8 +49,6 @@ type Registry struct {
 	evictListeners []*evictListener
 	sweepArmed     bool // a sweep timer is pending
 	createdSince   bool // a bulkhead was created since the last sweep
-
-	keyConfigFunc func(string) string // keyConfigName, bound once
 }
 
 // registryListener is one Registry.OnEvent registration: the func and its
@@ -105,7 +106,10 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 		return nil, fmt.Errorf("bulkhead: NewRegistry: WithSemaphoreOptions: %w", err)
 	}
 	r.clock = o.clock
-	r.keyConfigFunc = r.keyConfigName
+	r.cat.SetCreate(r.createLocked)
+	if r.keyConfig != nil {
+		r.cat.SetKeyConfig(r.keyConfig)
+	}
 	if r.catchAll != nil {
 		s, err := New(CatchAllName, *r.catchAll, r.opts...)
 		if err != nil {
@@ -132,12 +136,15 @@ func (r *Registry) Get(name string) (*Semaphore, error) {
 // (it is never evicted). An existing bulkhead is returned as it is,
 // whatever configName says. It fails if configName is unknown or its
 // configuration is invalid, and as Get does when the registry is full.
-// Getting an existing pinned bulkhead takes no registry-wide lock (one
-// map lookup under the read lock of one of 64 shards), so it scales across
-// cores.
+// Getting an existing pinned bulkhead takes no lock and writes no shared
+// memory (one lookup in a hash table read with atomic loads), so it scales
+// across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Semaphore, error) {
-	s, err := r.cat.Pin(name, configName, r.createLocked)
-	return s, r.fullError(name, err)
+	s, err := r.cat.Pin(name, configName)
+	if err != nil {
+		return nil, r.fullError(name, err)
+	}
+	return s, nil
 }
 
 // fullError turns the catalog's ErrFull into an error naming the bulkhead.
@@ -172,7 +179,7 @@ func (r *Registry) Configure(name string, cfg Config) (*Semaphore, error) {
 	if err := cfg.validateFor(name); err != nil {
 		return nil, err
 	}
-	s, created, err := r.cat.PinWith(name, cfg, r.createLocked)
+	s, created, err := r.cat.PinWith(name, cfg)
 	if err != nil {
 		return nil, r.fullError(name, err)
 	}

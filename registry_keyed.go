@@ -70,12 +70,16 @@ func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 	})
 }
 
-// WithKeyConfig makes a keyed call create the bulkhead of key from the
+// WithKeyConfig makes a keyed call that names no configuration
+// (CallOptions.ConfigName "") create the bulkhead of key from the
 // configuration named configName(key) rather than from the defaults.
-// configName runs only when a bulkhead is created, under the registry's
-// lock: it must not call into the registry. A name it returns that is not
-// a known configuration rejects the call with an error naming it. A nil
-// configName makes NewRegistry fail.
+// configName runs on the calling goroutine, without any lock of the
+// registry, when a keyed call finds no live bulkhead for key (so it may
+// run more than once for one creation, and never once the cap of
+// WithMaxBulkheads sends key to the catch-all); it may call into the
+// registry. If it panics, the keyed call panics, holding nothing. A name
+// it returns that is not a known configuration fails the call with an
+// error naming it. A nil configName makes NewRegistry fail.
 func WithKeyConfig(configName func(key string) string) RegistryOption {
 	return registryOptionFunc(func(r *Registry) {
 		if configName == nil {
@@ -92,56 +96,75 @@ func (r *Registry) setOptErr(err error) {
 	}
 }
 
-func (r *Registry) keyConfigName(key string) string {
-	if r.keyConfig == nil {
-		return DefaultConfigName
-	}
-	return r.keyConfig(key)
+// CallOptions are the options of one keyed call (Registry.AcquirePermission,
+// TryAcquirePermission, AcquirePermissionAsync). The zero value asks for the
+// registry's choices, and every field's zero value means "as the registry
+// decides", so a field added later changes nothing for callers that do not
+// set it. CallOptions are passed by value: setting them costs no
+// allocation.
+type CallOptions struct {
+	// ConfigName names the configuration to create the key's bulkhead from
+	// if it has none (on first use or after an eviction); an existing
+	// bulkhead is used as it is. "" leaves the choice to the registry:
+	// WithKeyConfig's func, or the defaults. A name that is not a known
+	// configuration fails the call with an error naming it.
+	ConfigName string
 }
 
 // Lease is one keyed call's hold on the bulkhead that admitted it (the
-// key's own, or the catch-all). While a Lease is held, that bulkhead is not
-// evicted. After a grant, give the permit back exactly once, through the
-// Lease: FinishCall if the call ran, ReleasePermission if it did not. A
-// Lease is a small value; copying it does not copy the permit.
+// key's own, or the catch-all). While a Lease holds a permit, that bulkhead
+// is not evicted. After a grant, give the permit back exactly once,
+// through the Lease: FinishCall if the call ran, ReleasePermission if it
+// did not. Either empties the Lease, so that giving it back twice through
+// the same Lease panics instead of returning a permit some other call
+// holds. A copy of a Lease is the same hold: give back through one of the
+// copies only (the registry cannot tell two copies apart).
 type Lease struct{ e *catalog.Entry[*Semaphore] }
 
 // Name is the name of the bulkhead that admitted the call: the key, or
-// CatchAllName. It is "" for the zero Lease of a failed call.
-func (l Lease) Name() string {
+// CatchAllName. It is "" for the zero Lease of a failed call, and once the
+// permit is given back.
+func (l *Lease) Name() string {
 	if l.e == nil {
 		return ""
 	}
-	return l.e.Item().Name()
+	return l.e.Name()
 }
 
 // FinishCall gives back a permit whose call ran (CallFinished event), then
-// ends the Lease's hold. It panics on the zero Lease.
-func (l Lease) FinishCall() {
-	l.check("FinishCall")
-	l.e.Item().FinishCall()
-	l.e.Leave()
+// ends the Lease's hold and empties the Lease. It panics on a Lease that
+// holds no permit: the zero Lease of a failed call, or one already given
+// back.
+func (l *Lease) FinishCall() {
+	e := l.take("FinishCall")
+	e.Item().FinishCall()
+	e.Leave()
 }
 
 // ReleasePermission gives back a permit that was granted but not used (no
-// event), then ends the Lease's hold. It panics on the zero Lease.
-func (l Lease) ReleasePermission() {
-	l.check("ReleasePermission")
-	l.e.Item().ReleasePermission()
-	l.e.Leave()
+// event), then ends the Lease's hold and empties the Lease. It panics as
+// FinishCall does.
+func (l *Lease) ReleasePermission() {
+	e := l.take("ReleasePermission")
+	e.Item().ReleasePermission()
+	e.Leave()
 }
 
-func (l Lease) check(what string) {
-	if l.e == nil {
-		panic("bulkhead: Lease." + what + " on the zero Lease: no permit was granted")
+// take empties the Lease and returns its entry.
+func (l *Lease) take(what string) *catalog.Entry[*Semaphore] {
+	e := l.e
+	if e == nil {
+		panic("bulkhead: Lease." + what + " on a Lease that holds no permit (the zero Lease of a failed call, or a Lease already given back)")
 	}
+	l.e = nil
+	return e
 }
 
 // AcquirePermissionAsync requests a permit for key without blocking, from
-// the bulkhead of key (created from its configuration, see WithKeyConfig,
-// on first use or after an eviction) or, once WithMaxBulkheads is reached
-// and key has no bulkhead, from the catch-all. It returns the Acquisition
-// (its outcome, callbacks and Cancel are those of Semaphore.
+// the bulkhead of key (created from its configuration, see CallOptions, on
+// first use or after an eviction) or, once WithMaxBulkheads is reached and
+// key has no bulkhead, from the catch-all. It returns the Acquisition (its
+// outcome, callbacks and Cancel are those of Semaphore.
 // AcquirePermissionAsync) and the Lease to give the permit back with once
 // it is granted.
 //
@@ -153,24 +176,14 @@ func (l Lease) check(what string) {
 // has two bulkheads admitting at once, and no permit is lost to an
 // eviction.
 //
-// An empty key, or a key whose configuration is unknown (WithKeyConfig),
-// yields an Acquisition already rejected with an error naming it, and the
-// zero Lease.
-func (r *Registry) AcquirePermissionAsync(key string) (*Acquisition, Lease) {
-	return r.acquire(key, r.keyConfigFunc)
-}
-
-// AcquirePermissionAsyncWithConfig is AcquirePermissionAsync for a key
-// whose bulkhead, if it has to be created, is created from the
-// configuration named configName (whatever WithKeyConfig says). An
-// existing bulkhead is used as it is. An unknown configName rejects the
-// call with an error naming it.
-func (r *Registry) AcquirePermissionAsyncWithConfig(key, configName string) (*Acquisition, Lease) {
-	return r.acquire(key, func(string) string { return configName })
-}
-
-func (r *Registry) acquire(key string, configName func(string) string) (*Acquisition, Lease) {
-	e, err := r.enter(key, configName)
+// An empty key, or a configuration that is unknown, yields an Acquisition
+// already rejected with an error naming it, and the zero Lease. When key's
+// bulkhead exists, it takes no lock of the registry and does not allocate.
+func (r *Registry) AcquirePermissionAsync(key string, opts CallOptions) (*Acquisition, Lease) {
+	if key == "" {
+		return RejectedAcquisition(errEmptyKeyAsync), Lease{}
+	}
+	e, err := r.enter(key, opts)
 	if err != nil {
 		return RejectedAcquisition(err), Lease{}
 	}
@@ -191,15 +204,16 @@ func (r *Registry) acquire(key string, configName func(string) string) (*Acquisi
 	}
 }
 
-var errEmptyKey = errors.New("bulkhead: Registry.AcquirePermissionAsync: key must not be empty")
-
-// enter returns the entry that admits key, with one more user.
-func (r *Registry) enter(key string, configName func(string) string) (*catalog.Entry[*Semaphore], error) {
-	if key == "" {
-		return nil, errEmptyKey
-	}
-	return r.cat.EnterOrCatchAll(key, configName, r.createLocked)
+// enter returns the entry that admits key (not empty), with one more user.
+func (r *Registry) enter(key string, opts CallOptions) (*catalog.Entry[*Semaphore], error) {
+	return r.cat.EnterOrCatchAll(key, opts.ConfigName)
 }
+
+var (
+	errEmptyKeyAsync = errors.New("bulkhead: Registry.AcquirePermissionAsync: key must not be empty")
+	errEmptyKeyWait  = errors.New("bulkhead: Registry.AcquirePermission: key must not be empty")
+	errEmptyKeyTry   = errors.New("bulkhead: Registry.TryAcquirePermission: key must not be empty")
+)
 
 // RegistryStats are a registry's counts, for metrics.
 type RegistryStats struct {

@@ -9,17 +9,19 @@ import "context"
 // in the queue, withdrawn at once if ctx ends first), and returns the Lease
 // to give it back with. The call holds its bulkhead, as a keyed call does,
 // from the lookup until it fails or, after a grant, until the Lease gives
-// the permit back. configName picks the configuration of a bulkhead it has
-// to create ("": WithKeyConfig's choice, or the defaults).
+// the permit back. opts are as for AcquirePermissionAsync.
 //
 // It fails with the zero Lease and the error of Semaphore.AcquirePermission
 // (a *FullError, or ctx's error), or an error naming an empty key or an
 // unknown configuration. It panics if ctx is nil.
-func (r *Registry) AcquirePermission(ctx context.Context, key, configName string) (Lease, error) {
+func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallOptions) (Lease, error) {
 	if ctx == nil {
 		panic("bulkhead: Registry.AcquirePermission called with a nil context")
 	}
-	e, err := r.enter(key, r.configNameFunc(configName))
+	if key == "" {
+		return Lease{}, errEmptyKeyWait
+	}
+	e, err := r.enter(key, opts)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -34,23 +36,19 @@ func (r *Registry) AcquirePermission(ctx context.Context, key, configName string
 // and nobody waits (Semaphore.TryAcquirePermission): it never queues, so it
 // never evicts a waiter of a LIFO queue. It returns the Lease, or the zero
 // Lease and a *FullError (NoWait) naming the bulkhead that had none, or an
-// error naming an empty key or an unknown configuration. configName is as
-// for AcquirePermission.
-func (r *Registry) TryAcquirePermission(key, configName string) (Lease, error) {
-	e, err := r.enter(key, r.configNameFunc(configName))
+// error naming an empty key or an unknown configuration. opts are as for
+// AcquirePermissionAsync.
+func (r *Registry) TryAcquirePermission(key string, opts CallOptions) (Lease, error) {
+	if key == "" {
+		return Lease{}, errEmptyKeyTry
+	}
+	e, err := r.enter(key, opts)
 	if err != nil {
 		return Lease{}, err
 	}
 	if !e.Item().TryAcquirePermission() {
 		e.Leave()
-		return Lease{}, &FullError{Name: e.Item().Name(), Reason: NoWait}
+		return Lease{}, &FullError{Name: e.Name(), Reason: NoWait}
 	}
 	return Lease{e}, nil
-}
-
-func (r *Registry) configNameFunc(configName string) func(string) string {
-	if configName == "" {
-		return r.keyConfigFunc
-	}
-	return func(string) string { return configName }
 }

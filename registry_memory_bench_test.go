@@ -56,7 +56,7 @@ func keyFlood(b *testing.B, keys int) {
 	}
 	steady := func() {
 		for _, k := range legit {
-			a, l := r.AcquirePermissionAsync(k)
+			a, l := r.AcquirePermissionAsync(k, bulkhead.CallOptions{})
 			if a.Err() != nil || l.Name() != k {
 				b.Fatalf("legitimate key %s: %v (admitted by %q) during the flood", k, a.Err(), l.Name())
 			}
@@ -65,7 +65,7 @@ func keyFlood(b *testing.B, keys int) {
 	}
 	steady()
 	for i := range keys {
-		a, l := r.AcquirePermissionAsync(fmt.Sprintf("attacker-%07d", i))
+		a, l := r.AcquirePermissionAsync(fmt.Sprintf("attacker-%07d", i), bulkhead.CallOptions{})
 		if a.Err() == nil {
 			l.FinishCall()
 		}

@@ -119,7 +119,7 @@ func stressKeyedRegistry(t *testing.T, seed uint64) {
 			var held []bulkhead.Lease
 			for range keyedStressOps {
 				key := fmt.Sprint("k", rnd.IntN(keyedStressKeys))
-				a, l := r.AcquirePermissionAsync(key)
+				a, l := r.AcquirePermissionAsync(key, bulkhead.CallOptions{})
 				c := &call{a: a}
 				all[w] = append(all[w], c)
 				mode := rnd.IntN(4)
@@ -138,7 +138,7 @@ func stressKeyedRegistry(t *testing.T, seed uint64) {
 					case 0: // hold it across later operations of this worker
 						hold <- l
 					case 1: // re-enter the registry from the callback
-						inner, innerLease := r.AcquirePermissionAsync(key)
+						inner, innerLease := r.AcquirePermissionAsync(key, bulkhead.CallOptions{})
 						// A lost Cancel means another goroutine decided the
 						// outcome; it is visible once Done is closed.
 						if !inner.Cancel() && waitOutcome(inner) == nil {

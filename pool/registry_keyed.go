@@ -95,25 +95,31 @@ func (r *Registry) fullError(name string, err error) error {
 
 var errEmptyKey = errors.New("pool: SubmitKeyed: key must not be empty")
 
-// SubmitKeyed submits fn to the pool of key in reg, as Submit does: the
-// pool is created from the default configuration on first use or after an
-// eviction, or, once WithMaxPools is reached and key has no pool, the
-// catch-all runs fn. The call counts as a user of its pool from the lookup
-// until its Future is done (its outcome published, before the callbacks
-// registered by the caller run), so a pool is never evicted, nor closed,
-// while a task submitted this way is queued or running.
-//
-// An empty key, or a pool that cannot be created, yields a Future already
-// rejected with an error naming it. SubmitKeyed panics if ctx, reg or fn
-// is nil, as Submit does.
-func SubmitKeyed[T any](ctx context.Context, reg *Registry, key string, fn func(ctx context.Context) (T, error)) *Future[T] {
-	return SubmitKeyedWithConfig(ctx, reg, key, bulkhead.DefaultConfigName, fn)
+// CallOptions are the options of one SubmitKeyed call, as
+// bulkhead.CallOptions are of a keyed Semaphore call. The zero value asks
+// for the registry's choices, and every field's zero value means "as the
+// registry decides", so a field added later changes nothing for callers
+// that do not set it. They are passed by value, at no allocation.
+type CallOptions struct {
+	// ConfigName names the configuration to create the key's pool from if
+	// it has none (on first use or after an eviction); an existing pool is
+	// used as it is. "" means the registry's defaults. A name that is not a
+	// known configuration fails the call with an error naming it.
+	ConfigName string
 }
 
-// SubmitKeyedWithConfig is SubmitKeyed for a key whose pool, if it has to
-// be created, is created from the configuration named configName. An
-// existing pool is used as it is.
-func SubmitKeyedWithConfig[T any](ctx context.Context, reg *Registry, key, configName string, fn func(ctx context.Context) (T, error)) *Future[T] {
+// SubmitKeyed submits fn to the pool of key in reg, as Submit does: the
+// pool is created from its configuration (see CallOptions) on first use or
+// after an eviction, or, once WithMaxPools is reached and key has no pool,
+// the catch-all runs fn. The call counts as a user of its pool from the
+// lookup until its Future is done (its outcome published, before the
+// callbacks registered by the caller run), so a pool is never evicted, nor
+// closed, while a task submitted this way is queued or running.
+//
+// An empty key, or a pool that cannot be created (an unknown
+// configuration), yields a Future already rejected with an error naming
+// it. SubmitKeyed panics if ctx, reg or fn is nil, as Submit does.
+func SubmitKeyed[T any](ctx context.Context, reg *Registry, key string, opts CallOptions, fn func(ctx context.Context) (T, error)) *Future[T] {
 	if reg == nil {
 		panic("pool: SubmitKeyed called with a nil *Registry")
 	}
@@ -123,7 +129,7 @@ func SubmitKeyedWithConfig[T any](ctx context.Context, reg *Registry, key, confi
 	if fn == nil {
 		panic("pool: SubmitKeyed called with a nil func")
 	}
-	e, err := reg.enter(key, configName)
+	e, err := reg.enter(key, opts)
 	if err != nil {
 		f := &Future[T]{}
 		f.job = f
@@ -137,11 +143,11 @@ func SubmitKeyedWithConfig[T any](ctx context.Context, reg *Registry, key, confi
 }
 
 // enter returns the entry that runs key's task, with one more user.
-func (r *Registry) enter(key, configName string) (*catalog.Entry[*Pool], error) {
+func (r *Registry) enter(key string, opts CallOptions) (*catalog.Entry[*Pool], error) {
 	if key == "" {
 		return nil, errEmptyKey
 	}
-	return r.cat.EnterOrCatchAll(key, func(string) string { return configName }, r.createLocked)
+	return r.cat.EnterOrCatchAll(key, opts.ConfigName)
 }
 
 // RegistryStats are a pool registry's counts, for metrics.

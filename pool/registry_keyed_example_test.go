@@ -20,7 +20,7 @@ func ExampleSubmitKeyed() {
 	}
 	defer reg.Close(context.Background())
 	for _, tenant := range []string{"acme", "globex", "initech"} {
-		v, err := pool.SubmitKeyed(context.Background(), reg, tenant, func(context.Context) (string, error) {
+		v, err := pool.SubmitKeyed(context.Background(), reg, tenant, pool.CallOptions{}, func(context.Context) (string, error) {
 			return "report for " + tenant, nil
 		}).Get(context.Background())
 		fmt.Println(v, err)

@@ -24,7 +24,7 @@ func newKeyedPoolRegistry(t *testing.T, cfg pool.Config, opts ...pool.RegistryOp
 func TestIdleKeyedPoolIsEvictedClosedAndRecreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newKeyedPoolRegistry(t, pool.Config{MaxWorkers: 2}, pool.WithIdleTimeout(time.Minute))
-		v, err := pool.SubmitKeyed(context.Background(), r, "acme", func(context.Context) (int, error) { return 7, nil }).Get(context.Background())
+		v, err := pool.SubmitKeyed(context.Background(), r, "acme", pool.CallOptions{}, func(context.Context) (int, error) { return 7, nil }).Get(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, 7, v)
 		first := r.All()[0]
@@ -35,7 +35,7 @@ func TestIdleKeyedPoolIsEvictedClosedAndRecreated(t *testing.T) {
 		assert.Equal(t, pool.RegistryStats{Evictions: 1}, r.Stats())
 		_, err = pool.Submit(context.Background(), first, func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
 		assert.ErrorIs(t, err, pool.ErrClosed, "an evicted pool is closed")
-		_, err = pool.SubmitKeyed(context.Background(), r, "acme", func(context.Context) (int, error) { return 1, nil }).Get(context.Background())
+		_, err = pool.SubmitKeyed(context.Background(), r, "acme", pool.CallOptions{}, func(context.Context) (int, error) { return 1, nil }).Get(context.Background())
 		require.NoError(t, err)
 		assert.NotSame(t, first, r.All()[0])
 	})
@@ -45,7 +45,7 @@ func TestKeyedPoolIsNotEvictedWhileItsTaskRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newKeyedPoolRegistry(t, pool.Config{MaxWorkers: 1}, pool.WithIdleTimeout(time.Second))
 		release := make(chan struct{})
-		f := pool.SubmitKeyed(context.Background(), r, "k", func(context.Context) (int, error) { <-release; return 1, nil })
+		f := pool.SubmitKeyed(context.Background(), r, "k", pool.CallOptions{}, func(context.Context) (int, error) { <-release; return 1, nil })
 		time.Sleep(time.Hour)
 		assert.Equal(t, pool.RegistryStats{Pools: 1}, r.Stats(), "evicted while its task runs")
 		close(release)
@@ -61,7 +61,7 @@ func TestKeysBeyondTheCapRunOnTheCatchAllPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newKeyedPoolRegistry(t, pool.Config{MaxWorkers: 1}, pool.WithIdleTimeout(time.Minute), pool.WithMaxPools(2, pool.Config{MaxWorkers: 1}))
 		for _, k := range []string{"a", "b", "c", "d"} {
-			_, err := pool.SubmitKeyed(context.Background(), r, k, func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
+			_, err := pool.SubmitKeyed(context.Background(), r, k, pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
 			require.NoError(t, err, k)
 		}
 		assert.Equal(t, pool.RegistryStats{Pools: 3, CatchAllCalls: 2}, r.Stats())
@@ -85,11 +85,11 @@ func TestKeyedPoolBadInputGetsClearErrors(t *testing.T) {
 	assert.ErrorContains(t, err, bulkhead.CatchAllName)
 
 	r := newKeyedPoolRegistry(t, pool.Config{MaxWorkers: 1})
-	_, err = pool.SubmitKeyed(context.Background(), r, "", func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
+	_, err = pool.SubmitKeyed(context.Background(), r, "", pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
 	assert.ErrorContains(t, err, "key must not be empty")
-	_, err = pool.SubmitKeyedWithConfig(context.Background(), r, "k", "nope", func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
+	_, err = pool.SubmitKeyed(context.Background(), r, "k", pool.CallOptions{ConfigName: "nope"}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
 	assert.ErrorContains(t, err, `"nope"`)
-	assert.Panics(t, func() { pool.SubmitKeyed[int](context.Background(), nil, "k", nil) })
-	assert.Panics(t, func() { pool.SubmitKeyed[int](context.Background(), r, "k", nil) })
+	assert.Panics(t, func() { pool.SubmitKeyed[int](context.Background(), nil, "k", pool.CallOptions{}, nil) })
+	assert.Panics(t, func() { pool.SubmitKeyed[int](context.Background(), r, "k", pool.CallOptions{}, nil) })
 	assert.Equal(t, 0, r.Stats().Pools, "bad input must create nothing")
 }

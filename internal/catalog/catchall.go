@@ -23,23 +23,32 @@ func (c *Catalog[C, B]) IsCatchAll(name string) bool {
 	return c.catchAll != nil && name == c.catchAll.name
 }
 
-// EnterOrCatchAll is Enter, except that with a catch-all set, the
-// catch-all's name and every name the cap turns away (ErrFull) get the
-// catch-all's entry, with one more user, instead; the latter are counted in
-// CatchAllCalls. The caller owes one Leave on the entry returned.
-func (c *Catalog[C, B]) EnterOrCatchAll(name string, configName func(name string) string, create func(name string, cfg C) (B, error)) (*Entry[B], error) {
-	ca := c.catchAll
-	if ca != nil && name == ca.name {
-		ca.entry.TryEnter() // pinned: always succeeds
-		return ca.entry, nil
+// EnterOrCatchAll is Enter, except that with a catch-all set, every name
+// the cap turns away (ErrFull) gets the catch-all's entry, with one more
+// user, instead, and is counted in CatchAllCalls; the catch-all's own name
+// finds its entry as any other name does. The caller owes one Leave on the
+// entry returned. At the cap, a name with no live item goes to the
+// catch-all without taking the lock (a flood of new names does not
+// serialize on it) and without running SetKeyConfig's func.
+func (c *Catalog[C, B]) EnterOrCatchAll(name, configName string) (*Entry[B], error) {
+	if e := c.items.load(name); e != nil && e.TryEnter() {
+		return e, nil
 	}
-	e, err := c.Enter(name, configName, create)
+	ca := c.catchAll
+	if ca != nil && c.max > 0 && c.counted.Load() >= int64(c.max) {
+		return c.toCatchAll(ca), nil
+	}
+	e, err := c.enterSlow(name, c.configNameFor(name, configName))
 	if err != nil && ca != nil && errors.Is(err, ErrFull) {
-		c.catchAllCalls.Add(1)
-		ca.entry.TryEnter()
-		return ca.entry, nil
+		return c.toCatchAll(ca), nil
 	}
 	return e, err
+}
+
+func (c *Catalog[C, B]) toCatchAll(ca *catchAll[B]) *Entry[B] {
+	c.catchAllCalls.Add(1)
+	ca.entry.TryEnter() // pinned: always succeeds
+	return ca.entry
 }
 
 // Live is the number of items, the catch-all included.
