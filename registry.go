@@ -41,6 +41,7 @@ type Registry struct {
 	idle      time.Duration           // 0: no eviction
 	max       int                     // 0: no cap
 	catchAll  *Config                 // the catch-all's configuration when max > 0
+	maxKeyLen int                     // WithMaxKeyLength's; 0: DefaultMaxKeyLength
 	keyConfig func(key string) string // WithKeyConfig's; nil: the defaults
 
 	cat *catalog.Catalog[Config, *Semaphore]
@@ -89,7 +90,8 @@ const DefaultConfigName = "default"
 // defaults, CatchAllName for WithMaxBulkheads' catch-all), so that a bad
 // configuration surfaces where it is given rather than at the first Get. It
 // fails with an error naming the option if another option is invalid
-// (WithIdleTimeout, WithMaxBulkheads, WithKeyConfig, WithClock(nil)).
+// (WithIdleTimeout, WithMaxBulkheads, WithMaxKeyLength, WithKeyConfig,
+// WithClock(nil)).
 func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	r := &Registry{cat: catalog.New[Config, *Semaphore]("config", DefaultConfigName, defaults)}
 	for _, o := range opts {
@@ -97,6 +99,12 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	}
 	if r.optErr != nil {
 		return nil, r.optErr
+	}
+	if r.maxKeyLen != 0 && r.catchAll == nil {
+		return nil, errors.New("bulkhead: NewRegistry: WithMaxKeyLength needs WithMaxBulkheads (its catch-all admits the longer keys)")
+	}
+	if r.maxKeyLen == 0 {
+		r.maxKeyLen = DefaultMaxKeyLength
 	}
 	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
 		return nil, err
@@ -118,6 +126,7 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 		r.cat.SetMax(r.max)
 		r.cat.Lock()
 		r.cat.SetCatchAllLocked(CatchAllName, s)
+		r.cat.SetMaxNameLenLocked(r.maxKeyLen)
 		r.cat.Unlock()
 	}
 	return r, nil

@@ -54,7 +54,10 @@ func WithIdleTimeout(idle time.Duration) RegistryOption {
 // bulkhead, and never goes unlimited. Get, GetWithConfig and Configure of a
 // new name fail with ErrRegistryFull instead, since they promise a
 // bulkhead of that name. Combine it with WithIdleTimeout, or the cap, once
-// reached, stays reached. max must be at least 1 and catchAll valid;
+// reached, stays reached. A key longer than the registry's maximum key
+// length (WithMaxKeyLength, DefaultMaxKeyLength by default) that has no
+// bulkhead goes to the catch-all too, so that long keys cannot grow the
+// registry by their length. max must be at least 1 and catchAll valid;
 // NewRegistry fails otherwise.
 func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 	return registryOptionFunc(func(r *Registry) {
@@ -67,6 +70,29 @@ func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 			return
 		}
 		r.max, r.catchAll = max, &catchAll
+	})
+}
+
+// DefaultMaxKeyLength is the length in bytes of the longest key that gets
+// a bulkhead of its own in a registry with WithMaxBulkheads, unless
+// WithMaxKeyLength says otherwise.
+const DefaultMaxKeyLength = 256
+
+// WithMaxKeyLength sets the length in bytes of the longest key a keyed call
+// creates a bulkhead for in a registry with WithMaxBulkheads (default
+// DefaultMaxKeyLength): a longer key that has no bulkhead is admitted by the
+// catch-all (and counted in RegistryStats.CatchAllCalls), so a flood of
+// long keys (a megabyte header) holds at most max bulkheads of bounded size.
+// Bulkheads created with Get or Configure are not bound by it. n must be at
+// least 1, and the option needs WithMaxBulkheads; NewRegistry fails
+// otherwise.
+func WithMaxKeyLength(n int) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if n < 1 {
+			r.setOptErr(fmt.Errorf("bulkhead: NewRegistry: WithMaxKeyLength: length must be at least 1, got %d", n))
+			return
+		}
+		r.maxKeyLen = n
 	})
 }
 
@@ -117,9 +143,16 @@ type CallOptions struct {
 // through the Lease: FinishCall if the call ran, ReleasePermission if it
 // did not. Either empties the Lease, so that giving it back twice through
 // the same Lease panics instead of returning a permit some other call
-// holds. A copy of a Lease is the same hold: give back through one of the
-// copies only (the registry cannot tell two copies apart).
-type Lease struct{ e *catalog.Entry[*Semaphore] }
+// holds; so does giving back through the Lease of an AcquirePermissionAsync
+// call that was not granted (still waiting, rejected or cancelled). A copy
+// of a Lease is the same hold: give back through one of the copies only
+// (the registry cannot tell two copies apart).
+type Lease struct {
+	e *catalog.Entry[*Semaphore]
+	// a is the Acquisition of a call that was queued (nil for a call
+	// granted at once): the Lease holds a permit only once a is granted.
+	a *Acquisition
+}
 
 // Name is the name of the bulkhead that admitted the call: the key, or
 // CatchAllName. It is "" for the zero Lease of a failed call, and once the
@@ -156,7 +189,10 @@ func (l *Lease) take(what string) *catalog.Entry[*Semaphore] {
 	if e == nil {
 		panic("bulkhead: Lease." + what + " on a Lease that holds no permit (the zero Lease of a failed call, or a Lease already given back)")
 	}
-	l.e = nil
+	if l.a != nil && !l.a.Granted() {
+		panic("bulkhead: Lease." + what + " on the Lease of a call that was not granted (it waits, or was rejected or cancelled: " + l.a.Err().Error() + ")")
+	}
+	*l = Lease{}
 	return e
 }
 
@@ -190,14 +226,14 @@ func (r *Registry) AcquirePermissionAsync(key string, opts CallOptions) (*Acquis
 	a := e.Item().AcquirePermissionAsync()
 	switch a.Err() { // one read of the outcome decides
 	case nil:
-		return a, Lease{e}
+		return a, Lease{e: e}
 	case ErrPending:
 		a.OnDone(func(err error) {
 			if err != nil {
 				e.Leave()
 			}
 		})
-		return a, Lease{e}
+		return a, Lease{e, a}
 	default:
 		e.Leave()
 		return a, Lease{}
@@ -238,7 +274,9 @@ func (r *Registry) Stats() RegistryStats {
 // is gone from the registry and before a new one of that name can be
 // created: it must be quick and must not call into the registry. Metrics
 // use it to forget the evicted bulkhead's counts. A panic in f is
-// recovered and ignored. OnEvict panics if f is nil.
+// recovered and ignored; an f that calls runtime.Goexit ends the sweeping
+// goroutine, but the other OnEvict funcs are still told, and eviction goes
+// on at the next sweep. OnEvict panics if f is nil.
 func (r *Registry) OnEvict(f func(name string)) (remove func()) {
 	if f == nil {
 		panic("bulkhead: Registry.OnEvict called with a nil func")
@@ -279,11 +317,22 @@ func (r *Registry) armSweepLocked() {
 const idleTicks = 2
 
 // sweep is the timer's callback: it evicts idle bulkheads and re-arms
-// itself while unpinned bulkheads remain or were created meanwhile.
+// itself while unpinned bulkheads remain or were created meanwhile. If an
+// OnEvict listener ends the sweeping goroutine (runtime.Goexit), the sweep
+// stops there and re-arms itself, so eviction goes on at the next tick.
 func (r *Registry) sweep() {
+	finished := false
+	defer func() {
+		if !finished {
+			r.cat.Lock()
+			r.clock.AfterFunc(r.idle/2, r.sweep)
+			r.cat.Unlock()
+		}
+	}()
 	unpinned := r.cat.Sweep(idleTicks, busy, r.evictedLocked)
 	r.cat.Lock()
 	defer r.cat.Unlock()
+	finished = true
 	if unpinned > 0 || r.createdSince {
 		r.createdSince = false
 		r.clock.AfterFunc(r.idle/2, r.sweep)
@@ -305,10 +354,24 @@ func busy(s *Semaphore) bool {
 // the OnEvict listeners.
 func (r *Registry) evictedLocked(name string, s *Semaphore) {
 	r.unsubscribeLocked(s)
-	for _, l := range r.evictListeners {
+	notifyEvicted(r.evictListeners, name)
+}
+
+// notifyEvicted calls every listener of ls with name. A panic is recovered
+// and ignored; a listener that calls runtime.Goexit does not keep the ones
+// after it from being told (they run while its goroutine unwinds), so that
+// every exporter forgets the evicted bulkhead's series.
+func notifyEvicted(ls []*evictListener, name string) {
+	for i, l := range ls {
+		returned := false
 		func() {
-			defer func() { _ = recover() }()
+			defer func() {
+				if recover() == nil && !returned { // runtime.Goexit
+					notifyEvicted(ls[i+1:], name)
+				}
+			}()
 			l.f(name)
+			returned = true
 		}()
 	}
 }

@@ -130,3 +130,21 @@ func ExampleCallOptions() {
 	// Output:
 	// tenant-42 50
 }
+
+// Keys longer than the maximum key length never get a bulkhead of their
+// own in a capped registry: the catch-all admits them.
+func ExampleWithMaxKeyLength() {
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 2},
+		bulkhead.WithMaxBulkheads(1000, bulkhead.Config{MaxConcurrentCalls: 10}),
+		bulkhead.WithMaxKeyLength(16))
+	if err != nil {
+		log.Fatal(err)
+	}
+	lease, err := reg.TryAcquirePermission("a-key-of-more-than-16-bytes", bulkhead.CallOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.FinishCall()
+	fmt.Println(lease.Name())
+	// Output: catch-all
+}

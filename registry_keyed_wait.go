@@ -29,7 +29,7 @@ func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallO
 		e.Leave()
 		return Lease{}, err
 	}
-	return Lease{e}, nil
+	return Lease{e: e}, nil
 }
 
 // TryAcquirePermission takes a permit for key only if one is free at once
@@ -50,5 +50,5 @@ func (r *Registry) TryAcquirePermission(key string, opts CallOptions) (Lease, er
 		e.Leave()
 		return Lease{}, &FullError{Name: e.Name(), Reason: NoWait}
 	}
-	return Lease{e}, nil
+	return Lease{e: e}, nil
 }

@@ -21,11 +21,12 @@ type Registry struct {
 	cat  *catalog.Catalog[Config, *Pool]
 
 	// Bounded keyed state (registry_keyed.go).
-	optErr   error
-	clock    bulkhead.Clock
-	idle     time.Duration // 0: no eviction
-	max      int           // 0: no cap
-	catchAll *Config
+	optErr    error
+	clock     bulkhead.Clock
+	idle      time.Duration // 0: no eviction
+	max       int           // 0: no cap
+	catchAll  *Config
+	maxKeyLen int // WithMaxKeyLength's; 0: bulkhead.DefaultMaxKeyLength
 	// sweepArmed and createdSince are guarded by the catalog's lock.
 	sweepArmed, createdSince bool
 }

@@ -39,8 +39,11 @@ func WithIdleTimeout(idle time.Duration) RegistryOption {
 // counted). Once it is reached, SubmitKeyed of a key that has no pool runs
 // its task on the catch-all pool, named bulkhead.CatchAllName and
 // configured with catchAll, which all such keys share. Get and
-// GetWithConfig of a new name fail with ErrRegistryFull instead. max must
-// be at least 1 and catchAll valid; NewRegistry fails otherwise.
+// GetWithConfig of a new name fail with ErrRegistryFull instead. A key
+// longer than the maximum key length (WithMaxKeyLength,
+// bulkhead.DefaultMaxKeyLength by default) that has no pool runs on the
+// catch-all too. max must be at least 1 and catchAll valid; NewRegistry
+// fails otherwise.
 func WithMaxPools(max int, catchAll Config) RegistryOption {
 	return registryOptionFunc(func(r *Registry) {
 		if max < 1 {
@@ -55,6 +58,22 @@ func WithMaxPools(max int, catchAll Config) RegistryOption {
 	})
 }
 
+// WithMaxKeyLength sets the length in bytes of the longest key SubmitKeyed
+// creates a pool for in a registry with WithMaxPools (default
+// bulkhead.DefaultMaxKeyLength): a longer key that has no pool runs on the
+// catch-all, so long keys cannot grow the registry by their length. n must
+// be at least 1, and the option needs WithMaxPools; NewRegistry fails
+// otherwise.
+func WithMaxKeyLength(n int) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if n < 1 {
+			r.setOptErr(fmt.Errorf("pool: NewRegistry: WithMaxKeyLength: length must be at least 1, got %d", n))
+			return
+		}
+		r.maxKeyLen = n
+	})
+}
+
 func (r *Registry) setOptErr(err error) {
 	if r.optErr == nil {
 		r.optErr = err
@@ -63,7 +82,13 @@ func (r *Registry) setOptErr(err error) {
 
 func (r *Registry) initCatchAll() error {
 	if r.catchAll == nil {
+		if r.maxKeyLen != 0 {
+			return errors.New("pool: NewRegistry: WithMaxKeyLength needs WithMaxPools (its catch-all runs the longer keys)")
+		}
 		return nil
+	}
+	if r.maxKeyLen == 0 {
+		r.maxKeyLen = bulkhead.DefaultMaxKeyLength
 	}
 	p, err := New(bulkhead.CatchAllName, *r.catchAll, r.opts...)
 	if err != nil {
@@ -72,6 +97,7 @@ func (r *Registry) initCatchAll() error {
 	r.cat.SetMax(r.max)
 	r.cat.Lock()
 	r.cat.SetCatchAllLocked(bulkhead.CatchAllName, p)
+	r.cat.SetMaxNameLenLocked(r.maxKeyLen)
 	r.cat.Unlock()
 	return nil
 }

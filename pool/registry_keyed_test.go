@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -74,6 +75,25 @@ func TestKeysBeyondTheCapRunOnTheCatchAllPool(t *testing.T) {
 	})
 }
 
+// A flood of long keys must not grow a capped pool registry by their
+// length: a key longer than the maximum key length that has no pool runs on
+// the catch-all.
+func TestLongKeysWithoutAPoolRunOnTheCatchAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newKeyedPoolRegistry(t, pool.Config{MaxWorkers: 1}, pool.WithMaxPools(10, pool.Config{MaxWorkers: 1}))
+		long := strings.Repeat("x", bulkhead.DefaultMaxKeyLength+1)
+		for _, k := range []string{long, long[1:]} {
+			_, err := pool.SubmitKeyed(context.Background(), r, k, pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
+			require.NoError(t, err)
+		}
+		assert.Equal(t, pool.RegistryStats{Pools: 2, CatchAllCalls: 1}, r.Stats(), "the longer key got a pool, or the one at the bound did not")
+		short := newKeyedPoolRegistry(t, pool.Config{MaxWorkers: 1}, pool.WithMaxPools(10, pool.Config{MaxWorkers: 1}), pool.WithMaxKeyLength(2))
+		_, err := pool.SubmitKeyed(context.Background(), short, "abc", pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, pool.RegistryStats{Pools: 1, CatchAllCalls: 1}, short.Stats())
+	})
+}
+
 func TestKeyedPoolBadInputGetsClearErrors(t *testing.T) {
 	_, err := pool.NewRegistry(pool.Config{MaxWorkers: 1}, pool.WithIdleTimeout(0))
 	assert.ErrorContains(t, err, "WithIdleTimeout: idle timeout must be positive, got 0s")
@@ -83,6 +103,10 @@ func TestKeyedPoolBadInputGetsClearErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "WithMaxPools: max must be at least 1, got 0")
 	_, err = pool.NewRegistry(pool.Config{MaxWorkers: 1}, pool.WithMaxPools(1, pool.Config{}))
 	assert.ErrorContains(t, err, bulkhead.CatchAllName)
+	_, err = pool.NewRegistry(pool.Config{MaxWorkers: 1}, pool.WithMaxPools(1, pool.Config{MaxWorkers: 1}), pool.WithMaxKeyLength(0))
+	assert.EqualError(t, err, "pool: NewRegistry: WithMaxKeyLength: length must be at least 1, got 0")
+	_, err = pool.NewRegistry(pool.Config{MaxWorkers: 1}, pool.WithMaxKeyLength(8))
+	assert.EqualError(t, err, "pool: NewRegistry: WithMaxKeyLength needs WithMaxPools (its catch-all runs the longer keys)")
 
 	r := newKeyedPoolRegistry(t, pool.Config{MaxWorkers: 1})
 	_, err = pool.SubmitKeyed(context.Background(), r, "", pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background())
