@@ -19,20 +19,26 @@ import (
 // the reference you hold stays the one bulkhead of its name. The keyed
 // path is for keys you do not control: TryAcquirePermission,
 // AcquirePermission and AcquirePermissionAsync (the trio of Semaphore, with
-// a key and CallOptions) return a Lease to give the permit back with. The
-// registry counts each keyed call as a user of its bulkhead
-// until its permit is given back, so it can evict idle bulkheads
-// (WithIdleTimeout) and cap their number (WithMaxBulkheads) without ever
-// letting one key run two bulkheads at once. See docs/guide.md, "Keys you
-// do not control".
+// a key and CallOptions) return a Lease to give the permit back with. A
+// bulkhead in use by keyed calls (a permit held, a call queued) is never
+// evicted, so the registry can evict idle bulkheads (WithIdleTimeout) and
+// cap their number (WithMaxBulkheads) without ever letting one key run two
+// bulkheads at once. See docs/guide.md, "Keys you do not control".
 //
 // Invariants (see also internal/catalog): the catalog's lock guards the
 // set of bulkheads, the listeners, the sweep timer and every creation and
-// eviction; lookups take no lock. A bulkhead's user count (owned by the
-// catalog entry) decides, by one CAS, between its eviction and a new keyed
-// call or Get. The lock order is catalog lock, then a Semaphore's lock (the
-// sweep reads Metrics under it); no Semaphore callback takes the catalog's
-// lock, and of the funcs users give it only OnEvict's run under it.
+// eviction; lookups take no lock. A keyed call counts nothing in the
+// registry: its bulkhead's own permits and queue say it is in use. The
+// sweep marks an idle bulkhead's entry dead, then reads those counts under
+// the bulkhead's lock (busy) and evicts only an unused one; a keyed call
+// that acquired under that lock after the sweep read them finds the entry
+// dead (Catalog.Kept), undoes its acquire and goes to the key's new
+// bulkhead, and the registry's listeners never see the undone call
+// (gate). Get and Configure pin a bulkhead after one atomic add on its user
+// count, which the sweep's CAS excludes. The lock order is catalog lock,
+// then a Semaphore's lock; no Semaphore callback takes the catalog's lock
+// but a gate that finds its bulkhead being decided on, and of the funcs
+// users give the registry only OnEvict's run under its lock.
 type Registry struct {
 	opts   []Option
 	optErr error // the first invalid RegistryOption, returned by NewRegistry
@@ -164,19 +170,34 @@ func (r *Registry) fullError(name string, err error) error {
 	return err
 }
 
-// createLocked creates a bulkhead, subscribing the registry's listeners
-// before anyone else can see it, so they miss none of its events, and
-// arms the idle sweep. The catalog stores it.
-func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
-	s, err := New(name, cfg, r.opts...)
+// createLocked creates the bulkhead of entry e, subscribing the registry's
+// listeners before anyone else can see it, so they miss none of its
+// events, and arms the idle sweep. The catalog stores it.
+func (r *Registry) createLocked(e *catalog.Entry[*Semaphore], cfg Config) (*Semaphore, error) {
+	s, err := New(e.Name(), cfg, r.opts...)
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range r.listeners {
-		l.subs[s] = s.OnEvent(l.f)
+		l.subs[s] = s.OnEvent(r.gate(e, l.f))
 	}
 	r.armSweepLocked()
 	return s, nil
+}
+
+// gate is how a registry listener f is subscribed to the bulkhead of entry
+// e: it passes every event on but those of a keyed call that acted on the
+// bulkhead after its eviction (and then undid its act and went to the
+// key's new bulkhead, see keyedAcquire): the registry's listeners see an
+// evicted bulkhead's events only from before its eviction. It costs one
+// atomic load per event (Catalog.Kept) unless the sweep is deciding about
+// e at that moment.
+func (r *Registry) gate(e *catalog.Entry[*Semaphore], f func(Event)) func(Event) {
+	return func(ev Event) {
+		if r.cat.Kept(e) {
+			f(ev)
+		}
+	}
 }
 
 // Configure returns the bulkhead named name with configuration cfg, pinned:
@@ -212,8 +233,8 @@ func (r *Registry) OnEvent(f func(Event)) (remove func()) {
 	}
 	l := &registryListener{f: f, subs: map[*Semaphore]func(){}}
 	r.cat.Lock()
-	for _, s := range r.cat.ItemsLocked() {
-		l.subs[s] = s.OnEvent(f)
+	for _, e := range r.cat.EntriesLocked() {
+		l.subs[e.Item()] = e.Item().OnEvent(r.gate(e, f))
 	}
 	r.listeners = append(r.listeners, l)
 	r.cat.Unlock()

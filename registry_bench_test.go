@@ -29,10 +29,14 @@ func registryWithNames(b *testing.B, n int, opts ...bulkhead.RegistryOption) (*b
 
 // eachName runs op on names from every goroutine of b.RunParallel (-cpu
 // 1,2 shows whether it scales across cores), each goroutine from its own
-// place in names.
+// place in names. It reports the process's CPU time per op of the timed
+// loop alone (cpu-ns/op; setup excluded): with -cpu 2 it counts both cores'
+// time, so cpu-ns/op divided by ns/op says how many cores were busy.
 func eachName(b *testing.B, names []string, op func(name string)) {
 	var seed atomic.Uint64
 	b.ResetTimer()
+	cpu := processCPU()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		i := int(seed.Add(7919)) % len(names)
 		for pb.Next() {
@@ -47,14 +51,15 @@ func eachName(b *testing.B, names []string, op func(name string)) {
 // BenchmarkRegistryPaths is the cost of the registry's ways to a bulkhead
 // and a permit:
 //   - get/names=N: Get of an existing (pinned) name among N;
-//   - get+async+finish: Get, then the Semaphore's AcquirePermissionAsync
-//     and FinishCall, the way to a permit before keyed admission;
+//   - get+{async,wait,try}+finish: Get, then the Semaphore's
+//     AcquirePermissionAsync, AcquirePermission or TryAcquirePermission, and
+//     FinishCall: the ways to a permit before keyed admission;
 //   - keyed/{async,wait,try}+finish: the keyed trio and Lease.FinishCall,
 //     on a registry with idle eviction and a cap on, as a server keyed by
 //     tenant runs it (try+config+finish names the configuration).
 //
-// Compare get+async+finish with keyed/async+finish, and get/names=N with
-// the binary of an earlier commit (bench/scripts/cputime.py).
+// Compare get+X+finish with keyed/X+finish, and get/names=N with the
+// binary of an earlier commit (bench/scripts/metricratio.py).
 func BenchmarkRegistryPaths(b *testing.B) {
 	for _, n := range []int{1000, 1_000_000} {
 		b.Run(fmt.Sprint("get/names=", n), func(b *testing.B) {
@@ -71,19 +76,50 @@ func BenchmarkRegistryPaths(b *testing.B) {
 			})
 		})
 	}
-	b.Run("get+async+finish", func(b *testing.B) {
+	gets := func(b *testing.B) (*bulkhead.Registry, []string) {
 		r, names := registryWithNames(b, 1000)
 		for _, name := range names {
 			if _, err := r.Get(name); err != nil {
 				b.Fatal(err)
 			}
 		}
+		return r, names
+	}
+	b.Run("get+async+finish", func(b *testing.B) {
+		r, names := gets(b)
 		eachName(b, names, func(name string) {
 			s, err := r.Get(name)
 			if err != nil {
 				b.Fatal(err)
 			}
 			if !s.AcquirePermissionAsync().Granted() {
+				b.Fatal("not granted")
+			}
+			s.FinishCall()
+		})
+	})
+	b.Run("get+wait+finish", func(b *testing.B) {
+		r, names := gets(b)
+		ctx := context.Background()
+		eachName(b, names, func(name string) {
+			s, err := r.Get(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.AcquirePermission(ctx); err != nil {
+				b.Fatal(err)
+			}
+			s.FinishCall()
+		})
+	})
+	b.Run("get+try+finish", func(b *testing.B) {
+		r, names := gets(b)
+		eachName(b, names, func(name string) {
+			s, err := r.Get(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !s.TryAcquirePermission() {
 				b.Fatal("not granted")
 			}
 			s.FinishCall()

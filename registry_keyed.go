@@ -164,36 +164,38 @@ func (l *Lease) Name() string {
 	return l.e.Name()
 }
 
-// FinishCall gives back a permit whose call ran (CallFinished event), then
-// ends the Lease's hold and empties the Lease. It panics on a Lease that
-// holds no permit: the zero Lease of a failed call, or one already given
-// back.
+// FinishCall gives back a permit whose call ran (CallFinished event) and
+// empties the Lease. It panics on a Lease that holds no permit: the zero
+// Lease of a failed call, one already given back, or one whose call was
+// not granted.
 func (l *Lease) FinishCall() {
-	e := l.take("FinishCall")
+	e := l.e
+	if e == nil || l.a != nil && !l.a.Granted() {
+		l.misuse("FinishCall")
+	}
+	*l = Lease{}
+	e.Stamp() // before the permit goes: the bulkhead is idle from now on
 	e.Item().FinishCall()
-	e.Leave()
 }
 
 // ReleasePermission gives back a permit that was granted but not used (no
-// event), then ends the Lease's hold and empties the Lease. It panics as
-// FinishCall does.
+// event) and empties the Lease. It panics as FinishCall does.
 func (l *Lease) ReleasePermission() {
-	e := l.take("ReleasePermission")
-	e.Item().ReleasePermission()
-	e.Leave()
-}
-
-// take empties the Lease and returns its entry.
-func (l *Lease) take(what string) *catalog.Entry[*Semaphore] {
 	e := l.e
-	if e == nil {
-		panic("bulkhead: Lease." + what + " on a Lease that holds no permit (the zero Lease of a failed call, or a Lease already given back)")
-	}
-	if l.a != nil && !l.a.Granted() {
-		panic("bulkhead: Lease." + what + " on the Lease of a call that was not granted (it waits, or was rejected or cancelled: " + l.a.Err().Error() + ")")
+	if e == nil || l.a != nil && !l.a.Granted() {
+		l.misuse("ReleasePermission")
 	}
 	*l = Lease{}
-	return e
+	e.Stamp()
+	e.Item().ReleasePermission()
+}
+
+// misuse panics for a give-back through a Lease that holds no permit.
+func (l *Lease) misuse(what string) {
+	if l.e == nil {
+		panic("bulkhead: Lease." + what + " on a Lease that holds no permit (the zero Lease of a failed call, or a Lease already given back)")
+	}
+	panic("bulkhead: Lease." + what + " on the Lease of a call that was not granted (it waits, or was rejected or cancelled: " + l.a.Err().Error() + ")")
 }
 
 // AcquirePermissionAsync requests a permit for key without blocking, from
@@ -204,45 +206,57 @@ func (l *Lease) take(what string) *catalog.Entry[*Semaphore] {
 // AcquirePermissionAsync) and the Lease to give the permit back with once
 // it is granted.
 //
-// The call holds its bulkhead from this lookup until its outcome is a
-// rejection or a cancellation (the registry lets go then, before the
-// Acquisition's OnDone callbacks registered by the caller run, or before
-// AcquirePermissionAsync returns for an immediate rejection) or, after a
-// grant, until the Lease's FinishCall or ReleasePermission. So a key never
-// has two bulkheads admitting at once, and no permit is lost to an
-// eviction.
+// While the call waits in its bulkhead's queue, and from its grant until
+// the Lease gives the permit back, the bulkhead is in use and is not
+// evicted; a call that found the bulkhead as it was being evicted goes to
+// the key's new bulkhead instead. So a key never has two bulkheads
+// admitting at once, and no permit is lost to an eviction.
 //
 // An empty key, or a configuration that is unknown, yields an Acquisition
 // already rejected with an error naming it, and the zero Lease. When key's
-// bulkhead exists, it takes no lock of the registry and does not allocate.
+// bulkhead exists, it takes no lock of the registry, writes no memory the
+// registry shares, and does not allocate: its cost is the Semaphore's.
 func (r *Registry) AcquirePermissionAsync(key string, opts CallOptions) (*Acquisition, Lease) {
 	if key == "" {
 		return RejectedAcquisition(errEmptyKeyAsync), Lease{}
 	}
-	e, err := r.enter(key, opts)
-	if err != nil {
-		return RejectedAcquisition(err), Lease{}
-	}
-	a := e.Item().AcquirePermissionAsync()
-	switch a.Err() { // one read of the outcome decides
-	case nil:
-		return a, Lease{e: e}
-	case ErrPending:
-		a.OnDone(func(err error) {
-			if err != nil {
-				e.Leave()
-			}
-		})
-		return a, Lease{e, a}
-	default:
-		e.Leave()
-		return a, Lease{}
+	for {
+		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
+		if err != nil {
+			return RejectedAcquisition(err), Lease{}
+		}
+		e.Stamp()
+		a := e.Item().AcquirePermissionAsync()
+		if e.Dead() && !r.cat.Kept(e) {
+			undoAsync(e.Item(), a)
+			continue
+		}
+		switch a.Err() { // one read of the outcome decides
+		case nil:
+			return a, Lease{e: e}
+		case ErrPending:
+			// The bulkhead is in use while the call waits; its end counts
+			// as a use for the idle timeout.
+			a.OnDone(func(error) { e.Stamp() })
+			return a, Lease{e: e, a: a}
+		default:
+			return a, Lease{}
+		}
 	}
 }
 
-// enter returns the entry that admits key (not empty), with one more user.
-func (r *Registry) enter(key string, opts CallOptions) (*catalog.Entry[*Semaphore], error) {
-	return r.cat.EnterOrCatchAll(key, opts.ConfigName)
+// undoAsync undoes an AcquirePermissionAsync on s, a bulkhead evicted
+// before the call reached it (see internal/catalog's fenced path): it gives
+// back a permit granted, withdraws a call that waits. Nobody else holds a,
+// and the registry's listeners do not see its events (Registry.gate).
+func undoAsync(s *Semaphore, a *Acquisition) {
+	if a.Err() == ErrPending && a.Cancel() {
+		return
+	}
+	<-a.Done() // decided by the grant or expiry that beat Cancel
+	if a.Err() == nil {
+		s.ReleasePermission()
+	}
 }
 
 var (
@@ -341,10 +355,11 @@ func (r *Registry) sweep() {
 	r.sweepArmed = false
 }
 
-// busy reports whether s has a permit held or a call queued. With no user
-// of its entry that cannot be (every permit and wait of an unpinned
-// bulkhead is a keyed call's); the sweep checks it anyway, under the
-// catalog's lock, and keeps a busy bulkhead rather than trust the count.
+// busy reports whether s has a permit held or a call queued: the sweep's
+// keep func, which keeps a bulkhead in use by keyed calls (the fenced path
+// of internal/catalog). It reads s's counts under s's lock, the lock every
+// keyed call takes to acquire; that lock orders the sweep's decision and
+// the call (see Catalog.Kept).
 func busy(s *Semaphore) bool {
 	m := s.Metrics()
 	return m.InFlightCalls != 0 || m.QueuedCalls != 0

@@ -7,9 +7,9 @@ import "context"
 // RoundTripper, an interceptor): it waits for a permit for key in the
 // calling goroutine, as Semaphore.AcquirePermission does (a pooled record
 // in the queue, withdrawn at once if ctx ends first), and returns the Lease
-// to give it back with. The call holds its bulkhead, as a keyed call does,
-// from the lookup until it fails or, after a grant, until the Lease gives
-// the permit back. opts are as for AcquirePermissionAsync.
+// to give it back with. The bulkhead is not evicted while the call waits
+// nor while the Lease holds the permit, as for AcquirePermissionAsync,
+// whose opts these are.
 //
 // It fails with the zero Lease and the error of Semaphore.AcquirePermission
 // (a *FullError, or ctx's error), or an error naming an empty key or an
@@ -21,15 +21,25 @@ func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallO
 	if key == "" {
 		return Lease{}, errEmptyKeyWait
 	}
-	e, err := r.enter(key, opts)
-	if err != nil {
-		return Lease{}, err
+	for {
+		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
+		if err != nil {
+			return Lease{}, err
+		}
+		e.Stamp()
+		err = e.Item().AcquirePermission(ctx)
+		if e.Dead() && !r.cat.Kept(e) { // evicted before the call reached it: undo, go again
+			if err == nil {
+				e.Item().ReleasePermission()
+			}
+			continue
+		}
+		e.Stamp() // the end of a wait counts as a use for the idle timeout
+		if err != nil {
+			return Lease{}, err
+		}
+		return Lease{e: e}, nil
 	}
-	if err := e.Item().AcquirePermission(ctx); err != nil {
-		e.Leave()
-		return Lease{}, err
-	}
-	return Lease{e: e}, nil
 }
 
 // TryAcquirePermission takes a permit for key only if one is free at once
@@ -42,13 +52,22 @@ func (r *Registry) TryAcquirePermission(key string, opts CallOptions) (Lease, er
 	if key == "" {
 		return Lease{}, errEmptyKeyTry
 	}
-	e, err := r.enter(key, opts)
-	if err != nil {
-		return Lease{}, err
+	for {
+		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
+		if err != nil {
+			return Lease{}, err
+		}
+		e.Stamp()
+		ok := e.Item().TryAcquirePermission()
+		if e.Dead() && !r.cat.Kept(e) { // evicted before the call reached it: undo, go again
+			if ok {
+				e.Item().ReleasePermission()
+			}
+			continue
+		}
+		if !ok {
+			return Lease{}, &FullError{Name: e.Name(), Reason: NoWait}
+		}
+		return Lease{e: e}, nil
 	}
-	if !e.Item().TryAcquirePermission() {
-		e.Leave()
-		return Lease{}, &FullError{Name: e.Name(), Reason: NoWait}
-	}
-	return Lease{e: e}, nil
 }

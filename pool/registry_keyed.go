@@ -103,8 +103,8 @@ func (r *Registry) initCatchAll() error {
 }
 
 // createLocked creates a pool and arms the idle sweep. The catalog stores it.
-func (r *Registry) createLocked(name string, cfg Config) (*Pool, error) {
-	p, err := New(name, cfg, r.opts...)
+func (r *Registry) createLocked(e *catalog.Entry[*Pool], cfg Config) (*Pool, error) {
+	p, err := New(e.Name(), cfg, r.opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,9 @@
 //   - A pinned entry has users >= 1 forever, so it is never evicted; an
 //     entry is pinned only after its pinner counted itself in (or at its
 //     creation, with users 1).
+//   - The fenced path (fenced.go) counts no user: Sweep's keep func, which
+//     reads the item's own count of its use under the item's lock, decides
+//     instead, and the caller asks Kept after acting on the item.
 package catalog
 
 import (
@@ -69,7 +72,7 @@ type Catalog[C any, B any] struct {
 	// caller names none (SetKeyConfig); nil: defaultName.
 	keyConfig func(name string) string
 	// create makes a new item (SetCreate); it runs under mu.
-	create func(name string, cfg C) (B, error)
+	create func(e *Entry[B], cfg C) (B, error)
 	// max is the cap on counted items (0: none). Set before use, read
 	// without mu.
 	max int
@@ -103,11 +106,12 @@ func New[C any, B any](kind, defaultName string, defaults C) *Catalog[C, B] {
 	return c
 }
 
-// SetCreate sets the func that makes the items Enter, EnterOrCatchAll, Pin
-// and PinWith create. It runs under the lock, must not call back into the
-// catalog, and returns the item to store. Call it before the catalog is
-// used.
-func (c *Catalog[C, B]) SetCreate(create func(name string, cfg C) (B, error)) {
+// SetCreate sets the func that makes the items Enter, EnterOrCatchAll,
+// LookupOrCatchAll, Pin and PinWith create. It gets the new entry (its Name
+// set, its Item not yet: the item create returns) and the configuration,
+// runs under the lock, and must not call back into the catalog. Call it
+// before the catalog is used.
+func (c *Catalog[C, B]) SetCreate(create func(e *Entry[B], cfg C) (B, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.create = create
@@ -165,11 +169,18 @@ func (e *Entry[B]) TryEnter() bool {
 	return false
 }
 
-func (e *Entry[B]) stamp() {
+// Stamp records that the entry is in use now, so that Sweep does not take
+// it for idle before idleTicks more sweeps. It writes only when the tick
+// changed since the last stamp.
+func (e *Entry[B]) Stamp() {
 	if t := e.cat.Load(); e.lastTick.Load() != t {
 		e.lastTick.Store(t)
 	}
 }
+
+// Dead reports whether a Sweep has made the entry dead: for good (it is
+// evicted, gone from the catalog), or while it decides (see Kept).
+func (e *Entry[B]) Dead() bool { return e.users.Load() < 0 }
 
 // Leave ends one user's hold taken by Enter. It stamps the entry first, so
 // that a Sweep which sees the user gone also sees the entry as just used.
@@ -180,7 +191,7 @@ func (e *Entry[B]) Leave() {
 	if e.pinned.Load() {
 		return
 	}
-	e.stamp()
+	e.Stamp()
 	if e.users.Add(-1) < 0 {
 		panic("catalog: Leave without Enter")
 	}
@@ -252,7 +263,7 @@ func (c *Catalog[C, B]) PinWith(name string, cfg C) (item B, created bool, err e
 		c.pin(e)
 		return e.item, false, nil
 	}
-	e, err := c.createLocked(name, cfg)
+	e, err := c.createLocked(name, cfg, 1)
 	if err != nil {
 		return item, false, err
 	}
@@ -273,20 +284,22 @@ func (c *Catalog[C, B]) enterSlow(name, configName string) (*Entry[B], error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.createLocked(name, cfg)
+	return c.createLocked(name, cfg, 1)
 }
 
-// createLocked creates an entry with one user, if the cap allows.
-func (c *Catalog[C, B]) createLocked(name string, cfg C) (*Entry[B], error) {
+// createLocked creates an entry with users users (1 for Enter and Pin, 0
+// for LookupOrCatchAll), if the cap allows.
+func (c *Catalog[C, B]) createLocked(name string, cfg C, users int64) (*Entry[B], error) {
 	if c.max > 0 && c.counted.Load() >= int64(c.max) {
 		return nil, fmt.Errorf("%w: %d items", ErrFull, c.max)
 	}
-	b, err := c.create(name, cfg)
+	e := &Entry[B]{cat: &c.tick, name: name, counted: true}
+	b, err := c.create(e, cfg)
 	if err != nil {
 		return nil, err
 	}
-	e := &Entry[B]{item: b, cat: &c.tick, name: name, counted: true}
-	e.users.Store(1)
+	e.item = b
+	e.users.Store(users)
 	e.lastTick.Store(c.tick.Load())
 	c.items.store(e)
 	c.counted.Add(1)
@@ -373,6 +386,13 @@ func (c *Catalog[C, B]) All() []B {
 	return out
 }
 
+// EntriesLocked returns the entries, in no particular order.
+func (c *Catalog[C, B]) EntriesLocked() []*Entry[B] {
+	var out []*Entry[B]
+	c.items.each(func(e *Entry[B]) { out = append(out, e) })
+	return out
+}
+
 // ItemsLocked returns the items, in no particular order.
 func (c *Catalog[C, B]) ItemsLocked() []B {
 	var out []B
@@ -417,8 +437,9 @@ func (c *Catalog[C, B]) Evictions() uint64 { return c.evictions.Load() }
 // user for the last idleTicks ticks or more (its last Enter or Leave was
 // stamped with a tick at least idleTicks+1 below the new one), calling
 // evictedLocked for each under the lock, after it is gone from the map.
-// keep may veto an eviction (it runs under the lock with users dead, so no
-// new user can appear). It returns how many unpinned entries remain.
+// keep may veto an eviction: it runs under the lock with users dead, so no
+// new counted user can appear, and it is what keeps an entry used through
+// the fenced path (fenced.go). It returns how many unpinned entries remain.
 func (c *Catalog[C, B]) Sweep(idleTicks uint64, keep func(B) bool, evictedLocked func(name string, b B)) (unpinned int) {
 	now := c.tick.Add(1)
 	c.items.each(func(e *Entry[B]) {

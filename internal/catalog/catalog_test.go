@@ -14,9 +14,9 @@ func newCatalog() (*catalog.Catalog[int, string], *int) {
 	c := catalog.New[int, string]("config", "default", 1)
 	c.SetConfig("big", 50)
 	created := new(int)
-	c.SetCreate(func(name string, cfg int) (string, error) {
+	c.SetCreate(func(e *catalog.Entry[string], cfg int) (string, error) {
 		*created++
-		return name + "/" + string(rune('0'+cfg%10)), nil
+		return e.Name() + "/" + string(rune('0'+cfg%10)), nil
 	})
 	return c, created
 }
@@ -143,7 +143,7 @@ func TestLeaveWithoutEnterPanics(t *testing.T) {
 // live entries), and TryEnter never revives an evicted one.
 func TestEnterAndSweepNeverHandOutAnEvictedEntry(t *testing.T) {
 	c := catalog.New[int, *int]("config", "default", 1)
-	c.SetCreate(func(string, int) (*int, error) { return new(int), nil })
+	c.SetCreate(func(*catalog.Entry[*int], int) (*int, error) { return new(int), nil })
 	names := []string{"a", "b", "c"}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
