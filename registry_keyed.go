@@ -214,8 +214,10 @@ func (l *Lease) misuse(what string) {
 //
 // An empty key, or a configuration that is unknown, yields an Acquisition
 // already rejected with an error naming it, and the zero Lease. When key's
-// bulkhead exists, it takes no lock of the registry, writes no memory the
-// registry shares, and does not allocate: its cost is the Semaphore's.
+// bulkhead exists, it takes no lock of the registry and does no atomic
+// read-modify-write of its memory (a lookup, a last-use stamp written at
+// most once per sweep period, a check after the acquire), and does not
+// allocate: its cost is the Semaphore's and the lookup.
 func (r *Registry) AcquirePermissionAsync(key string, opts CallOptions) (*Acquisition, Lease) {
 	if key == "" {
 		return RejectedAcquisition(errEmptyKeyAsync), Lease{}

@@ -8,7 +8,8 @@ round runs every leaf once, for each GOMAXPROCS in CPUS (comma-separated), as a 
 -test.benchtime=Nx -test.count=1, round after round, so that a noisy machine's drift falls on all
 leaves alike. It prints, per leaf and GOMAXPROCS, the median and range of each metric the benchmark
 reports (ns/op, cpu-ns/op, B/op, allocs/op) and the median and range of the per-round ratio of
-ns/op and cpu-ns/op to BASE (a leaf as above) at the same GOMAXPROCS.
+ns/op and cpu-ns/op to BASE (a leaf as above) at the same GOMAXPROCS. A LEAF written LEAF@OTHER is
+compared with OTHER (another leaf of the list) instead of BASE.
 
 Why cpu-ns/op: benchmarks that report the process's CPU time per op of their timed loop (see
 BenchmarkRegistryPaths) measure the cost of an op without the time spent waiting for a core, which
@@ -21,9 +22,15 @@ import os, re, statistics, subprocess, sys
 
 def main():
     rounds, n, cpus, base = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(','), sys.argv[4]
-    leaves = sys.argv[5:]
+    bases = {}
+    leaves = []
+    for arg in sys.argv[5:]:
+        leaf, _, other = arg.partition('@')
+        leaves.append(leaf)
+        bases[leaf] = other or base
     if base not in leaves:
         leaves = [base] + leaves
+        bases[base] = base
     bins = dict(p.split('=', 1) for p in os.environ['BINS'].split(','))
     anchor = lambda p: '/'.join('^' + re.escape(x) + '$' for x in p.split('/'))
     res = {}  # (leaf, cpu) -> metric -> [values per round]
@@ -46,22 +53,22 @@ def main():
         return '%.1f (%.1f-%.1f)' % (statistics.median(xs), min(xs), max(xs))
 
     def ratio(leaf, cpu, metric):
-        a, b = res[(leaf, cpu)].get(metric), res[(base, cpu)].get(metric)
+        a, b = res[(leaf, cpu)].get(metric), res[(bases[leaf], cpu)].get(metric)
         if not a or not b:
             return '-'
         r = [x / y for x, y in zip(a, b)]
         return '%.2f (%.2f-%.2f)' % (statistics.median(r), min(r), max(r))
 
-    print('| leaf | -cpu | ns/op | cpu-ns/op | B/op, allocs/op | ns/op ÷ base | cpu-ns/op ÷ base |')
-    print('|---|---|---|---|---|---|---|')
+    print('| leaf | -cpu | ns/op | cpu-ns/op | B/op, allocs/op | base | ns/op ÷ base | cpu-ns/op ÷ base |')
+    print('|---|---|---|---|---|---|---|---|')
     for leaf in leaves:
         for cpu in cpus:
             m = res[(leaf, cpu)]
-            print('| %s | %s | %s | %s | %g, %g | %s | %s |' % (
+            print('| %s | %s | %s | %s | %g, %g | %s | %s | %s |' % (
                 leaf, cpu, med(m['ns/op']), med(m['cpu-ns/op']) if 'cpu-ns/op' in m else '-',
                 statistics.median(m.get('B/op', [0])), statistics.median(m.get('allocs/op', [0])),
-                ratio(leaf, cpu, 'ns/op'), ratio(leaf, cpu, 'cpu-ns/op')))
-    print('base: %s; %d rounds, -test.benchtime %dx' % (base, rounds, n))
+                bases[leaf], ratio(leaf, cpu, 'ns/op'), ratio(leaf, cpu, 'cpu-ns/op')))
+    print('%d rounds, -test.benchtime %dx, ranges are min-max over the rounds' % (rounds, n))
 
 
 if __name__ == '__main__':
