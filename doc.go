@@ -19,9 +19,11 @@
 //
 // A [Registry] keeps one bulkhead per name (per partner) with named
 // configurations. For keys you do not control (tenants, client addresses),
-// its keyed path [Registry.AcquirePermissionAsync] with [WithIdleTimeout]
-// and [WithMaxBulkheads] bounds the number of bulkheads safely. A [Clock] can be injected with [WithClock]; the testkit
-// package provides a virtual one.
+// its keyed path ([Registry.TryAcquirePermission],
+// [Registry.AcquirePermission] and [Registry.AcquirePermissionAsync], each
+// with a key, [CallOptions] and a [Lease]) with [WithIdleTimeout] and
+// [WithMaxBulkheads] bounds the number of bulkheads safely. A [Clock] can
+// be injected with [WithClock]; the testkit package provides a virtual one.
 //
 // The reactive operators in the sub-packages (flowable, observable, single,
 // maybe, completable, operator) depend only on the [Bulkhead] interface.
