@@ -18,10 +18,10 @@ type budgetWaiter struct {
 	acq Acquisition // owner: the waiter itself (withdraw)
 
 	p     *BudgetPartner
-	class *budgetClass  // the class asked for, until lane is set
-	pa    *Acquisition  // the partner's acquisition, while waiting for it
-	lane  *lane         // set, under mu, once the call is in the budget
-	k     int32         // weight
+	class *budgetClass // the class asked for, until lane is set
+	pa    *Acquisition // the partner's acquisition, while waiting for it
+	lane  *lane        // set, under mu, once the call is in the budget
+	k     int32        // weight
 	// bypassed is what grants behind this waiter took from it while it was
 	// the blocked front (passLocked); it never exceeds MaxBypass.
 	bypassed int32
