@@ -33,8 +33,12 @@ func TestBudgetConfigErrorsNameTheField(t *testing.T) {
 		{"duplicate group", func(c *bulkhead.BudgetConfig) {
 			c.Groups = []bulkhead.GroupConfig{{Name: "g", Nominal: 1}, {Name: "g", Nominal: 1}}
 		}, "Groups[1].Name", "differ"},
-		{"lendable above nominal", func(c *bulkhead.BudgetConfig) { c.Groups = []bulkhead.GroupConfig{{Name: "g", Nominal: 1, Lendable: 2}} }, "Groups[0].Lendable", "between 0 and Nominal"},
-		{"negative borrowing", func(c *bulkhead.BudgetConfig) { c.Groups = []bulkhead.GroupConfig{{Name: "g", Nominal: 1, BorrowingLimit: -1}} }, "Groups[0].BorrowingLimit", ">= 0"},
+		{"lendable above nominal", func(c *bulkhead.BudgetConfig) {
+			c.Groups = []bulkhead.GroupConfig{{Name: "g", Nominal: 1, Lendable: 2}}
+		}, "Groups[0].Lendable", "between 0 and Nominal"},
+		{"negative borrowing", func(c *bulkhead.BudgetConfig) {
+			c.Groups = []bulkhead.GroupConfig{{Name: "g", Nominal: 1, BorrowingLimit: -1}}
+		}, "Groups[0].BorrowingLimit", ">= 0"},
 		{"group that runs nothing", func(c *bulkhead.BudgetConfig) { c.Groups = []bulkhead.GroupConfig{{Name: "g"}} }, "Groups[0].BorrowingLimit", "run nothing"},
 		{"nominal above size", func(c *bulkhead.BudgetConfig) {
 			c.Groups = []bulkhead.GroupConfig{{Name: "g", Nominal: 6}, {Name: "h", Nominal: 5}}

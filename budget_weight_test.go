@@ -98,7 +98,7 @@ func TestBudgetCallHeavierThanTheBudgetIsRejectedWithAWeightError(t *testing.T) 
 	b := newBudget(t, cfg, clk)
 	batch := mustClass(t, b, "batch")
 	for _, tc := range []struct {
-		group, class string
+		group, class  string
 		weight, limit int
 	}{
 		{"", "crit", 11, 6},       // 10 - gold's 2 and silver's 2 reserved
