@@ -342,11 +342,30 @@ func (b *Budget) admit(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter)
 		b.rejectWaiterLocked(w, c.errNoWait, &d)
 	}
 	b.mu.Unlock()
-	b.deliver(&d)
-	if own {
-		return &w.acq
+	if !own {
+		b.deliver(&d)
+		return nil
 	}
-	return nil
+	b.deliverBeforeReturning(&d, BudgetCall{p: p, c: c, k: k}, w)
+	return &w.acq
+}
+
+// deliverBeforeReturning delivers d, the outcomes a newcomer's arrival
+// decided (evictions, grants), before the newcomer's Acquisition is
+// returned. If user code run by that delivery panics or calls
+// runtime.Goexit, the panic goes on out of AcquirePermissionAsync, which
+// then never returns the newcomer: nobody could cancel it or give its
+// permits back, so it is withdrawn first (and if a grant won that race,
+// its permits of both levels are given back).
+func (b *Budget) deliverBeforeReturning(d *budgetDecided, call BudgetCall, w *budgetWaiter) {
+	delivered := false
+	defer func() {
+		if !delivered && !w.acq.Cancel() && w.acq.cell.Load()&outcomeMask == stateGranted {
+			call.ReleasePermission()
+		}
+	}()
+	b.deliver(d)
+	delivered = true
 }
 
 // grantRecordLocked grants the record of a call that waited for its

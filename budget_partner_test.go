@@ -383,3 +383,78 @@ func TestBudgetGoexitInAListenerStillDeliversTheOutcomes(t *testing.T) {
 	}
 	p.FinishCall()
 }
+
+// A Cancel whose withdrawal runs other calls' user code (giving the partner
+// permit back grants a call whose callback panics) must still deliver the
+// cancelled call's own callbacks: Cancel never gets to them when the panic
+// goes on out of it.
+func TestBudgetCancelWhoseWithdrawalPanicsStillRunsItsCallbacks(t *testing.T) {
+	for _, exit := range []bool{false, true} {
+		clk := newClock()
+		cfg := budgetConfig(1, 0, class("wait", 0, 0), bulkhead.ClassConfig{Name: "now"})
+		b := newBudget(t, cfg, clk)
+		holder := mustFlow(t, b, "holder", bulkhead.PartnerOptions{})
+		p, sem := newPartner(t, b, clk, "p", 1, bulkhead.PartnerOptions{})
+		holder.AcquirePermissionAsync()
+		w := p.Call(mustClass(t, b, "wait"), 1).AcquirePermissionAsync() // holds p's permit, waits in the budget
+		if w.Err() != bulkhead.ErrPending {
+			t.Fatalf("w: %v", w.Err())
+		}
+		// w2 waits for p's permit; the budget will refuse it at once.
+		w2 := p.Call(mustClass(t, b, "now"), 1).AcquirePermissionAsync()
+		w2.OnDone(func(error) {
+			if exit {
+				runtime.Goexit()
+			}
+			panic("boom")
+		})
+		ran := make(chan error, 1)
+		w.OnDone(func(err error) { ran <- err })
+		r := testkit.RunToEnd(func() { w.Cancel() })
+		if want := any("boom"); exit {
+			if r != testkit.Goexited {
+				t.Fatalf("Cancel ended with %v, want Goexit", r)
+			}
+		} else if r != want {
+			t.Fatalf("Cancel ended with %v, want w2's panic", r)
+		}
+		select {
+		case err := <-ran:
+			if !errors.Is(err, bulkhead.ErrCancelled) {
+				t.Fatalf("w's callback got %v", err)
+			}
+		case <-time.After(10 * time.Second): // real time: only a failure waits this long
+			t.Fatal("the cancelled call's callbacks never ran")
+		}
+		if sem.Metrics().InFlightCalls != 0 || b.Metrics().Queued != 0 {
+			t.Fatalf("partner %+v, budget %+v", sem.Metrics(), b.Metrics())
+		}
+		holder.FinishCall()
+	}
+}
+
+// A newcomer whose arrival delivers other outcomes (an eviction) whose
+// callback panics is never returned to its caller: it must be withdrawn, or
+// it would wait, and later hold permits, for nobody.
+func TestBudgetNewcomerWhoseArrivalDeliveryPanicsIsWithdrawn(t *testing.T) {
+	clk := newClock()
+	cfg := budgetConfig(1, 0, class("hi", 0, 0), class("lo", 0, 0))
+	cfg.MaxQueuedCalls = 1
+	b := newBudget(t, cfg, clk)
+	holder := mustFlow(t, b, "holder", bulkhead.PartnerOptions{})
+	p, sem := newPartner(t, b, clk, "p", 2, bulkhead.PartnerOptions{})
+	holder.AcquirePermissionAsync()
+	lo := p.Call(mustClass(t, b, "lo"), 1).AcquirePermissionAsync()
+	lo.OnDone(func(error) { panic("evicted") })
+	r := testkit.RunToEnd(func() { p.Call(mustClass(t, b, "hi"), 1).AcquirePermissionAsync() })
+	if r != "evicted" {
+		t.Fatalf("the newcomer's AcquirePermissionAsync ended with %v", r)
+	}
+	if m := b.Metrics(); m.Queued != 0 {
+		t.Fatalf("budget %+v: the newcomer nobody holds is still queued", m)
+	}
+	if n := sem.Metrics().InFlightCalls; n != 0 {
+		t.Fatalf("partner holds %d permits", n)
+	}
+	holder.FinishCall()
+}

@@ -118,7 +118,24 @@ func (b *Budget) unlinkLocked(w *budgetWaiter) {
 // runs: a waiter leaving may let others in), the cancellation is made
 // visible under mu, and then the partner permit is given back, the grants
 // of the pass delivered and CallCancelled published, on this goroutine.
+//
+// Both run user code before Cancel gets to a's own callbacks (the partner's
+// listeners; the callbacks of the calls that the partner permit or the pass
+// grant). If that code panics or calls runtime.Goexit, Cancel never runs
+// them, so a deferred call hands them to a fresh goroutine (a is settled by
+// then), and the panic goes on.
 func (w *budgetWaiter) withdraw(a *Acquisition) {
+	done := false
+	defer func() {
+		if !done {
+			go a.runCallbacks()
+		}
+	}()
+	w.withdrawBothLevels(a)
+	done = true
+}
+
+func (w *budgetWaiter) withdrawBothLevels(a *Acquisition) {
 	b := w.p.b
 	b.mu.Lock()
 	if w.lane == nil {
