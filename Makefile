@@ -134,3 +134,5 @@ include contrib/redis/redis.mk
 # (adaptive-matrix, adaptive-docs)
 include bench/scale.mk
 include bench/adaptivesim/adaptivesim.mk
+# bench/hubsim: the hub budget simulation (hub-sim, hub-sim-docs)
+include bench/hubsim/hubsim.mk

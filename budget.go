@@ -42,10 +42,10 @@ import (
 //     nobody waits; otherwise it is queued and a pass decides.
 //   - after every operation that can let a waiter in (a permit given back,
 //     a newcomer, a waiter leaving, ChangeConfig, an expiry), a pass has
-//     run: every waiter that fits has been granted, unless a blocked front
-//     holds the others back (MaxBypass) or the pass stopped at
-//     maxPassSkips; in both cases fewer shared permits are idle than the
-//     heaviest waiter passed over needs.
+//     run: every waiter that fits has been granted, unless a blocked
+//     waiter holds it back (MaxBypass) or the pass stopped at maxPassSkips;
+//     in both cases fewer shared permits are idle than the heaviest waiter
+//     passed over needs.
 //
 // Lock order: a partner's lock is never taken under mu, and mu is never
 // held while user code runs (callbacks, listeners, a partner's

@@ -12,7 +12,7 @@ import (
 // budget", states the rules and proves their bounds.
 
 // maxPassSkips bounds the lanes one pass takes out of their heaps because
-// their first call does not fit (or would cost the blocked front more than
+// their first call does not fit (or would cost a blocked waiter more than
 // MaxBypass): each costs a heap removal and a push, so a pass holds mu for a
 // bounded time. When a pass stops there, fewer shared permits are free than
 // the heaviest call it passed over needs.
@@ -149,19 +149,21 @@ func (c *budgetClass) groupToServe(pass uint64) *classGroup {
 // the decided ones in d. A candidate that does not fit is passed over: its
 // whole class-group when nothing is left for it (its group at its limit,
 // or no shared permit beyond the reserves and headroom), else its lane.
-// The first candidate short of shared permits is the blocked front: every
-// later grant is charged to it by the shared permits it takes that the
-// front could have used, and a grant that would bring its charges above
-// MaxBypass is not made (the permits stay free for the front). The pass
-// stops after maxPassSkips lanes taken out.
+//
+// Bounded bypass: every candidate passed over for lack of shared permits
+// is blocked in this pass. Each later grant is charged to every blocked
+// waiter by the shared permits it takes that the waiter could have used
+// (waiter.bypassed, which accumulates over passes), and a grant that would
+// bring a blocked waiter's charges above MaxBypass is not made: the
+// permits stay free for it. The pass stops after maxPassSkips lanes taken
+// out.
 func (b *Budget) passLocked(d *budgetDecided) {
 	if b.waiting == 0 {
 		return
 	}
 	b.pass++
-	var front *budgetWaiter
-	var fc *budgetClass
-	var fg *budgetGroup
+	var blockedArr [8]*budgetWaiter
+	blocked := blockedArr[:0]
 	skips := 0
 	for skips < maxPassSkips {
 		w := b.candidateLocked()
@@ -182,9 +184,7 @@ func (b *Budget) passLocked(d *budgetDecided) {
 		}
 		sa := b.sharedAvailLocked(c, g)
 		if k > sa {
-			if front == nil {
-				front, fc, fg = w, c, g
-			}
+			blocked = append(blocked, w)
 			if sa <= 0 {
 				l.cg.skip = b.pass
 			} else {
@@ -193,21 +193,36 @@ func (b *Budget) passLocked(d *budgetDecided) {
 			}
 			continue
 		}
-		if front != nil {
-			charge := b.sharedAvailLocked(fc, fg) - b.sharedAvailAfterLocked(fc, fg, c, g, k)
-			if charge > 0 && int(front.bypassed)+charge > b.cfg.MaxBypass {
-				if b.reserved == 0 {
-					break // nothing may pass the front until it fits
-				}
-				b.skipLaneLocked(l) // a grant out of its own group's reserve may still pass
-				skips++
-				continue
+		if len(blocked) > 0 && !b.chargeLocked(blocked, c, g, k) {
+			if b.reserved == 0 {
+				break // every later grant would cost that waiter too
 			}
-			front.bypassed += int32(charge)
+			b.skipLaneLocked(l) // a grant out of its own group's reserve may still pass
+			skips++
+			continue
 		}
 		b.grantLocked(w, d)
 	}
 	b.restoreSkippedLocked()
+}
+
+// chargeLocked charges a grant of k permits to a call of class c and group
+// g to every blocked waiter, by what it takes from that waiter's shared
+// permits, and reports true; or, if that would bring one of them above
+// MaxBypass, charges nothing and reports false.
+func (b *Budget) chargeLocked(blocked []*budgetWaiter, c *budgetClass, g *budgetGroup, k int) bool {
+	for _, h := range blocked {
+		hc, hg := h.lane.cg.class, h.lane.flow.group
+		charge := b.sharedAvailLocked(hc, hg) - b.sharedAvailAfterLocked(hc, hg, c, g, k)
+		if charge > 0 && int(h.bypassed)+charge > b.cfg.MaxBypass {
+			return false
+		}
+	}
+	for _, h := range blocked {
+		hc, hg := h.lane.cg.class, h.lane.flow.group
+		h.bypassed += int32(b.sharedAvailLocked(hc, hg) - b.sharedAvailAfterLocked(hc, hg, c, g, k))
+	}
+	return true
 }
 
 // skipLaneLocked takes l out of its heap for the rest of the pass.

@@ -185,7 +185,7 @@ func (m *budgetModel) pass() {
 	skipCG := map[key]bool{}
 	skipLane := map[[2]any]bool{} // {flow, class}
 	skipClass := map[string]bool{}
-	var front *mCall
+	var blocked []*mCall
 	skips := 0
 	laneHeld := func(flow int, class string) int {
 		return m.held(func(c *mCall) bool { return c.flow == flow && c.class == class })
@@ -271,9 +271,7 @@ func (m *budgetModel) pass() {
 		}
 		sa := m.sharedAvail(cls, g, cls, g, 0)
 		if w.k > sa {
-			if front == nil {
-				front = w
-			}
+			blocked = append(blocked, w)
 			if sa <= 0 {
 				skipCG[key{cls, g}] = true
 			} else {
@@ -282,22 +280,27 @@ func (m *budgetModel) pass() {
 			}
 			continue
 		}
-		if front != nil {
-			fg := m.flows[front.flow]
-			charge := m.sharedAvail(front.class, fg, front.class, fg, 0) - m.sharedAvail(front.class, fg, cls, g, w.k)
-			if charge > 0 && front.byp+charge > m.cfg.MaxBypass {
-				reserved := 0
-				for _, x := range m.groups() {
-					reserved += m.reserve(x, 0)
-				}
-				if reserved == 0 {
-					break
-				}
-				skipLane[[2]any{w.flow, cls}] = true
-				skips++
-				continue
+		charges := make([]int, len(blocked))
+		over := false
+		for i, h := range blocked {
+			hg := m.flows[h.flow]
+			charges[i] = m.sharedAvail(h.class, hg, h.class, hg, 0) - m.sharedAvail(h.class, hg, cls, g, w.k)
+			over = over || charges[i] > 0 && h.byp+charges[i] > m.cfg.MaxBypass
+		}
+		if over {
+			reserved := 0
+			for _, x := range m.groups() {
+				reserved += m.reserve(x, 0)
 			}
-			front.byp += charge
+			if reserved == 0 {
+				break
+			}
+			skipLane[[2]any{w.flow, cls}] = true
+			skips++
+			continue
+		}
+		for i, h := range blocked {
+			h.byp += charges[i]
 		}
 		w.state = "granted"
 	}

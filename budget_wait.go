@@ -23,7 +23,7 @@ type budgetWaiter struct {
 	lane  *lane        // set, under mu, once the call is in the budget
 	k     int32        // weight
 	// bypassed is what grants behind this waiter took from it while it was
-	// the blocked front (passLocked); it never exceeds MaxBypass.
+	// blocked (passLocked); it never exceeds MaxBypass.
 	bypassed int32
 	seq      uint64        // arrival order in the budget
 	enq      time.Duration // arrival in the budget (offset from the epoch), unknownWait if decided at once

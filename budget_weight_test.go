@@ -2,6 +2,8 @@ package bulkhead_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -142,4 +144,68 @@ func TestBudgetWaiterMadeTooHeavyByChangeConfigIsRejected(t *testing.T) {
 	}
 	g.order()
 	g.finish("a")
+}
+
+// Every waiter passed over for lack of permits is charged for the grants
+// that pass it, not only the first one: with two heavy calls blocked, the
+// second must not let MaxBypass more permits through once the first is
+// granted (it was passed by the same calls all along), or with many heavy
+// waiters the last would wait for MaxBypass times their number.
+func TestBudgetEveryBlockedWaiterIsPassedByAtMostMaxBypassPermits(t *testing.T) {
+	clk := newClock()
+	const bypass = 2
+	b := newBudget(t, budgetConfig(4, bypass, class("only", 0, 0)), clk)
+	a := mustFlow(t, b, "a", bulkhead.PartnerOptions{})
+	h1, h2 := mustFlow(t, b, "h1", bulkhead.PartnerOptions{}), mustFlow(t, b, "h2", bulkhead.PartnerOptions{})
+	l := mustFlow(t, b, "l", bulkhead.PartnerOptions{})
+	g := newGrantLog()
+	for _, x := range []string{"a1", "a2", "a3", "a4"} {
+		g.ask(x, a.Call(bulkhead.Class{}, 1))
+	}
+	g.ask("h1", h1.Call(bulkhead.Class{}, 3))
+	g.ask("h2", h2.Call(bulkhead.Class{}, 3))
+	for i := range 8 {
+		g.ask(fmt.Sprint("l", i), l.Call(bulkhead.Class{}, 1))
+	}
+	var order, held []string
+	for _, x := range g.order() {
+		held = append(held, x)
+	}
+	for len(order) < 10 {
+		if len(held) == 0 {
+			t.Fatalf("nothing left to give back; granted so far: %v", order)
+		}
+		x := held[0]
+		held = held[1:]
+		g.finish(x)
+		for _, got := range g.order() {
+			order = append(order, got)
+			held = append(held, got)
+		}
+	}
+	lightsBefore := func(heavy string) int {
+		n := 0
+		for _, x := range order {
+			if x == heavy {
+				return n
+			}
+			if strings.HasPrefix(x, "l") {
+				n++
+			}
+		}
+		t.Fatalf("%s never granted: %v", heavy, order)
+		return 0
+	}
+	if n := lightsBefore("h1"); n > bypass {
+		t.Errorf("%d light calls passed h1, want at most MaxBypass = %d (order %v)", n, bypass, order)
+	}
+	if n := lightsBefore("h2"); n > bypass {
+		t.Errorf("%d light calls passed h2, want at most MaxBypass = %d: it was passed by the same ones as h1 (order %v)", n, bypass, order)
+	}
+	g.finishAll(t, held...)
+	for len(g.calls) > 0 {
+		for _, x := range g.order() {
+			g.finish(x)
+		}
+	}
 }
