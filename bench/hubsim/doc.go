@@ -17,6 +17,11 @@
 //     (a connection pool, the hub's CPU), which calls wait for in arrival
 //     order until their deadline.
 //
+// MixedScenario runs the same hub with the batch partners also sending
+// interactive calls, their documents sent through a few senders each: with
+// one class, a partner's interactive calls then wait behind its own
+// documents in the budget, which the classes prevent.
+//
 // Each run is deterministic per seed (testkit.VirtualClock, inside a
 // testing/synctest bubble so that callbacks the budget hands to fresh
 // goroutines have run before time moves on). TestQuick, in make test, runs

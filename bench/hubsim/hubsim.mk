@@ -6,7 +6,7 @@ GO ?= go
 
 .PHONY: hub-sim hub-sim-docs
 
-## hub-sim: the full sweep (about 3 min on 2 cores), then the docs
+## hub-sim: the full sweep of both scenarios (about 5 min on 2 idle cores), then the docs
 hub-sim:
 	cd bench && $(GO) test ./hubsim -run '^TestSweep$$' -count=1 -timeout 60m -v -full
 	$(MAKE) -f bench/hubsim/hubsim.mk hub-sim-docs

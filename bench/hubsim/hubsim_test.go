@@ -59,8 +59,11 @@ func TestRunsAreDeterministic(t *testing.T) {
 	}
 }
 
-// TestSweep runs the full scenario over FullSeeds seeds (with -full) and
-// saves it for TestSweepDocs.
+// saved is the last full sweep of both scenarios.
+type saved struct{ Main, Mixed Sweep }
+
+// TestSweep runs the full scenario and the mixed one over FullSeeds seeds
+// (with -full) and saves them for TestSweepDocs.
 func TestSweep(t *testing.T) {
 	if !*full {
 		t.Skip("the full sweep runs with -full (" + Command + ")")
@@ -69,12 +72,14 @@ func TestSweep(t *testing.T) {
 	for s := range uint64(FullSeeds) {
 		seeds = append(seeds, s+1)
 	}
-	sw := RunSweep(Default(), seeds, bubble(t))
-	t.Logf("\n%s\n%s", sw.Table(), sw.WeightTable())
-	for _, m := range sw.Misses() {
-		t.Error(m)
+	sv := saved{Main: RunSweep(Default(), seeds, bubble(t)), Mixed: RunSweep(MixedScenario(), seeds, bubble(t))}
+	for _, sw := range []Sweep{sv.Main, sv.Mixed} {
+		t.Logf("\n%s\n%s", sw.Table(), sw.WeightTable())
+		for _, m := range sw.Misses() {
+			t.Error(m)
+		}
 	}
-	b, err := json.MarshalIndent(sw, "", " ")
+	b, err := json.MarshalIndent(sv, "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +102,14 @@ func TestSweepDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sw Sweep
-	if err := json.Unmarshal(b, &sw); err != nil {
+	var sv saved
+	if err := json.Unmarshal(b, &sv); err != nil {
 		t.Fatal(err)
 	}
+	section := Section(sv.Main, sv.Mixed)
 	const docs = "../../docs/benchmarks.md"
 	if *update {
-		if err := UpdateDocs(docs, sw.Section()); err != nil {
+		if err := UpdateDocs(docs, section); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -112,7 +118,7 @@ func TestSweepDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(text), sw.Section()) {
-		t.Errorf("docs/benchmarks.md's %q section is not the one %s makes from %s: run %s", Heading, "TestSweepDocs -update", resultsFile, Command)
+	if !strings.Contains(string(text), section) {
+		t.Errorf("docs/benchmarks.md's %q section is not the one TestSweepDocs -update makes from %s: run %s", Heading, resultsFile, Command)
 	}
 }

@@ -135,16 +135,19 @@ func (s *sim) result(seed uint64) Result {
 // pool's own record.
 func (r *Result) waits(s *sim) {
 	sc := s.sc
-	limit := map[string]time.Duration{"interactive": sc.InteractiveWait, "batch": sc.BatchWait, "all": sc.BatchWait}
+	limit := map[string]time.Duration{"interactive": sc.InteractiveWait, "batch": sc.BatchWait}
+	if s.mode == OneClass {
+		limit["interactive"] = sc.BatchWait // one class, one wait
+	}
 	byWeight := map[int][]time.Duration{}
 	rejected := map[int]int{}
-	batchClass := "batch"
-	if s.mode == OneClass {
-		batchClass = "all"
-	}
-	add := func(class string, weight int, wait time.Duration, batch, rej bool) {
-		r.MaxWait[class] = max(r.MaxWait[class], wait)
-		if wait > limit[class] {
+	add := func(batch bool, weight int, wait time.Duration, rej bool) {
+		kind := "interactive"
+		if batch {
+			kind = "batch"
+		}
+		r.MaxWait[kind] = max(r.MaxWait[kind], wait)
+		if wait > limit[kind] {
 			r.WaitsWithin = false
 		}
 		if batch {
@@ -159,16 +162,11 @@ func (r *Result) waits(s *sim) {
 			if c.poolAt == 0 && c.granted < 0 && !c.waitEnd {
 				continue // never reached the pool
 			}
-			class := "interactive"
-			if c.batch {
-				class = "batch"
-			}
-			add(class, c.k, c.decided-c.poolAt, c.batch, c.rejected)
+			add(c.batch, c.k, c.decided-c.poolAt, c.rejected)
 		}
 	} else {
 		for _, w := range s.budgetWaits {
-			// In OneClass mode the weight-1 waits mix both kinds of call.
-			add(w.class, w.weight, w.wait, w.class == batchClass, false)
+			add(w.batch, w.weight, w.wait, false)
 		}
 		for _, c := range s.calls {
 			if c.batch && c.rejected {

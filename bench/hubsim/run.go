@@ -63,6 +63,7 @@ const (
 	evDeadline
 	evArrival
 	evBurst
+	evNextDoc
 	evSample
 )
 
@@ -118,6 +119,7 @@ type sim struct {
 
 	samples     []sample
 	budgetWaits []budgetWait
+	docsLeft    []int // per partner, documents not sent yet (BatchSenders)
 }
 
 type sample struct {
@@ -127,7 +129,7 @@ type sample struct {
 }
 
 type budgetWait struct {
-	class  string
+	batch  bool // a document (else an interactive call)
 	weight int
 	wait   time.Duration
 }
@@ -155,7 +157,7 @@ func run(sc Scenario, mode Mode, seed uint64) Result {
 	for p := range sc.Partners {
 		s.rngs = append(s.rngs, rand.New(rand.NewPCG(seed, uint64(p))))
 	}
-	for p := range sc.Interactive {
+	for p := range sc.senders() {
 		s.push(event{at: s.gap(p), kind: evArrival, id: p})
 	}
 	if mode != NoBurst {
@@ -214,8 +216,13 @@ func (s *sim) build() {
 	s.budget = b
 	b.OnEvent(func(e bulkhead.BudgetEvent) {
 		if e.Type == bulkhead.CallPermitted || e.Type == bulkhead.CallRejected {
+			// A document is of the batch class, or, with one class, of
+			// weight above 1 or from a partner that sends no interactive
+			// call: only weight-1 calls of mixed partners are ambiguous,
+			// and those are counted as interactive.
+			batch := e.Class == "batch" || e.Class == "all" && (e.Weight > 1 || !sc.Mixed && partnerIndex(e.Partner) >= sc.Interactive)
 			s.mu.Lock()
-			s.budgetWaits = append(s.budgetWaits, budgetWait{class: e.Class, weight: e.Weight, wait: e.Wait})
+			s.budgetWaits = append(s.budgetWaits, budgetWait{batch: batch, weight: e.Weight, wait: e.Wait})
 			s.mu.Unlock()
 		}
 	})
@@ -233,6 +240,13 @@ func (s *sim) build() {
 	}
 	s.interactive, _ = b.Class("interactive")
 	s.batch, _ = b.Class("batch")
+}
+
+// partnerIndex parses the index out of a partner's name.
+func partnerIndex(name string) int {
+	var i int
+	fmt.Sscanf(name, "partner-%d", &i)
+	return i
 }
 
 func (s *sim) now() time.Duration { return s.clk.Now().Sub(s.start) }
@@ -271,10 +285,21 @@ func (s *sim) process(e event) {
 			s.push(event{at: next, kind: evArrival, id: e.id})
 		}
 	case evBurst:
+		s.docsLeft = make([]int, s.sc.Partners)
 		for p := s.sc.Interactive; p < s.sc.Partners; p++ {
-			for range s.sc.BatchDocs {
+			n := s.sc.BatchDocs
+			if s.sc.BatchSenders > 0 {
+				n = min(n, s.sc.BatchSenders)
+			}
+			s.docsLeft[p] = s.sc.BatchDocs - n
+			for range n {
 				s.start1(s.newCall(p, true))
 			}
+		}
+	case evNextDoc:
+		if s.docsLeft[e.id] > 0 {
+			s.docsLeft[e.id]--
+			s.start1(s.newCall(e.id, true))
 		}
 	case evComplete:
 		s.finish(s.calls[e.id])
@@ -317,6 +342,7 @@ func (s *sim) admitted(c *call, err error) {
 	defer s.mu.Unlock()
 	if err != nil {
 		c.rejected, c.decided = true, now
+		s.nextDocLocked(c, now)
 		return
 	}
 	if s.mode != NoBudget {
@@ -369,8 +395,18 @@ func (s *sim) poolDeadline(c *call) {
 	}
 	c.inPool, c.rejected, c.decided, c.waitEnd = false, true, s.now(), true
 	s.poolGrantLocked(s.now()) // a waiter that timed out at the head no longer holds the others back
+	s.nextDocLocked(c, s.now())
 	s.mu.Unlock()
 	s.sems[c.partner].ReleasePermission()
+}
+
+// nextDocLocked has the sender of document c send its next one (on the
+// main loop, at the same instant: the event order keeps runs
+// deterministic whichever goroutine ended c).
+func (s *sim) nextDocLocked(c *call, now time.Duration) {
+	if c.batch && s.sc.BatchSenders > 0 {
+		heap.Push(&s.events, event{at: now, kind: evNextDoc, id: c.partner})
+	}
 }
 
 func (s *sim) finish(c *call) {
@@ -378,6 +414,7 @@ func (s *sim) finish(c *call) {
 	s.mu.Lock()
 	c.done = now
 	s.running -= c.k
+	s.nextDocLocked(c, now)
 	if s.mode == NoBudget {
 		s.pool.free += c.k
 		s.poolGrantLocked(now)

@@ -33,6 +33,14 @@ type Scenario struct {
 	BatchSigma   float64
 	BatchWait    time.Duration // MaxWaitDuration of a document, at every level
 
+	// BatchSenders, if not zero, sends each batch partner's documents
+	// through that many senders, each sending its next document when the
+	// last one ended (a re-send job); zero sends them all at BurstAt.
+	BatchSenders int
+	// Mixed makes the batch partners send interactive calls too (at the
+	// same rate), so that a partner's two kinds of call meet in the budget.
+	Mixed bool
+
 	Headroom   int // the interactive class's headroom
 	BatchShare int // the batch class's guaranteed share
 	MaxBypass  int
@@ -67,11 +75,29 @@ func Quick() Scenario {
 	return sc
 }
 
+// MixedScenario is Default with the batch partners sending interactive calls
+// too, and their documents through 10 senders each (so that their
+// interactive calls find a permit of their own bulkhead and meet their
+// documents in the budget, not in the partner's queue).
+func MixedScenario() Scenario {
+	sc := Default()
+	sc.Mixed, sc.BatchSenders = true, 10
+	return sc
+}
+
+// senders is the number of partners that send interactive calls.
+func (sc Scenario) senders() int {
+	if sc.Mixed {
+		return sc.Partners
+	}
+	return sc.Interactive
+}
+
 // InteractiveLoad is the permits the interactive traffic holds on average
 // (Little's law: rate × mean service time).
 func (sc Scenario) InteractiveLoad() float64 {
 	mean := float64(sc.InteractiveMedian) * math.Exp(sc.InteractiveSigma*sc.InteractiveSigma/2) / float64(time.Second)
-	return float64(sc.Interactive) * sc.InteractiveRate * mean
+	return float64(sc.senders()) * sc.InteractiveRate * mean
 }
 
 // logNormal draws a log-normal duration around median with shape sigma.
