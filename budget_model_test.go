@@ -45,17 +45,12 @@ type mCall struct {
 	realCal bulkhead.BudgetCall
 }
 
-type mClass struct {
-	bulkhead.ClassConfig
-}
-
 type budgetModel struct {
-	cfg     bulkhead.BudgetConfig
-	flows   []string // flow -> group
-	calls   []*mCall
-	seq     int
-	now     time.Duration
-	removed map[string]bool
+	cfg   bulkhead.BudgetConfig
+	flows []string // flow -> group
+	calls []*mCall
+	seq   int
+	now   time.Duration
 }
 
 func (m *budgetModel) classIdx(name string) int {

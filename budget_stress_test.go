@@ -115,9 +115,8 @@ type budgetStress struct {
 // twice (or one it never got) is seen where it happens.
 type countedPartner struct {
 	*bulkhead.Semaphore
-	r        *budgetStress
-	out      atomic.Int64 // granted and not given back
-	released atomic.Int64
+	r   *budgetStress
+	out atomic.Int64 // granted and not given back
 }
 
 func (c *countedPartner) AcquirePermissionAsync() *bulkhead.Acquisition {

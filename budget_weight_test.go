@@ -167,10 +167,8 @@ func TestBudgetEveryBlockedWaiterIsPassedByAtMostMaxBypassPermits(t *testing.T) 
 	for i := range 8 {
 		g.ask(fmt.Sprint("l", i), l.Call(bulkhead.Class{}, 1))
 	}
-	var order, held []string
-	for _, x := range g.order() {
-		held = append(held, x)
-	}
+	var order []string
+	held := g.order()
 	for len(order) < 10 {
 		if len(held) == 0 {
 			t.Fatalf("nothing left to give back; granted so far: %v", order)
