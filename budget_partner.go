@@ -64,7 +64,8 @@ func (p *BudgetPartner) FinishCall() { BudgetCall{p: p, c: p.class, k: 1}.Finish
 // one class and weight (BudgetPartner.Call): a permit of the partner's
 // bulkhead, then Weight permits of the budget. Its permits go back with its
 // own FinishCall or ReleasePermission (same class and weight). It is a
-// small value: make one per call, or keep one per kind of call.
+// small value: make one per call, or keep one per kind of call. The zero
+// BudgetCall is not usable.
 type BudgetCall struct {
 	p *BudgetPartner
 	c *budgetClass
