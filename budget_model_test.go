@@ -2,6 +2,7 @@ package bulkhead_test
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -19,18 +20,19 @@ import (
 // sequence of operations (calls of random flow, class and weight, Cancel,
 // FinishCall, clock advances, ChangeConfig), and compares every call's
 // outcome and the metrics after every operation.
+//
+// -budget.modelseeds sets how many seeds (60 by default, a few seconds
+// under -race; make stress-budget runs thousands).
 func TestBudgetAgreesWithANaiveModel(t *testing.T) {
-	seeds := 300
-	if testing.Short() {
-		seeds = 50
-	}
-	for seed := range uint64(seeds) {
+	for seed := range uint64(*modelSeeds) {
 		runModelSeed(t, seed, 300)
 		if t.Failed() {
 			return
 		}
 	}
 }
+
+var modelSeeds = flag.Int("budget.modelseeds", 60, "TestBudgetAgreesWithANaiveModel: how many random sequences of 300 operations")
 
 type mCall struct {
 	id      int
