@@ -111,8 +111,34 @@ func (c BudgetCall) AcquirePermissionAsync() *Acquisition {
 	}
 	w := &budgetWaiter{p: p, class: c.c, pa: pa, k: int32(c.k)}
 	w.acq.owner = w
-	pa.OnDone(w.partnerDone)
+	if afterPartnerPending != nil {
+		afterPartnerPending(pa)
+	}
+	c.registerPartnerDone(w, pa)
 	return &w.acq
+}
+
+// afterPartnerPending, if set (by tests, before any Budget is used), runs
+// between the check that the partner's acquisition is pending and the
+// registration of partnerDone on it. It costs one load on that path.
+var afterPartnerPending func(pa *Acquisition)
+
+// registerPartnerDone registers partnerDone on the partner's acquisition.
+// If that was decided meanwhile, partnerDone runs here, inline, takes the
+// call to the budget and delivers what the budget decided, all before the
+// call's Acquisition is returned; if user code run by that delivery panics
+// or calls runtime.Goexit, nobody will ever hold the call, so it is
+// withdrawn first (and if a grant won that race, both its permits are
+// given back), as a newcomer of admit is.
+func (c BudgetCall) registerPartnerDone(w *budgetWaiter, pa *Acquisition) {
+	registered := false
+	defer func() {
+		if !registered && !w.acq.Cancel() && w.acq.cell.Load()&outcomeMask == stateGranted {
+			c.ReleasePermission()
+		}
+	}()
+	pa.OnDone(w.partnerDone)
+	registered = true
 }
 
 // partnerDone runs once with the outcome of the partner's acquisition, on
