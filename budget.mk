@@ -1,6 +1,7 @@
-# The budget's long checks (budget*_test.go), included by the root Makefile:
-# the stress test for STRESS_TIME and the naive model for BUDGET_MODEL_SEEDS
-# random sequences (make test runs 1.5 s and 60 of them).
+# The budget's long checks, included by the root Makefile: the stress test
+# for STRESS_TIME, the naive model for BUDGET_MODEL_SEEDS random sequences
+# and LIN_HISTORIES concurrent histories checked for linearizability (make
+# test runs 1.5 s, 60 and 300 of them).
 BUDGET_MODEL_SEEDS ?= 3000
 
 .PHONY: stress-budget
@@ -9,3 +10,4 @@ BUDGET_MODEL_SEEDS ?= 3000
 stress-budget:
 	$(GO) test -race -count=1 -timeout 0 -run '^TestStressBudget$$' -v . -stress.duration=$(STRESS_TIME)
 	$(GO) test -race -count=1 -timeout 0 -run '^TestBudgetAgreesWithANaiveModel$$' -v . -budget.modelseeds=$(BUDGET_MODEL_SEEDS)
+	cd internal/linearizability && LINEARIZABILITY_HISTORIES=$(LIN_HISTORIES) $(GO) test -race -count=1 -timeout 0 -run '^TestConcurrentBudgetHistoriesAreLinearizable$$' -v ./...
