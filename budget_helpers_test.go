@@ -19,20 +19,8 @@ func newBudget(t testing.TB, cfg bulkhead.BudgetConfig, clk bulkhead.Clock) *bul
 	if err != nil {
 		t.Fatalf("NewBudget(%+v): %v", cfg, err)
 	}
-	checkBudget(t, b)
+	testkit.CheckBudget(t, b)
 	return b
-}
-
-// checkBudget registers a cleanup that fails the test if b holds a permit
-// or has a waiter when the test ends.
-func checkBudget(t testing.TB, b *bulkhead.Budget) {
-	t.Helper()
-	t.Cleanup(func() {
-		t.Helper()
-		if m := b.Metrics(); m.InUse != 0 || m.Queued != 0 {
-			t.Errorf("budget %q leaks: %d permits in use, %d calls queued at the end of the test (%+v)", b.Name(), m.InUse, m.Queued, m)
-		}
-	})
 }
 
 // class is one waiting class with the given share and headroom, no queue

@@ -182,7 +182,7 @@ func newBudgetStress(t *testing.T, seed uint64) *budgetStress {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkBudget(t, b)
+	testkit.CheckBudget(t, b)
 	r.b = b
 	for _, g := range []string{"", "gold", "silver"} {
 		r.groupCeil[g], r.groupHeld[g] = new(atomic.Int64), new(atomic.Int64)
