@@ -135,7 +135,8 @@ func (c *countedPartner) AcquirePermissionAsync() *bulkhead.Acquisition {
 
 func (c *countedPartner) back() {
 	if n := c.out.Add(-1); n < 0 {
-		c.r.violate("partner %q: a permit given back that was not granted (out %d)", c.Name(), n)
+		buf := make([]byte, 1<<16)
+		c.r.violate("partner %q: a permit given back that was not granted (out %d)\n%s", c.Name(), n, buf[:runtime.Stack(buf, false)])
 	}
 }
 
