@@ -14,21 +14,24 @@ import (
 type Call struct {
 	b        *Bulkhead
 	start    time.Duration
-	inFlight int // calls in flight at the grant, this one included
+	inFlight int                // calls in flight at the grant, this one included
+	cs       bulkhead.CallStart // for the CallDuration of its CallFinished
 }
 
 // TryAcquire takes a permit if one is free and nobody waits (see
 // Semaphore.TryAcquirePermission). A refusal counts as a rejection.
 func (b *Bulkhead) TryAcquire() (Call, bool) {
 	if b.watched {
-		return Call{b: b}, b.sem.TryAcquirePermission()
+		ok := b.sem.TryAcquirePermission()
+		return Call{b: b, cs: b.sem.StartCall()}, ok
 	}
 	if !b.sem.TryAcquirePermission() {
 		b.countRejected()
 		return Call{}, false
 	}
+	cs := b.sem.StartCall()
 	start, n := b.granted(false)
-	return Call{b: b, start: start, inFlight: n}, true
+	return Call{b: b, start: start, inFlight: n, cs: cs}, true
 }
 
 // Acquire blocks until a permit is granted, the call is rejected (a
@@ -36,7 +39,8 @@ func (b *Bulkhead) TryAcquire() (Call, bool) {
 // Semaphore.AcquirePermission does.
 func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 	if b.watched {
-		return Call{b: b}, b.sem.AcquirePermission(ctx)
+		err := b.sem.AcquirePermission(ctx)
+		return Call{b: b, cs: b.sem.StartCall()}, err
 	}
 	if err := b.sem.AcquirePermission(ctx); err != nil {
 		if errors.Is(err, bulkhead.ErrBulkheadFull) {
@@ -44,8 +48,9 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 		}
 		return Call{}, err
 	}
+	cs := b.sem.StartCall()
 	start, n := b.granted(false)
-	return Call{b: b, start: start, inFlight: n}, nil
+	return Call{b: b, start: start, inFlight: n, cs: cs}, nil
 }
 
 // Finish gives the permit back after the call ran and records its RTT.
@@ -57,7 +62,7 @@ func (c Call) Finish(err error) {
 		if overload {
 			c.b.MarkOverload()
 		}
-		c.b.sem.FinishCall()
+		c.b.sem.FinishCallStarted(c.cs)
 		return
 	}
 	if c.b.returned(func(b *Bulkhead, now time.Duration) {
@@ -66,7 +71,7 @@ func (c Call) Finish(err error) {
 	}, overload) {
 		defer c.b.apply()
 	}
-	c.b.sem.FinishCall()
+	c.b.sem.FinishCallStarted(c.cs)
 }
 
 // Release gives the permit back when the call did not run: no sample.
