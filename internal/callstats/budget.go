@@ -25,6 +25,7 @@ var BudgetReasons = [...]string{"no_wait", "queue_full", "wait_timeout", "evicte
 // ClassStats are the accumulations of one class of a budget. Each field is
 // read with atomic loads while events may be counted, not as one snapshot.
 type ClassStats struct {
+	name string
 	// Calls counts the events by type, in the order of Kinds.
 	Calls [len(Kinds)]atomic.Uint64
 	// Permits is the sum of the weights of the granted calls.
@@ -52,8 +53,14 @@ type BudgetWatch struct {
 	Budget     *bulkhead.Budget
 	waitBounds []time.Duration // nil: no histogram (an exporter that records its own)
 	hook       func(bulkhead.BudgetEvent)
-	classes    sync.Map // class name -> *ClassStats
-	stop       func()
+	// classes holds the ClassStats of every class that had an event, in a
+	// slice replaced (never modified) under mu when a class is added: a
+	// budget has a few classes, whose events carry the class's own name
+	// string, so a scan comparing names (equal pointers compare at once)
+	// finds one faster than a map's hashing.
+	classes atomic.Pointer[[]*ClassStats]
+	mu      sync.Mutex
+	stop    func()
 }
 
 // NewBudgetWatch starts counting the events of b with the given bounds of
@@ -115,21 +122,33 @@ func budgetReasonIndex(r bulkhead.Reason) int {
 }
 
 func (w *BudgetWatch) class(name string) *ClassStats {
-	if v, ok := w.classes.Load(name); ok {
-		return v.(*ClassStats)
+	if s := w.Class(name); s != nil {
+		return s
 	}
-	v, _ := w.classes.LoadOrStore(name, &ClassStats{
-		Granted:  newHistogram(len(w.waitBounds)),
-		Rejected: newHistogram(len(w.waitBounds)),
-	})
-	return v.(*ClassStats)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.Class(name); s != nil { // added meanwhile
+		return s
+	}
+	s := &ClassStats{name: name, Granted: newHistogram(len(w.waitBounds)), Rejected: newHistogram(len(w.waitBounds))}
+	var next []*ClassStats
+	if cur := w.classes.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, s)
+	w.classes.Store(&next)
+	return s
 }
 
 // Class returns the counts of the class name, or nil if no event of it was
 // counted.
 func (w *BudgetWatch) Class(name string) *ClassStats {
-	if v, ok := w.classes.Load(name); ok {
-		return v.(*ClassStats)
+	if cur := w.classes.Load(); cur != nil {
+		for _, s := range *cur {
+			if s.name == name {
+				return s
+			}
+		}
 	}
 	return nil
 }

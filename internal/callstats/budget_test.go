@@ -1,6 +1,7 @@
 package callstats
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -129,4 +130,30 @@ func TestNewBudgetWatchPanicsOnBadBounds(t *testing.T) {
 		}
 	}()
 	NewBudgetWatch(b, []time.Duration{0}, nil)
+}
+
+// Events of several classes racing with each other's first events are all
+// counted, each in its own class.
+func TestConcurrentFirstEventsOfManyClassesAreAllCounted(t *testing.T) {
+	b, _ := newTestBudget(t)
+	w := NewBudgetWatch(b, DefaultWaitBuckets, nil)
+	defer w.Close()
+	classes := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var wg sync.WaitGroup
+	for _, c := range classes {
+		for range 4 {
+			wg.Go(func() {
+				for range 500 {
+					w.Record(bulkhead.BudgetEvent{Type: bulkhead.CallPermitted, Class: c, Weight: 2})
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, c := range classes {
+		s := w.Class(c)
+		if s == nil || s.Count(bulkhead.CallPermitted) != 2000 || s.Permits.Load() != 4000 {
+			t.Errorf("class %s: %+v", c, s)
+		}
+	}
 }
