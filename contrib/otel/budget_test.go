@@ -2,8 +2,12 @@ package otel_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -216,4 +220,114 @@ func TestStartBudgetsRefusesBadArgumentsNamingThem(t *testing.T) {
 			t.Errorf("StartBudgets = %v, %v; want %q", in, err, tc.want)
 		}
 	}
+}
+
+// The checks of the real-Prometheus budget test (contrib/prometheus), on
+// the OpenTelemetry side through the SDK's in-memory reader: a budget under
+// load (interactive calls of weight 1, batch calls of weight 2 with a
+// share, a short wait and a small queue) in a testing/synctest bubble, and
+// what the reader collects matches what the test saw: the calls and permits
+// granted per class, the rejections by reason, every bucket of the waits.
+func TestOTelReaderAnswersAboutABudgetUnderLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		buckets := []time.Duration{time.Millisecond, 5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, time.Second}
+		hub, err := bulkhead.NewBudget("hub", bulkhead.BudgetConfig{
+			Size:           4,
+			MaxQueuedCalls: 8,
+			Classes: []bulkhead.ClassConfig{
+				{Name: "interactive", Headroom: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded},
+				{Name: "batch", Share: 2, MaxWaitDuration: 8 * time.Millisecond, MaxQueuedCalls: 2},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.CheckBudget(t, hub)
+		_, reader := startBudgets(t, []*bulkhead.Budget{hub}, bulkheadotel.WithWaitBuckets(buckets...))
+		interactive, _ := hub.Class("interactive")
+		batch, _ := hub.Class("batch")
+
+		var mu sync.Mutex
+		permitted, permits, rejected := map[string]int64{}, map[string]int64{}, map[string]int64{}
+		waits := map[string][]uint64{} // class/outcome -> per bucket, the last +Inf
+		hub.OnEvent(func(e bulkhead.BudgetEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcome := "granted"
+			switch e.Type {
+			case bulkhead.CallPermitted:
+				permitted[e.Class]++
+				permits[e.Class] += int64(e.Weight)
+			case bulkhead.CallRejected:
+				outcome = "rejected"
+				label := map[bulkhead.Reason]string{bulkhead.NoWait: "no_wait", bulkhead.QueueFull: "queue_full", bulkhead.WaitTimeout: "wait_timeout", bulkhead.Evicted: "evicted"}[e.Reason]
+				rejected[e.Class+"/"+label]++
+			default:
+				return
+			}
+			key := e.Class + "/" + outcome
+			if waits[key] == nil {
+				waits[key] = make([]uint64, len(buckets)+1)
+			}
+			i, _ := slices.BinarySearch(buckets, e.Wait)
+			waits[key][i]++
+		})
+
+		// 2 s of load: four partners' interactive calls held 3 ms, four
+		// partners' batch calls held 5 ms; a rejected caller backs off 1 ms.
+		ctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		defer stop()
+		var load sync.WaitGroup
+		for i := range 8 {
+			p, _ := hub.Flow(fmt.Sprintf("partner-%d", i), bulkhead.PartnerOptions{})
+			call, hold := p.Call(interactive, 1), 3*time.Millisecond
+			if i%2 == 1 {
+				call, hold = p.Call(batch, 2), 5*time.Millisecond
+			}
+			load.Go(func() {
+				for ctx.Err() == nil {
+					if call.AcquirePermission(context.Background()) == nil {
+						time.Sleep(hold)
+						call.FinishCall()
+					} else {
+						time.Sleep(time.Millisecond)
+					}
+				}
+			})
+		}
+		load.Wait()
+		synctest.Wait()
+
+		got := collectAll(t, reader)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, class := range []string{"interactive", "batch"} {
+			if permitted[class] == 0 {
+				t.Errorf("the load granted no %s call: the test checks nothing for it", class)
+			}
+			if g := got.ints["bulkhead.budget.calls{budget=hub,class="+class+",kind=permitted}"]; g != permitted[class] {
+				t.Errorf("%s permitted: reader %d, test %d", class, g, permitted[class])
+			}
+			if g := got.ints["bulkhead.budget.granted_permits{budget=hub,class="+class+"}"]; g != permits[class] {
+				t.Errorf("%s permits: reader %d, test %d", class, g, permits[class])
+			}
+		}
+		for _, key := range []string{"batch/wait_timeout", "batch/queue_full"} {
+			class, reason, _ := strings.Cut(key, "/")
+			if rejected[key] == 0 {
+				t.Errorf("the load made no %s rejection: the test checks nothing for it", key)
+			}
+			if g := got.ints["bulkhead.budget.rejected_calls{budget=hub,class="+class+",reason="+reason+"}"]; g != rejected[key] {
+				t.Errorf("%s rejections: reader %d, test %d", key, g, rejected[key])
+			}
+		}
+		for key, want := range waits {
+			class, outcome, _ := strings.Cut(key, "/")
+			p := got.hists["bulkhead.budget.wait.duration{budget=hub,class="+class+",outcome="+outcome+"}"]
+			if !slices.Equal(p.BucketCounts, want) {
+				t.Errorf("%s waits: reader buckets %v, test %v", key, p.BucketCounts, want)
+			}
+		}
+		t.Logf("permitted %v, permits %v, rejected %v, waits %v", permitted, permits, rejected, waits)
+	})
 }
