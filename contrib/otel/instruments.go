@@ -36,7 +36,8 @@ const ScopeName = "github.com/rxbulkhead/bulkhead/contrib/otel"
 //	bulkhead.call.duration                 Float64Histogram (s)    time calls held their permit, grant
 //	                                                               to finish (Event.CallDuration)
 //	bulkhead.rejected_calls                Int64ObservableCounter  rejections, by attribute reason =
-//	                                                               no_wait, queue_full, wait_timeout, evicted
+//	                                                               no_wait, queue_full, wait_timeout, evicted,
+//	                                                               unavailable (bulkhead.Unavailable)
 //	bulkhead.shadowed_calls                Int64ObservableCounter  calls let through in shadow mode, by
 //	                                                               attribute reason = would_wait, no_wait,
 //	                                                               queue_full, evicted (only for a bulkhead
@@ -112,7 +113,7 @@ type attrSets struct {
 	name    metric.MeasurementOption
 	kinds   [len(callstats.Kinds)]metric.MeasurementOption
 	reasons [len(callstats.Reasons)]metric.MeasurementOption
-	shadows [1 + len(callstats.Reasons)]metric.MeasurementOption
+	shadows [1 + len(callstats.ShadowReasons)]metric.MeasurementOption
 }
 
 func newAttrSets(name string) *attrSets {
@@ -191,7 +192,7 @@ func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	in.queued = gauge("bulkhead.queued_calls", "{call}", "Number of calls waiting for a permit.")
 	in.maxQueued = gauge("bulkhead.max_queued_calls", "{call}", "Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.")
 	in.calls = counter("bulkhead.calls", "{call}", "Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the instruments started.")
-	in.rejections = counter("bulkhead.rejected_calls", "{call}", "Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted.")
+	in.rejections = counter("bulkhead.rejected_calls", "{call}", "Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted, unavailable.")
 	in.shadowed = counter("bulkhead.shadowed_calls", "{call}", "Calls a bulkhead in shadow mode let through that it would have queued (would_wait) or rejected (no_wait, queue_full, evicted).")
 	in.bulkheads = gauge("bulkhead.registry.bulkheads", "{bulkhead}", "Number of live bulkheads of the registry, the catch-all included.")
 	in.evictions = counter("bulkhead.registry.evictions", "{bulkhead}", "Number of bulkheads the registry evicted as idle.")
@@ -313,9 +314,6 @@ func (in *Instruments) observeCounts(o metric.Observer, a *attrSets, s *callstat
 		return
 	}
 	for i, n := range counts {
-		if i == int(bulkhead.WaitTimeout) { // shadow mode never reports a wait timeout
-			continue
-		}
 		o.ObserveInt64(in.shadowed, int64(n), a.shadows[i])
 	}
 }

@@ -27,7 +27,9 @@ import (
 //	bulkhead_call_duration_seconds          histogram time calls held their permit,
 //	                                                  grant to finish (Event.CallDuration)
 //	bulkhead_rejected_calls_total{reason}   counter   rejections, reason = no_wait,
-//	                                                  queue_full, wait_timeout or evicted
+//	                                                  queue_full, wait_timeout, evicted or
+//	                                                  unavailable (bulkhead.Unavailable: a
+//	                                                  fleet bulkhead's store away or refusing)
 //	bulkhead_shadowed_calls_total{reason}   counter   calls let through in shadow mode
 //	                                                  (bulkhead.Config.ShadowMode), reason =
 //	                                                  would_wait, no_wait, queue_full or

@@ -391,9 +391,9 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byLabel := map[string]bulkhead.Reason{"no_wait": bulkhead.NoWait, "queue_full": bulkhead.QueueFull, "wait_timeout": bulkhead.WaitTimeout, "evicted": bulkhead.Evicted}
-	if len(rates) != 4 {
-		t.Fatalf("rejection shares: %v, want 4 reasons", rates)
+	byLabel := map[string]bulkhead.Reason{"no_wait": bulkhead.NoWait, "queue_full": bulkhead.QueueFull, "wait_timeout": bulkhead.WaitTimeout, "evicted": bulkhead.Evicted, "unavailable": bulkhead.Unavailable}
+	if len(rates) != len(byLabel) {
+		t.Fatalf("rejection shares: %v, want %d reasons", rates, len(byLabel))
 	}
 	for _, s := range rates {
 		share := float64(reasons[byLabel[s.Metric["reason"]]]) / total

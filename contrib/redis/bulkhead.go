@@ -192,13 +192,13 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 			err = b.errs().evicted
 		}
 		b.mu.Unlock()
-		b.reject(p, err, 0)
+		b.reject(p, err, bulkhead.Unavailable)
 		return p
 	case b.s.down.Load():
 		if err := b.s.refusalError(b.name); err != nil {
 			p.state = stDone
 			b.mu.Unlock()
-			b.reject(p, err, 0)
+			b.reject(p, err, bulkhead.Unavailable)
 			return p
 		}
 		if b.local != nil {
@@ -210,7 +210,7 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 		}
 		p.state = stDone
 		b.mu.Unlock()
-		b.reject(p, b.unavailable(), 0)
+		b.reject(p, b.unavailable(), bulkhead.Unavailable)
 		return p
 	case b.cfg.MaxWaitDuration > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
 		p.state = stDone
@@ -379,8 +379,10 @@ func (b *Bulkhead) waited(p *Permit) time.Duration {
 // process and returns a func that unregisters it. Events are the core's:
 // CallPermitted (before the grant's callbacks run), CallRejected,
 // CallFinished, CallCancelled. A CallRejected's Reason is NoWait,
-// QueueFull or WaitTimeout as for a Semaphore, and zero for the fleet's
-// own rejections (a *StoreError: ErrUnavailable, ErrRefused; ErrClosed).
+// QueueFull or WaitTimeout as for a Semaphore, and bulkhead.Unavailable
+// for the fleet's own rejections (a *StoreError matching ErrUnavailable
+// or ErrRefused; ErrClosed, also for a bulkhead evicted from its
+// Registry), so that the exporters count them as reason="unavailable".
 // Event.Wait of a CallPermitted or CallRejected is the time from
 // AcquirePermissionAsync to the decision on the Store's Clock for every
 // call that was not decided at once (waited). Listeners run synchronously
