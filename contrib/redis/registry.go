@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
+	"github.com/rxbulkhead/bulkhead/internal/fanout"
 )
 
 // Registry keeps one fleet Bulkhead per name on one Store, created from
@@ -44,22 +43,14 @@ type Registry struct {
 	catchAll  *Config       // the catch-all's configuration when max > 0
 	keyConfig func(key string) string
 
-	// Guarded by cat's lock: the listeners and the sweep fields.
-	listeners      []*registryListener
-	evictListeners []*evictListener
-	sweepArmed     bool // a sweep timer is pending
-	createdSince   bool // a bulkhead was created since the last sweep
-}
+	// fan holds the registry-wide listeners (OnEvent, OnEvict), guarded by
+	// cat's lock, as those of pool.Registry.
+	fan *fanout.Set[*Bulkhead, bulkhead.Event]
 
-// registryListener is one Registry.OnEvent registration: the func and its
-// subscription on every bulkhead, guarded by the catalog's lock.
-type registryListener struct {
-	f    func(bulkhead.Event)
-	subs map[*Bulkhead]func()
+	// Guarded by cat's lock: the sweep fields.
+	sweepArmed   bool // a sweep timer is pending
+	createdSince bool // a bulkhead was created since the last sweep
 }
-
-// evictListener is one Registry.OnEvict registration.
-type evictListener struct{ f func(name string) }
 
 // RegistryOption configures a Registry.
 type RegistryOption func(*Registry)
@@ -154,6 +145,7 @@ func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, 
 		return nil, fmt.Errorf("redis: NewRegistry: store must not be nil")
 	}
 	r := &Registry{s: s, cat: catalog.New[Config, *Bulkhead]("config", bulkhead.DefaultConfigName, defaults)}
+	r.fan = fanout.New(r.cat, r.cat.ItemsLocked)
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("redis: NewRegistry: nil RegistryOption")
@@ -212,9 +204,7 @@ func (r *Registry) createLocked(name string, cfg Config) (*Bulkhead, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range r.listeners {
-		l.subs[b] = b.OnEvent(l.f)
-	}
+	r.fan.AddedLocked(b)
 	r.armSweepLocked()
 	return b, nil
 }
@@ -250,26 +240,7 @@ func (r *Registry) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	if f == nil {
 		panic("redis: Registry.OnEvent called with a nil listener")
 	}
-	l := &registryListener{f: f, subs: map[*Bulkhead]func(){}}
-	r.cat.Lock()
-	for _, b := range r.cat.ItemsLocked() {
-		l.subs[b] = b.OnEvent(f)
-	}
-	r.listeners = append(r.listeners, l)
-	r.cat.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.cat.Lock()
-			r.listeners = slices.DeleteFunc(r.listeners, func(x *registryListener) bool { return x == l })
-			subs := l.subs
-			l.subs = nil
-			r.cat.Unlock()
-			for _, unsubscribe := range subs {
-				unsubscribe()
-			}
-		})
-	}
+	return r.fan.OnEvent(f)
 }
 
 // OnEvict registers f to be called with the name of every bulkhead the
@@ -284,18 +255,7 @@ func (r *Registry) OnEvict(f func(name string)) (remove func()) {
 	if f == nil {
 		panic("redis: Registry.OnEvict called with a nil func")
 	}
-	l := &evictListener{f: f}
-	r.cat.Lock()
-	r.evictListeners = append(r.evictListeners, l)
-	r.cat.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.cat.Lock()
-			defer r.cat.Unlock()
-			r.evictListeners = slices.DeleteFunc(r.evictListeners, func(x *evictListener) bool { return x == l })
-		})
-	}
+	return r.fan.OnEvict(f)
 }
 
 // Stats returns the registry's counts: live bulkheads (the catch-all

@@ -126,20 +126,9 @@ func busy(b *Bulkhead) bool {
 	return m.InFlightCalls != 0 || m.QueuedCalls != 0
 }
 
-// evictedLocked unsubscribes the registry's listeners from an evicted
-// bulkhead, takes it out of the Store, and tells the OnEvict listeners.
+// evictedLocked takes an evicted bulkhead out of the Store, unsubscribes
+// the registry's listeners from it and tells the OnEvict listeners.
 func (r *Registry) evictedLocked(name string, b *Bulkhead) {
-	for _, l := range r.listeners {
-		if unsubscribe, ok := l.subs[b]; ok {
-			delete(l.subs, b)
-			unsubscribe()
-		}
-	}
 	b.retire()
-	for _, l := range r.evictListeners {
-		func() {
-			defer func() { _ = recover() }()
-			l.f(name)
-		}()
-	}
+	r.fan.EvictedLocked(name, b)
 }
