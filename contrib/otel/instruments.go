@@ -204,7 +204,7 @@ func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	}
 	// The tables count; the histograms are the SDK's (nil bounds).
 	hooks := callstats.Hooks{Event: in.record, Evict: func(name string) { in.records.Delete(name) }}
-	for _, s := range append([]bulkhead.MetricsSource{src}, cfg.sources...) {
+	for _, s := range callstats.Distinct(append([]bulkhead.MetricsSource{src}, cfg.sources...)) {
 		in.watches = append(in.watches, callstats.NewWatch(s, nil, nil, hooks))
 	}
 	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls,
@@ -216,11 +216,12 @@ func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	return in, nil
 }
 
-// bounds checks the bucket bounds of an option (the defaults if nil) and
-// returns them in seconds.
-func bounds(option string, ds, defaults []time.Duration) ([]float64, error) {
-	if ds == nil {
-		ds = defaults
+// bounds checks the bucket bounds of an option (the defaults if the
+// option was not given) and returns them in seconds.
+func bounds(option string, given *[]time.Duration, defaults []time.Duration) ([]float64, error) {
+	ds := defaults
+	if given != nil {
+		ds = *given
 	}
 	if err := callstats.CheckBuckets(ds); err != nil {
 		return nil, fmt.Errorf("bulkhead/contrib/otel: %s: %w", option, err)
@@ -305,12 +306,8 @@ func (in *Instruments) observeCounts(o metric.Observer, a *attrSets, s *callstat
 	for i := range callstats.Reasons {
 		o.ObserveInt64(in.rejections, int64(s.Rejections[i].Load()), a.reasons[i])
 	}
-	var counts [len(s.Shadowed)]uint64
-	for i := range s.Shadowed {
-		counts[i] = s.Shadowed[i].Load()
-		shadow = shadow || counts[i] > 0
-	}
-	if !shadow {
+	counts, export := s.ShadowCounts(shadow)
+	if !export {
 		return
 	}
 	for i, n := range counts {

@@ -100,7 +100,7 @@ func NewCollector(src bulkhead.MetricsSource, opts ...Option) *Collector {
 	}
 	o := newOptions("NewCollector", opts)
 	c := &Collector{descs: newDescs(o)}
-	for _, s := range append([]bulkhead.MetricsSource{src}, o.sources...) {
+	for _, s := range callstats.Distinct(append([]bulkhead.MetricsSource{src}, o.sources...)) {
 		c.watches = append(c.watches, callstats.NewWatch(s, o.waitBuckets, o.durationBuckets, callstats.Hooks{}))
 	}
 	return c

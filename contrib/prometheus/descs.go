@@ -119,12 +119,8 @@ func (d *descs) collectCalls(ch chan<- prometheus.Metric, name string, s *callst
 	for i, r := range callstats.Reasons {
 		ch <- prometheus.MustNewConstMetric(d.rejections, prometheus.CounterValue, float64(s.Rejections[i].Load()), name, callstats.ReasonLabel(r))
 	}
-	var counts [len(s.Shadowed)]uint64
-	for i := range s.Shadowed {
-		counts[i] = s.Shadowed[i].Load()
-		shadow = shadow || counts[i] > 0
-	}
-	if !shadow {
+	counts, export := s.ShadowCounts(shadow)
+	if !export {
 		return
 	}
 	for i, n := range counts {

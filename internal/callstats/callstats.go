@@ -5,7 +5,7 @@
 // CallDuration), the rejections by reason and the calls let through in
 // shadow mode. A Watch feeds a Table from a bulkhead.MetricsSource, so
 // every kind of bulkhead (Semaphores, pools, the fleet) is counted alike.
-// It imports nothing but the root package.
+// It imports nothing but the root package and the standard library.
 //
 // Recording takes no lock and allocates nothing once a name has its entry:
 // a lookup of the name (most often one slot of a cache keyed by the address
@@ -182,6 +182,19 @@ type Stats struct {
 	// by what would have happened: index 0 a wait (Reason zero), then the
 	// reasons in the order of ShadowReasons.
 	Shadowed [1 + len(ShadowReasons)]atomic.Uint64
+}
+
+// ShadowCounts returns the Shadowed counters, in their order, and whether
+// the bulkhead's shadow series are to be exported: if inShadowMode (its
+// Metrics.ShadowMode) or if one of them is not zero (it was in shadow
+// mode), so that bulkheads that never used shadow mode have none.
+func (s *Stats) ShadowCounts(inShadowMode bool) (counts [len(ShadowReasons) + 1]uint64, export bool) {
+	export = inShadowMode
+	for i := range s.Shadowed {
+		counts[i] = s.Shadowed[i].Load()
+		export = export || counts[i] > 0
+	}
+	return counts, export
 }
 
 // Count returns the number of events of type k counted (0 for a type
