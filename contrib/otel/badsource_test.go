@@ -95,7 +95,7 @@ func TestASourceGivenTwiceIsObservedOnce(t *testing.T) {
 func TestATypedNilSourcePanicsNamingIt(t *testing.T) {
 	var typedNil bulkhead.MetricsSource = (*nilSource)(nil)
 	for name, f := range map[string]func(){
-		"Start":       func() { _, _ = bulkheadotel.Start(typedNil) },
+		"Start": func() { _, _ = bulkheadotel.Start(typedNil) },
 		"WithSources": func() {
 			_, _ = bulkheadotel.Start(newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1}), bulkheadotel.WithSources(typedNil))
 		},
