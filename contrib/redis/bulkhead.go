@@ -183,6 +183,11 @@ func (b *Bulkhead) Acquire() *Permit { return b.acquire(true) }
 func (b *Bulkhead) acquire(typed bool) *Permit {
 	p := &Permit{b: b, typed: typed}
 	p.a, p.r = bulkhead.PendingAcquisition(p.withdraw)
+	// CallCancelled is published by the first callback rather than by
+	// withdraw: a listener that calls runtime.Goexit then ends the goroutine
+	// of Cancel with the Acquisition's other callbacks handed to a fresh
+	// goroutine (see Acquisition.OnDone), not left unrun.
+	p.a.OnDone(p.done)
 	b.mu.Lock()
 	switch {
 	case b.closed || b.retired:
@@ -342,10 +347,18 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 
 // reject delivers a rejection on the calling goroutine. CallRejected is
 // published before the callbacks run, as a Semaphore does (a Cancel that
-// wins the race after it is followed by CallCancelled).
+// wins the race after it is followed by CallCancelled). If a listener calls
+// runtime.Goexit, the rejection is delivered by a fresh goroutine.
 func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
 	if p.a.Err() == bulkhead.ErrPending && b.pub.Active() {
+		published := false
+		defer func() {
+			if !published {
+				go p.r.Reject(err)
+			}
+		}()
 		b.publish(bulkhead.CallRejected, r, b.waited(p))
+		published = true
 	}
 	p.r.Reject(err)
 }
@@ -353,11 +366,25 @@ func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
 // grant delivers a grant decided by this process on the calling goroutine;
 // if Cancel won first, the permit is given back. CallPermitted is published
 // before the callbacks run, as a Semaphore does; a Cancel that wins the
-// race after it is followed by CallCancelled.
+// race after it is followed by CallCancelled. If a listener calls
+// runtime.Goexit, the grant is delivered by a fresh goroutine.
 func (b *Bulkhead) grant(p *Permit) {
 	if p.a.Err() == bulkhead.ErrPending && b.pub.Active() {
+		published := false
+		defer func() {
+			if !published {
+				go b.handOver(p)
+			}
+		}()
 		b.publish(bulkhead.CallPermitted, 0, b.waited(p))
+		published = true
 	}
+	b.handOver(p)
+}
+
+// handOver decides p's grant and runs its callbacks, or gives the permit
+// back if Cancel came first.
+func (b *Bulkhead) handOver(p *Permit) {
 	if !p.r.Grant() {
 		b.giveBack(p, false)
 	}

@@ -249,8 +249,9 @@ func (r *Registry) OnEvent(f func(bulkhead.Event)) (remove func()) {
 // goroutine) under the registry's lock, after the bulkhead is gone from
 // the registry and before a new one of that name can be created: it must
 // be quick and must not call into the registry. Metrics use it to forget
-// the evicted bulkhead's series. A panic in f is recovered and ignored.
-// OnEvict panics if f is nil.
+// the evicted bulkhead's series. A panic in f is recovered and ignored; if
+// f calls runtime.Goexit, the listeners after it are still told and the
+// sweeps go on. OnEvict panics if f is nil.
 func (r *Registry) OnEvict(f func(name string)) (remove func()) {
 	if f == nil {
 		panic("redis: Registry.OnEvict called with a nil func")

@@ -105,7 +105,19 @@ func (r *Registry) sweep() {
 		r.cat.Unlock()
 		return
 	}
+	swept := false
+	defer func() {
+		if !swept {
+			// An OnEvict listener called runtime.Goexit, ending this
+			// goroutine within Sweep (which released the lock): sweep
+			// again later, or no bulkhead would ever be evicted again.
+			r.cat.Lock()
+			r.s.cfg.Clock.AfterFunc(r.idle/2, r.sweep)
+			r.cat.Unlock()
+		}
+	}()
 	unpinned := r.cat.Sweep(idleTicks, busy, r.evictedLocked)
+	swept = true
 	r.cat.Lock()
 	defer r.cat.Unlock()
 	if unpinned > 0 || r.createdSince {
