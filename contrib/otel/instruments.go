@@ -52,7 +52,8 @@ const ScopeName = "github.com/rxbulkhead/bulkhead/contrib/otel"
 //
 // The two histograms are recorded by the goroutine that publishes each
 // event: bulkhead.wait.duration for every CallPermitted and CallRejected
-// (a permit granted at once, a rejection NoWait or QueueFull, with zero),
+// (a permit granted at once, a rejection NoWait or QueueFull, with zero;
+// a fleet bulkhead's calls all wait for their round trip to Redis),
 // bulkhead.call.duration for every CallFinished whose finish knew its
 // start (see bulkhead.Event.CallDuration), with explicit boundaries
 // DefaultWaitBuckets and DefaultCallDurationBuckets unless WithWaitBuckets
