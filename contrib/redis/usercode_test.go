@@ -27,17 +27,6 @@ func goexitOnce(t bulkhead.EventType) func(bulkhead.Event) {
 	}
 }
 
-// onGoroutine runs f on a goroutine of its own and waits until it has
-// ended, normally or by runtime.Goexit.
-func onGoroutine(f func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	<-done
-}
-
 // A grant's callback that calls runtime.Goexit on the delivery goroutine
 // ends that goroutine: the Store carries on with another, so the other
 // outcomes of that round trip and every later one are still delivered.
@@ -137,7 +126,7 @@ func TestACancelledListenerThatCallsGoexitStillRunsTheCallbacks(t *testing.T) {
 	ran := make(chan error, 1)
 	waiting.Acquisition().OnDone(func(err error) { ran <- err })
 	defer b.OnEvent(goexitOnce(bulkhead.CallCancelled))()
-	onGoroutine(func() { waiting.Acquisition().Cancel() })
+	testkit.RunToEnd(func() { waiting.Acquisition().Cancel() })
 	select {
 	case err := <-ran:
 		if err != bulkhead.ErrCancelled {
@@ -180,13 +169,13 @@ func TestAnEvictListenerThatCallsGoexitStopsNoLaterEviction(t *testing.T) {
 		if i == 10 {
 			t.Fatal("a not evicted")
 		}
-		onGoroutine(func() { clock.Advance(500 * time.Millisecond) })
+		testkit.RunToEnd(func() { clock.Advance(500 * time.Millisecond) })
 	}
 	use("b")
 	for i := 0; reg.Stats().Evictions < 2; i++ {
 		if i == 10 {
 			t.Fatalf("b not evicted after the first OnEvict listener called Goexit: %+v", reg.Stats())
 		}
-		onGoroutine(func() { clock.Advance(500 * time.Millisecond) })
+		testkit.RunToEnd(func() { clock.Advance(500 * time.Millisecond) })
 	}
 }
