@@ -466,7 +466,7 @@ func collect(t *testing.T, reader sdkmetric.Reader) collected {
 func attrString(kvs []attribute.KeyValue) string {
 	parts := make([]string, len(kvs))
 	for i, kv := range kvs {
-		parts[i] = string(kv.Key) + "=" + kv.Value.Emit()
+		parts[i] = string(kv.Key) + "=" + kv.Value.String()
 	}
 	return strings.Join(parts, ",")
 }

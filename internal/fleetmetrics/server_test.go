@@ -2,7 +2,6 @@ package fleetmetrics_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -76,7 +75,7 @@ func startRedis(t *testing.T) *redisServer {
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			t.Fatal(fmt.Sprintf("%s on %s did not start within %v: %v\n%s", name, s.addr, serverStartTimeout, err, log))
+			t.Fatalf("%s on %s did not start within %v: %v\n%s", name, s.addr, serverStartTimeout, err, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
