@@ -134,3 +134,7 @@ include contrib/redis/redis.mk
 # (adaptive-matrix, adaptive-docs)
 include bench/scale.mk
 include bench/adaptivesim/adaptivesim.mk
+# bench/hubsim: the hub budget simulation (hub-sim, hub-sim-docs); the
+# budget's long stress and model runs (stress-budget)
+include bench/hubsim/hubsim.mk
+include budget.mk

@@ -150,14 +150,16 @@ func offset(t, epoch time.Time) int64 {
 	return max(v, 1)
 }
 
-// StartCall returns l with its call's start taken now (Semaphore.
-// StartCall), for the CallDuration that FinishCall reports. The Lease of
-// AcquirePermission, TryAcquirePermission, and of an AcquirePermissionAsync
-// granted at once, has it already; that of a queued AcquirePermissionAsync
-// takes it here, once granted (in its OnDone callback, say). Calling it
-// again takes a later start. It panics on the zero Lease.
-func (l Lease) StartCall() Lease {
-	l.check("StartCall")
+// StartCall takes the start of l's call now (Semaphore.StartCall), for
+// the CallDuration that FinishCall reports. The Lease of AcquirePermission,
+// TryAcquirePermission, and of an AcquirePermissionAsync granted at once,
+// has it already; that of a queued AcquirePermissionAsync takes it here,
+// once granted (in its OnDone callback, say). Calling it again takes a
+// later start. It panics on a Lease that holds no permit, as FinishCall
+// does.
+func (l *Lease) StartCall() {
+	if l.e == nil || l.a != nil && !l.a.Granted() {
+		l.misuse("StartCall")
+	}
 	l.start = l.e.Item().StartCall()
-	return l
 }

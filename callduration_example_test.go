@@ -49,13 +49,13 @@ func ExampleLease_StartCall() {
 		}
 	})
 
-	first, _ := registry.TryAcquirePermission("walmart", "") // its start is taken at the grant
-	a, lease := registry.AcquirePermissionAsync("walmart")   // queued behind first
+	first, _ := registry.TryAcquirePermission("walmart", bulkhead.CallOptions{})   // its start is taken at the grant
+	a, lease := registry.AcquirePermissionAsync("walmart", bulkhead.CallOptions{}) // queued behind first
 	a.OnDone(func(err error) {
 		if err != nil {
 			return
 		}
-		lease = lease.StartCall()
+		lease.StartCall()
 	})
 	clock.Advance(time.Second)
 	first.FinishCall() // grants a

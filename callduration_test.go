@@ -186,25 +186,26 @@ func TestLeaseReportsTheCallDurationOnEveryKeyedPath(t *testing.T) {
 	require.NoError(t, err)
 	d := recordDurations(t, r)
 
-	l, err := r.TryAcquirePermission("k", "")
+	l, err := r.TryAcquirePermission("k", bulkhead.CallOptions{})
 	require.NoError(t, err)
 	clock.Advance(time.Millisecond)
 	l.FinishCall()
 
-	l, err = r.AcquirePermission(context.Background(), "k", "")
+	l, err = r.AcquirePermission(context.Background(), "k", bulkhead.CallOptions{})
 	require.NoError(t, err)
 	clock.Advance(2 * time.Millisecond)
 	l.FinishCall()
 
-	a, l := r.AcquirePermissionAsync("k") // granted at once
+	a, l := r.AcquirePermissionAsync("k", bulkhead.CallOptions{}) // granted at once
 	require.NoError(t, a.Err())
 	clock.Advance(3 * time.Millisecond)
 
-	q, ql := r.AcquirePermissionAsync("k") // queued behind l
+	q, ql := r.AcquirePermissionAsync("k", bulkhead.CallOptions{}) // queued behind l
 	granted := make(chan bulkhead.Lease, 1)
 	q.OnDone(func(err error) {
 		require.NoError(t, err)
-		granted <- ql.StartCall()
+		ql.StartCall()
+		granted <- ql
 	})
 	clock.Advance(time.Second) // q's wait: not part of its call
 	l.FinishCall()
@@ -213,7 +214,7 @@ func TestLeaseReportsTheCallDurationOnEveryKeyedPath(t *testing.T) {
 	ql.FinishCall()
 
 	assert.Equal(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 1003 * time.Millisecond, 4 * time.Millisecond}, d.all())
-	assert.Panics(t, func() { bulkhead.Lease{}.StartCall() })
+	assert.Panics(t, func() { (&bulkhead.Lease{}).StartCall() })
 }
 
 func TestEventStringShowsTheCallDuration(t *testing.T) {

@@ -400,7 +400,7 @@ func TestCounterForgetsTheCountsOfAnEvictedBulkhead(t *testing.T) {
 	testkit.CheckRegistry(t, r)
 	c := callcount.New(r)
 	defer c.Close()
-	a, l := r.AcquirePermissionAsync("tenant")
+	a, l := r.AcquirePermissionAsync("tenant", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}
@@ -408,7 +408,7 @@ func TestCounterForgetsTheCountsOfAnEvictedBulkhead(t *testing.T) {
 	wantCounts(t, c, "tenant", callcount.Counts{Permitted: 1, Finished: 1})
 	clock.Advance(2 * time.Second)
 	wantCounts(t, c, "tenant", callcount.Counts{})
-	a, l = r.AcquirePermissionAsync("tenant")
+	a, l = r.AcquirePermissionAsync("tenant", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}

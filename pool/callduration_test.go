@@ -140,7 +140,7 @@ func TestPoolMetricsSourceFollowsEveryPoolOfTheRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.SubmitKeyed(context.Background(), r, "keyed", func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
+	if _, err := pool.SubmitKeyed(context.Background(), r, "keyed", pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock() // each Future is done after its CallFinished was published

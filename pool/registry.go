@@ -22,11 +22,12 @@ type Registry struct {
 	cat  *catalog.Catalog[Config, *Pool]
 
 	// Bounded keyed state (registry_keyed.go).
-	optErr   error
-	clock    bulkhead.Clock
-	idle     time.Duration // 0: no eviction
-	max      int           // 0: no cap
-	catchAll *Config
+	optErr    error
+	clock     bulkhead.Clock
+	idle      time.Duration // 0: no eviction
+	max       int           // 0: no cap
+	catchAll  *Config
+	maxKeyLen int // WithMaxKeyLength's; 0: bulkhead.DefaultMaxKeyLength
 	// sweepArmed and createdSince are guarded by the catalog's lock.
 	sweepArmed, createdSince bool
 
@@ -71,6 +72,7 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 		return nil, fmt.Errorf("pool: NewRegistry: %w", err)
 	}
 	r.clock = o.clock
+	r.cat.SetCreate(r.createLocked)
 	if err := r.initCatchAll(); err != nil {
 		return nil, err
 	}
@@ -86,12 +88,15 @@ func (r *Registry) Get(name string) (*Pool, error) {
 // GetWithConfig returns the pool named name, creating it with the
 // configuration named configName if it does not exist yet. An existing pool
 // is returned as it is, whatever configName says. It fails if configName is
-// unknown or name is empty. Getting an existing pool takes no registry-wide
-// lock (one map lookup under the read lock of one of 64 shards), so it
-// scales across cores.
+// unknown or name is empty. Getting an existing pool takes no lock and
+// writes no shared memory (one lookup in a hash table read with atomic
+// loads), so it scales across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Pool, error) {
-	p, err := r.cat.Pin(name, configName, r.createLocked)
-	return p, r.fullError(name, err)
+	p, err := r.cat.Pin(name, configName)
+	if err != nil {
+		return nil, r.fullError(name, err)
+	}
+	return p, nil
 }
 
 // AddConfig adds or replaces a named configuration after validating it.

@@ -7,9 +7,9 @@ after round, each as a fresh test-binary process with a fixed iteration count
 (-test.benchtime=Nx, -test.cpu=CPU), and records both the ns/op go test reports (wall time) and
 the process's CPU time (user + system, from wait4, minus the binary's start-up cost) per
 iteration. It prints, per leaf, the medians and the median and interquartile range of the
-per-round ratio to BASE (a leaf path; or, without a slash, the last path element: each leaf is
-then compared with the leaf of the same path ending in BASE, e.g. cancel/rxbulkhead with
-cancel/xsync).
+per-round ratio to BASE (a leaf path, with its binary's prefix if any, e.g. old:get/n=1; or,
+without a slash or a prefix, the last path element: each leaf is then compared with the leaf of
+the same path ending in BASE, e.g. cancel/rxbulkhead with cancel/xsync).
 
 Why CPU time: on a machine shared with other busy processes, a benchmark's wall time includes
 the time its threads wait for a CPU, which drifts with everybody else's load; its own CPU time
@@ -66,7 +66,7 @@ def main():
         return statistics.median(xs), xs[len(xs) // 4], xs[(3 * len(xs)) // 4]
     for l in leaves:
         b = base
-        if '/' not in base and '/' in l:  # same path, last element replaced by base
+        if '/' not in base and ':' not in base and '/' in l:  # same path, last element replaced by base
             b = l.split(':', 1)[-1].rsplit('/', 1)[0] + '/' + base
         w, c = res[l]['wall'], res[l]['cpu']
         mc, lc, hc = q([x / y for x, y in zip(c, res[b]['cpu'])])

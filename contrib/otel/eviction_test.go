@@ -63,7 +63,7 @@ func TestHistogramSeriesOfAnEvictedBulkheadGoUnderDeltaTemporality(t *testing.T)
 			}
 			defer func() { _ = in.Close() }()
 
-			lease, err := r.TryAcquirePermission("tenant", "")
+			lease, err := r.TryAcquirePermission("tenant", bulkhead.CallOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -84,7 +84,7 @@ func ExampleStart_callDuration() {
 	defer instruments.Close()
 
 	for range 3 {
-		lease, err := registry.TryAcquirePermission("walmart", "")
+		lease, err := registry.TryAcquirePermission("walmart", bulkhead.CallOptions{})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -304,11 +304,11 @@ func TestInstrumentsDropEvictedBulkheadsAndCountRegistryEvents(t *testing.T) {
 	}
 	testkit.CheckRegistry(t, r)
 	_, collect := start(t, r)
-	a, l := r.AcquirePermissionAsync("tenant-1")
+	a, l := r.AcquirePermissionAsync("tenant-1", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}
-	a2, l2 := r.AcquirePermissionAsync("tenant-2") // beyond the cap
+	a2, l2 := r.AcquirePermissionAsync("tenant-2", bulkhead.CallOptions{}) // beyond the cap
 	if a2.Err() != nil || l2.Name() != bulkhead.CatchAllName {
 		t.Fatalf("tenant-2: %v via %q, want a grant by the catch-all", a2.Err(), l2.Name())
 	}
@@ -329,7 +329,7 @@ func TestInstrumentsDropEvictedBulkheadsAndCountRegistryEvents(t *testing.T) {
 	if got["bulkhead.registry.bulkheads{}"] != 1 || got["bulkhead.registry.evictions{}"] != 1 {
 		t.Fatalf("after the eviction:%s", sorted(got))
 	}
-	a, l = r.AcquirePermissionAsync("tenant-1")
+	a, l = r.AcquirePermissionAsync("tenant-1", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}

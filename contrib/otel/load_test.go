@@ -144,7 +144,7 @@ func TestOTelReaderAnswersAboutTheLoadTheTestRan(t *testing.T) {
 		}
 		for i := range 4 {
 			run(func() {
-				if lease, err := r.AcquirePermission(context.Background(), "mixed", ""); err == nil {
+				if lease, err := r.AcquirePermission(context.Background(), "mixed", bulkhead.CallOptions{}); err == nil {
 					time.Sleep(time.Duration(3+i) * time.Millisecond)
 					lease.FinishCall()
 				} else {
@@ -153,7 +153,7 @@ func TestOTelReaderAnswersAboutTheLoadTheTestRan(t *testing.T) {
 			})
 		}
 		run(func() {
-			if lease, err := r.TryAcquirePermission("mixed", ""); err == nil {
+			if lease, err := r.TryAcquirePermission("mixed", bulkhead.CallOptions{}); err == nil {
 				time.Sleep(500 * time.Microsecond)
 				lease.FinishCall()
 			}

@@ -296,8 +296,8 @@ func TestCollectorDropsEvictedBulkheadsAndReportsTheRegistry(t *testing.T) {
 	testkit.CheckRegistry(t, r)
 	c := bulkheadprom.NewCollector(r)
 	defer c.Close()
-	a, l := r.AcquirePermissionAsync("tenant-1")
-	a2, l2 := r.AcquirePermissionAsync("tenant-2") // beyond the cap: the catch-all
+	a, l := r.AcquirePermissionAsync("tenant-1", bulkhead.CallOptions{})
+	a2, l2 := r.AcquirePermissionAsync("tenant-2", bulkhead.CallOptions{}) // beyond the cap: the catch-all
 	if a.Err() != nil || a2.Err() != nil || l2.Name() != bulkhead.CatchAllName {
 		t.Fatalf("acquire: %v, %v via %q", a.Err(), a2.Err(), l2.Name())
 	}
@@ -329,7 +329,7 @@ bulkhead_registry_catch_all_calls_total %d
 	compare(t, c, exposition(bulkhead.CatchAllName, 1, 1, 0, 0, 1, 0, 1, 0))
 
 	// Re-created after its eviction, the bulkhead counts from zero.
-	a, l = r.AcquirePermissionAsync("tenant-1")
+	a, l = r.AcquirePermissionAsync("tenant-1", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}

@@ -30,7 +30,7 @@ func ExampleNewCollector() {
 
 	// A call through the registry's Lease: its CallFinished carries its
 	// duration, which the call-duration histogram counts.
-	lease, err := registry.TryAcquirePermission("walmart", "")
+	lease, err := registry.TryAcquirePermission("walmart", bulkhead.CallOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 	}
 	for range 4 {
 		run(func() {
-			if lease, err := r.AcquirePermission(context.Background(), "mixed", ""); err == nil {
+			if lease, err := r.AcquirePermission(context.Background(), "mixed", bulkhead.CallOptions{}); err == nil {
 				time.Sleep(5 * time.Millisecond)
 				lease.FinishCall()
 			} else {
@@ -134,7 +134,7 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 		})
 	}
 	run(func() {
-		if lease, err := r.TryAcquirePermission("mixed", ""); err == nil {
+		if lease, err := r.TryAcquirePermission("mixed", bulkhead.CallOptions{}); err == nil {
 			lease.FinishCall()
 		}
 		time.Sleep(time.Millisecond)

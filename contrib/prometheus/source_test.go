@@ -206,7 +206,7 @@ func TestCallDurationHistogramCountsTheTimedCallsOfASemaphore(t *testing.T) {
 	testkit.CheckRegistry(t, r)
 	c := bulkheadprom.NewCollector(r, bulkheadprom.WithCallDurationBuckets(10*time.Millisecond, 100*time.Millisecond))
 	defer c.Close()
-	lease, err := r.TryAcquirePermission("p", "") // timed by its Lease
+	lease, err := r.TryAcquirePermission("p", bulkhead.CallOptions{}) // timed by its Lease
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -299,7 +299,7 @@ func BenchmarkRegistryKeyFlood(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i := range keys {
-					p := reg.Acquire("tenant-" + strconv.Itoa(i))
+					p := reg.Acquire("tenant-"+strconv.Itoa(i), bulkhead.CallOptions{})
 					<-p.Acquisition().Done()
 					if err := p.Acquisition().Err(); err != nil {
 						b.Fatal(err)

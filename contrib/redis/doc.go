@@ -7,7 +7,7 @@
 // A process creates one Store over its go-redis client and one Bulkhead per
 // partner (NewBulkhead, a Registry, or NewRegistryFromFile for the
 // configuration files of package fileconfig with store: redis). For keys
-// you do not control (tenants, client ids), Registry.Acquire(key) is the
+// you do not control (tenants, client ids), Registry.Acquire(key, opts) is the
 // keyed path: with WithIdleTimeout and WithMaxBulkheads the registry
 // evicts idle bulkheads (they leave the Store, and their keys in Redis
 // expire by themselves) and sends the keys beyond its cap to a shared

@@ -308,7 +308,7 @@ func ExampleRegistry_Acquire() {
 		panic(err)
 	}
 
-	p := reg.Acquire("tenant-42") // never blocks
+	p := reg.Acquire("tenant-42", bulkhead.CallOptions{}) // never blocks
 	<-p.Acquisition().Done()
 	if err := p.Acquisition().Err(); err != nil {
 		fmt.Println("rejected:", err)

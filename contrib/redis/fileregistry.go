@@ -64,7 +64,7 @@ func NewRegistryFromFile(s *Store, f fileconfig.File) (*Registry, error) {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
-		if _, _, err := r.cat.PinWith(name, instances[name], r.createLocked); err != nil {
+		if _, _, err := r.cat.PinWith(name, instances[name]); err != nil {
 			return nil, r.fullError(name, err)
 		}
 	}

@@ -158,6 +158,10 @@ func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, 
 	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
 		return nil, err
 	}
+	r.cat.SetCreate(r.createLocked)
+	if r.keyConfig != nil {
+		r.cat.SetKeyConfig(r.keyConfig)
+	}
 	if r.catchAll != nil {
 		b, err := NewBulkhead(s, bulkhead.CatchAllName, *r.catchAll)
 		if err != nil {
@@ -184,7 +188,7 @@ func (r *Registry) Get(name string) (*Bulkhead, error) {
 // one is returned as it is), and pins it. It fails if configName is
 // unknown, and as Get does when the registry is full.
 func (r *Registry) GetWithConfig(name, configName string) (*Bulkhead, error) {
-	b, err := r.cat.Pin(name, configName, r.createLocked)
+	b, err := r.cat.Pin(name, configName)
 	return b, r.fullError(name, err)
 }
 
@@ -199,8 +203,8 @@ func (r *Registry) fullError(name string, err error) error {
 // createLocked creates a bulkhead, subscribing the registry's listeners
 // before anyone else can see it, so they miss none of its events, and
 // arms the idle sweep. The catalog stores it.
-func (r *Registry) createLocked(name string, cfg Config) (*Bulkhead, error) {
-	b, err := NewBulkhead(r.s, name, cfg)
+func (r *Registry) createLocked(e *catalog.Entry[*Bulkhead], cfg Config) (*Bulkhead, error) {
+	b, err := NewBulkhead(r.s, e.Name(), cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/catalog"
 )
 
 // Acquire requests a fleet permit for key without blocking, from the
@@ -21,37 +22,26 @@ import (
 // while it holds a lease or a ticket, and no permit is lost to an
 // eviction.
 //
-// An empty key, or a key whose configuration is unknown (WithKeyConfig),
-// yields a Permit already rejected with an error naming it (Name "").
-func (r *Registry) Acquire(key string) *Permit {
-	return r.acquireKeyed(key, r.keyConfigName)
-}
-
-// AcquireWithConfig is Acquire for a key whose bulkhead, if it has to be
-// created, is created from the configuration named configName (whatever
-// WithKeyConfig says). An existing bulkhead is used as it is. An unknown
-// configName rejects the call with an error naming it.
-func (r *Registry) AcquireWithConfig(key, configName string) *Permit {
-	return r.acquireKeyed(key, func(string) string { return configName })
+// opts are as for the core Registry's keyed calls: opts.ConfigName names
+// the configuration to create key's bulkhead from if it has none ("": the
+// one WithKeyConfig picks, or the defaults); an existing bulkhead is used
+// as it is. An empty key, or a configuration that is unknown, yields a
+// Permit already rejected with an error naming it (Name "").
+func (r *Registry) Acquire(key string, opts bulkhead.CallOptions) *Permit {
+	if key == "" {
+		return rejectedPermit(errEmptyKey)
+	}
+	e, err := r.cat.EnterOrCatchAll(key, opts.ConfigName)
+	if err != nil {
+		return rejectedPermit(err)
+	}
+	return r.acquireEntered(e)
 }
 
 var errEmptyKey = errors.New("redis: Registry.Acquire: key must not be empty")
 
-func (r *Registry) keyConfigName(key string) string {
-	if r.keyConfig == nil {
-		return bulkhead.DefaultConfigName
-	}
-	return r.keyConfig(key)
-}
-
-func (r *Registry) acquireKeyed(key string, configName func(string) string) *Permit {
-	if key == "" {
-		return rejectedPermit(errEmptyKey)
-	}
-	e, err := r.cat.EnterOrCatchAll(key, configName, r.createLocked)
-	if err != nil {
-		return rejectedPermit(err)
-	}
+// acquireEntered acquires through e, which the caller entered.
+func (r *Registry) acquireEntered(e *catalog.Entry[*Bulkhead]) *Permit {
 	p := e.Item().acquire(true)
 	p.hold.Store(e)
 	// Registered before the caller sees p, so it runs before the caller's

@@ -113,11 +113,11 @@ func TestAnEvictedFleetBulkheadStopsAndItsKeysExpireInRedis(t *testing.T) {
 	}
 	c.ZAdd(ctx, keys[0], goredis.Z{Score: float64(now.Add(800 * time.Millisecond).UnixMilli()), Member: "crashed"})
 
-	first := reg.Acquire("tenant")
+	first := reg.Acquire("tenant", bulkhead.CallOptions{})
 	if err := await(t, first.Acquisition()); err != nil {
 		t.Fatal(err)
 	}
-	second := reg.Acquire("tenant") // waits for a ticket's turn
+	second := reg.Acquire("tenant", bulkhead.CallOptions{}) // waits for a ticket's turn
 	eventually(t, outcomeTimeout, "second call queued in Redis", func() bool { return c.ZCard(ctx, keys[1]).Val() == 1 })
 	first.Finish()
 	if err := await(t, second.Acquisition()); err != nil {
@@ -155,7 +155,7 @@ func TestAnEvictedFleetBulkheadStopsAndItsKeysExpireInRedis(t *testing.T) {
 		t.Errorf("%d commands named the evicted bulkhead's keys after its eviction", n)
 	}
 
-	again := reg.Acquire("tenant")
+	again := reg.Acquire("tenant", bulkhead.CallOptions{})
 	if err := await(t, again.Acquisition()); err != nil {
 		t.Fatalf("a keyed call after the eviction: %v", err)
 	}
@@ -181,7 +181,7 @@ func TestRegistryCapSendsNewKeysToTheCatchAll(t *testing.T) {
 	testkit.CheckPermits(t, reg.All()...)
 	var held []*rxredis.Permit
 	for _, key := range []string{"a", "b", "c", "d"} {
-		p := reg.Acquire(key)
+		p := reg.Acquire(key, bulkhead.CallOptions{})
 		err := await(t, p.Acquisition())
 		want := key
 		if key >= "c" {
@@ -219,7 +219,7 @@ func TestRegistryCapSendsNewKeysToTheCatchAll(t *testing.T) {
 		p.Finish()
 	}
 	advanceUntil(t, clock, 500*time.Millisecond, 10, "a and b evicted", func() bool { return reg.Stats().Evictions == 2 })
-	p := reg.Acquire("c")
+	p := reg.Acquire("c", bulkhead.CallOptions{})
 	if err := await(t, p.Acquisition()); err != nil || p.Name() != "c" {
 		t.Errorf("after the evictions key c went to %q (%v), want its own bulkhead", p.Name(), err)
 	}
@@ -252,7 +252,7 @@ func TestRegistryKeyedBadInputIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := reg.Acquire("")
+	p := reg.Acquire("", bulkhead.CallOptions{})
 	if err := p.Acquisition().Err(); err == nil || !strings.Contains(err.Error(), "key must not be empty") {
 		t.Errorf("empty key: %v", err)
 	}
@@ -270,11 +270,11 @@ func TestRegistryKeyedBadInputIsNamed(t *testing.T) {
 		}()
 		p.Finish()
 	}()
-	p = reg.Acquire("gold")
+	p = reg.Acquire("gold", bulkhead.CallOptions{})
 	if err := p.Acquisition().Err(); err == nil || !strings.Contains(err.Error(), `unknown config "tier-gold"`) {
 		t.Errorf("unknown key config: %v", err)
 	}
-	p = reg.AcquireWithConfig("gold", "nope")
+	p = reg.Acquire("gold", bulkhead.CallOptions{ConfigName: "nope"})
 	if err := p.Acquisition().Err(); err == nil || !strings.Contains(err.Error(), `unknown config "nope"`) {
 		t.Errorf("unknown config: %v", err)
 	}
@@ -296,12 +296,12 @@ func TestEvictionSkipsBusyAndPinnedBulkheads(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.CheckPermits(t, pinned)
-	held := reg.Acquire("busy")
+	held := reg.Acquire("busy", bulkhead.CallOptions{})
 	if err := await(t, held.Acquisition()); err != nil {
 		t.Fatal(err)
 	}
-	waiting := reg.Acquire("busy")
-	idle := reg.Acquire("idle")
+	waiting := reg.Acquire("busy", bulkhead.CallOptions{})
+	idle := reg.Acquire("idle", bulkhead.CallOptions{})
 	if err := await(t, idle.Acquisition()); err != nil {
 		t.Fatal(err)
 	}
@@ -346,11 +346,11 @@ func TestRegistryEventsCarryWaitAndReasonAndRemoveUnsubscribes(t *testing.T) {
 	var seen []bulkhead.Event
 	remove := reg.OnEvent(func(e bulkhead.Event) { mu.Lock(); seen = append(seen, e); mu.Unlock() })
 	events := func() []bulkhead.Event { mu.Lock(); defer mu.Unlock(); return slices.Clone(seen) }
-	p := reg.Acquire("k")
+	p := reg.Acquire("k", bulkhead.CallOptions{})
 	if err := await(t, p.Acquisition()); err != nil {
 		t.Fatal(err)
 	}
-	timedOut := reg.Acquire("k")
+	timedOut := reg.Acquire("k", bulkhead.CallOptions{})
 	if err := await(t, timedOut.Acquisition()); !errors.Is(err, bulkhead.ErrBulkheadFull) {
 		t.Fatalf("second call: %v, want a wait timeout", err)
 	}
@@ -367,7 +367,7 @@ func TestRegistryEventsCarryWaitAndReasonAndRemoveUnsubscribes(t *testing.T) {
 		t.Errorf("third event %+v, want CallFinished", ev[2])
 	}
 	srv.kill()
-	down := reg.Acquire("k")
+	down := reg.Acquire("k", bulkhead.CallOptions{})
 	if err := await(t, down.Acquisition()); !errors.Is(err, rxredis.ErrUnavailable) {
 		t.Fatalf("with Redis away: %v", err)
 	}
@@ -377,7 +377,7 @@ func TestRegistryEventsCarryWaitAndReasonAndRemoveUnsubscribes(t *testing.T) {
 	}
 	remove()
 	remove()
-	late := reg.Acquire("other")
+	late := reg.Acquire("other", bulkhead.CallOptions{})
 	await(t, late.Acquisition())
 	if n := len(events()); n != 4 {
 		t.Errorf("%d events after remove, want 4", n)
@@ -462,7 +462,7 @@ func stressEviction(t *testing.T, redisUp bool) {
 					k = rng.IntN(keys)
 				}
 				key := "k" + fmt.Sprint(k)
-				p := reg.Acquire(key)
+				p := reg.Acquire(key, bulkhead.CallOptions{})
 				calls.Add(1)
 				all.Store(p, struct{}{})
 				var once atomic.Int32
@@ -474,7 +474,7 @@ func stressEviction(t *testing.T, redisUp bool) {
 					outcomes.Add(1)
 					if reenter {
 						// Re-enter the registry from the delivering goroutine.
-						q := reg.Acquire("k" + fmt.Sprint((k+1)%keys))
+						q := reg.Acquire("k"+fmt.Sprint((k+1)%keys), bulkhead.CallOptions{})
 						q.Acquisition().OnDone(func(err error) {
 							if err == nil {
 								q.Release()
