@@ -33,7 +33,7 @@ func TestAnIdleFleetBulkheadIsEvictedBetweenIdleAndOneAndAHalfIdle(t *testing.T)
 	defer reg.OnEvict(func(name string) { mu.Lock(); evictedAt[name] = clock.Now(); mu.Unlock() })()
 	for i, phase := range []time.Duration{0, idle / 8, idle / 4, idle/2 - step} {
 		key := fmt.Sprintf("k%d", i)
-		p := reg.Acquire(key) // creates the bulkhead, arms a sweep idle/2 later
+		p := reg.Acquire(key, bulkhead.CallOptions{}) // creates the bulkhead, arms a sweep idle/2 later
 		if err := await(t, p.Acquisition()); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestStressRegistryListenersComeAndGoWhileBulkheadsAreCreatedAndEvicted(t *t
 		wg.Go(func() { // keyed calls on a few keys, which come and go
 			rng := rand.New(rand.NewPCG(9, uint64(g)))
 			for time.Now().Before(deadline) {
-				p := reg.Acquire(fmt.Sprintf("k%d", rng.IntN(5)))
+				p := reg.Acquire(fmt.Sprintf("k%d", rng.IntN(5)), bulkhead.CallOptions{})
 				if err := await(t, p.Acquisition()); err != nil {
 					refused.Add(1)
 					continue
@@ -128,7 +128,7 @@ func TestStressRegistryListenersComeAndGoWhileBulkheadsAreCreatedAndEvicted(t *t
 	}
 	removeSteady()
 	before := churned.Load()
-	p := reg.Acquire("after")
+	p := reg.Acquire("after", bulkhead.CallOptions{})
 	if err := await(t, p.Acquisition()); err != nil {
 		t.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func TestAnEvictListenerThatCallsGoexitStopsNoLaterEviction(t *testing.T) {
 		}
 	})()
 	use := func(key string) {
-		p := reg.Acquire(key)
+		p := reg.Acquire(key, bulkhead.CallOptions{})
 		if err := await(t, p.Acquisition()); err != nil {
 			t.Fatal(err)
 		}

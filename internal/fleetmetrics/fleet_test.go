@@ -219,7 +219,7 @@ func TestTheFleetRegistryExportsTheMetricSetOfEveryKind(t *testing.T) {
 		run("queue", func(r *rand.Rand) error { return hold(queue.Acquire(), r) })
 	}
 	run("passing keys", func(r *rand.Rand) error {
-		return hold(reg.Acquire(fmt.Sprintf("key-%d", r.IntN(8))), r)
+		return hold(reg.Acquire(fmt.Sprintf("key-%d", r.IntN(8)), bulkhead.CallOptions{}), r)
 	})
 	load.Wait()
 	failures.Range(func(what, err any) bool {
