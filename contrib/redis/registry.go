@@ -17,7 +17,7 @@ import (
 //
 // Two ways in, as in bulkhead.Registry. Get, GetWithConfig and Find hand
 // out a *Bulkhead for a name you control; such a bulkhead is pinned: never
-// evicted. The keyed path, Acquire(key), is for keys you do not control
+// evicted. The keyed path, Acquire(key, opts), is for keys you do not control
 // (tenants, client ids, hosts from user data): the registry counts each
 // keyed call as a user of its bulkhead until its Permit is given back, so
 // it can evict idle bulkheads (WithIdleTimeout) and cap their number
@@ -41,6 +41,7 @@ type Registry struct {
 	idle      time.Duration // 0: no eviction
 	max       int           // 0: no cap
 	catchAll  *Config       // the catch-all's configuration when max > 0
+	maxKeyLen int           // WithMaxKeyLength's; 0: bulkhead.DefaultMaxKeyLength
 	keyConfig func(key string) string
 
 	// fan holds the registry-wide listeners (OnEvent, OnEvict), guarded by
@@ -96,8 +97,12 @@ func WithIdleTimeout(idle time.Duration) RegistryOption {
 // never for those of the keys that already have a bulkhead, and never goes
 // unlimited. Get and GetWithConfig of a new name fail with an error
 // wrapping bulkhead.ErrRegistryFull instead. Combine it with
-// WithIdleTimeout, or the cap, once reached, stays reached. max must be at
-// least 1 and catchAll valid; NewRegistry fails otherwise.
+// WithIdleTimeout, or the cap, once reached, stays reached. A key longer
+// than the registry's maximum key length (WithMaxKeyLength,
+// bulkhead.DefaultMaxKeyLength by default) that has no bulkhead goes to
+// the catch-all too, so that long keys grow neither the registry nor the
+// names of the keys in Redis. max must be at least 1 and catchAll valid;
+// NewRegistry fails otherwise.
 func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 	return func(r *Registry) {
 		if max < 1 {
@@ -112,12 +117,36 @@ func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 	}
 }
 
-// WithKeyConfig makes a keyed call create the bulkhead of key from the
+// WithMaxKeyLength sets the length in bytes of the longest key a keyed call
+// creates a fleet bulkhead for in a registry with WithMaxBulkheads
+// (default bulkhead.DefaultMaxKeyLength): a longer key that has no
+// bulkhead is admitted by the catch-all (and counted in
+// RegistryStats.CatchAllCalls), so a flood of long keys (a megabyte
+// header) holds at most max bulkheads of bounded size here and writes no
+// key of that length to Redis. Bulkheads created with Get or
+// GetWithConfig are not bound by it. n must be at least 1, and the option
+// needs WithMaxBulkheads; NewRegistry fails otherwise.
+func WithMaxKeyLength(n int) RegistryOption {
+	return func(r *Registry) {
+		if n < 1 {
+			r.setOptErr(fmt.Errorf("redis: NewRegistry: WithMaxKeyLength: length must be at least 1, got %d", n))
+			return
+		}
+		r.maxKeyLen = n
+	}
+}
+
+// WithKeyConfig makes a keyed call that names no configuration
+// (CallOptions.ConfigName "") create the bulkhead of key from the
 // configuration named configName(key) rather than from the defaults.
-// configName runs only when a bulkhead is created, under the registry's
-// lock: it must not call into the registry. A name it returns that is not
-// a known configuration rejects the call with an error naming it. A nil
-// configName makes NewRegistry fail.
+// configName runs on the calling goroutine, without any lock of the
+// registry, when a keyed call finds no live bulkhead for key (so it may
+// run more than once for one creation, and never once the cap of
+// WithMaxBulkheads sends key to the catch-all); it may call into the
+// registry. If it panics or calls runtime.Goexit, Acquire does so too,
+// holding nothing. A name it returns that is not a known configuration
+// rejects the call with an error naming it. A nil configName makes
+// NewRegistry fail.
 func WithKeyConfig(configName func(key string) string) RegistryOption {
 	return func(r *Registry) {
 		if configName == nil {
@@ -155,6 +184,12 @@ func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, 
 	if r.optErr != nil {
 		return nil, r.optErr
 	}
+	if r.maxKeyLen != 0 && r.catchAll == nil {
+		return nil, errors.New("redis: NewRegistry: WithMaxKeyLength needs WithMaxBulkheads (its catch-all admits the longer keys)")
+	}
+	if r.maxKeyLen == 0 {
+		r.maxKeyLen = bulkhead.DefaultMaxKeyLength
+	}
 	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
 		return nil, err
 	}
@@ -170,6 +205,7 @@ func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, 
 		r.cat.SetMax(r.max)
 		r.cat.Lock()
 		r.cat.SetCatchAllLocked(bulkhead.CatchAllName, b)
+		r.cat.SetMaxNameLenLocked(r.maxKeyLen)
 		r.cat.Unlock()
 	}
 	return r, nil

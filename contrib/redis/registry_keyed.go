@@ -9,8 +9,9 @@ import (
 
 // Acquire requests a fleet permit for key without blocking, from the
 // bulkhead of key (created from its configuration, see WithKeyConfig, on
-// first use or after an eviction) or, once WithMaxBulkheads is reached and
-// key has no bulkhead, from the catch-all. It returns the Permit: its
+// first use or after an eviction) or, if key has no bulkhead and
+// WithMaxBulkheads is reached or key is longer than WithMaxKeyLength, from
+// the catch-all. It returns the Permit: its
 // Acquisition (outcome, callbacks, Cancel), its Lease once granted, and
 // Finish and Release to give the permit back with.
 //
@@ -26,7 +27,8 @@ import (
 // the configuration to create key's bulkhead from if it has none ("": the
 // one WithKeyConfig picks, or the defaults); an existing bulkhead is used
 // as it is. An empty key, or a configuration that is unknown, yields a
-// Permit already rejected with an error naming it (Name "").
+// Permit already rejected with an error naming it (Name ""), except that a
+// key the catch-all admits (see above) goes there whatever opts names.
 func (r *Registry) Acquire(key string, opts bulkhead.CallOptions) *Permit {
 	if key == "" {
 		return rejectedPermit(errEmptyKey)
