@@ -111,6 +111,21 @@ func TestATypedNilSourcePanicsNamingIt(t *testing.T) {
 	}
 }
 
+// A nil *pool.Registry given to WithPools makes Start panic naming it, as
+// contrib/prometheus's NewCollector does (Start ignored it, so a pool
+// registry not yet built went unobserved without a word).
+func TestWithPoolsOfANilRegistryPanicsNamingIt(t *testing.T) {
+	defer func() {
+		if msg := fmt.Sprint(recover()); !strings.Contains(msg, "WithPools called with a nil *pool.Registry") {
+			t.Fatalf("panic %q, want one naming the nil *pool.Registry", msg)
+		}
+	}()
+	in, err := bulkheadotel.Start(newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1}), bulkheadotel.WithPools(nil))
+	if err == nil {
+		_ = in.Close()
+	}
+}
+
 // nilSource is a MetricsSource whose methods dereference their receiver.
 type nilSource struct{ r *bulkhead.Registry }
 

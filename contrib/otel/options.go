@@ -79,12 +79,14 @@ func WithSources(srcs ...bulkhead.MetricsSource) Option {
 
 // WithPools makes Start also observe the pools of preg (its MetricsSource:
 // see pool.Registry.MetricsSource for what a pool's data points mean), as
-// WithSources does. A nil preg is ignored.
+// WithSources does. Start panics if preg is nil, as NewCollector of
+// contrib/prometheus does.
 func WithPools(preg *pool.Registry) Option {
 	return optionFunc(func(c *config) {
-		if preg != nil {
-			c.sources = append(c.sources, preg.MetricsSource())
+		if preg == nil {
+			panic("bulkhead/contrib/otel: WithPools called with a nil *pool.Registry")
 		}
+		c.sources = append(c.sources, preg.MetricsSource())
 	})
 }
 
