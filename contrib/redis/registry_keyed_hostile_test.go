@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,4 +231,65 @@ func TestFleetUnknownConfigNameAtTheCapGoesToTheCatchAll(t *testing.T) {
 		t.Fatalf("at the cap: %q (%v), want the catch-all", p.Name(), err)
 	}
 	p.Finish()
+}
+
+// A CallPermitted listener that cancels the very keyed call it is told
+// about (re-entering from the delivery goroutine): the fleet publishes
+// CallPermitted before it decides the grant, so that Cancel wins (unlike a
+// Semaphore's, which has decided by then): the call ends ErrCancelled,
+// CallCancelled follows, the permit goes back (no leak, in this process or
+// in Redis) and the registry lets go of the bulkhead, which is evicted.
+func TestACallPermittedListenerThatCancelsItsCallLeavesNothingHeld(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Now())
+	cfg := fastStore()
+	cfg.Clock = clock
+	s, _ := newStore(t, sharedServer(t), cfg)
+	reg, err := rxredis.NewRegistry(s, fleetConfig(1, 0), rxredis.WithIdleTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		seen   []bulkhead.EventType
+		cur    = make(chan *rxredis.Permit, 1)
+		won    = make(chan bool, 1)
+		cancel atomic.Bool
+	)
+	cancel.Store(true)
+	defer reg.OnEvent(func(e bulkhead.Event) {
+		mu.Lock()
+		seen = append(seen, e.Type)
+		mu.Unlock()
+		if e.Type == bulkhead.CallPermitted && cancel.CompareAndSwap(true, false) {
+			p := <-cur
+			won <- p.Acquisition().Cancel()
+		}
+	})()
+	p := reg.Acquire("k", bulkhead.CallOptions{})
+	cur <- p
+	if err := await(t, p.Acquisition()); err != bulkhead.ErrCancelled {
+		t.Fatalf("outcome %v, want ErrCancelled", err)
+	}
+	if !<-won {
+		t.Error("Cancel from the CallPermitted listener lost; the fleet publishes before it decides")
+	}
+	mu.Lock()
+	got := slices.Clone(seen)
+	mu.Unlock()
+	if !slices.Equal(got, []bulkhead.EventType{bulkhead.CallPermitted, bulkhead.CallCancelled}) {
+		t.Errorf("events %v, want permitted then cancelled", got)
+	}
+	all := reg.All() // does not pin
+	if len(all) != 1 {
+		t.Fatalf("bulkheads %v, want k's", fleetNames(reg))
+	}
+	b := all[0]
+	eventually(t, outcomeTimeout, "the cancelled grant given back", func() bool { return b.Metrics().InFlightCalls == 0 })
+	// The permit is free for the next call.
+	q := reg.Acquire("k", bulkhead.CallOptions{})
+	if err := await(t, q.Acquisition()); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	q.Finish()
+	advanceUntil(t, clock, 500*time.Millisecond, 10, "k evicted", func() bool { return reg.Stats().Evictions == 1 })
 }
