@@ -16,7 +16,7 @@ import (
 )
 
 // redisAddr is the address of the redis-server the tests started.
-func redisAddr() string { return shared.addr() }
+func redisAddr() string { return shared.Addr() }
 
 // One limit for every replica: each process creates a Store over its
 // go-redis client and a Bulkhead per partner, with the same name and limit.

@@ -366,7 +366,7 @@ func TestRegistryEventsCarryWaitAndReasonAndRemoveUnsubscribes(t *testing.T) {
 	if ev[2].Type != bulkhead.CallFinished {
 		t.Errorf("third event %+v, want CallFinished", ev[2])
 	}
-	srv.kill()
+	srv.Kill()
 	down := reg.Acquire("k", bulkhead.CallOptions{})
 	if err := await(t, down.Acquisition()); !errors.Is(err, rxredis.ErrUnavailable) {
 		t.Fatalf("with Redis away: %v", err)

@@ -76,7 +76,7 @@ func newTally() *tally {
 // promtool accepts the exposition.
 func TestTheFleetRegistryExportsTheMetricSetOfEveryKind(t *testing.T) {
 	srv := startRedis(t)
-	client := goredis.NewClient(&goredis.Options{Addr: srv.addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	defer client.Close()
 	store, err := rxredis.NewStore(client, rxredis.StoreConfig{
 		KeyPrefix: "fleetmetrics:", LeaseTTL: 3 * time.Second, PollInterval: 20 * time.Millisecond,
@@ -232,7 +232,7 @@ func TestTheFleetRegistryExportsTheMetricSetOfEveryKind(t *testing.T) {
 	for reg.Stats().Bulkheads > 4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	srv.kill()
+	srv.Kill()
 	unavailable := 0
 	for unavailable < 5 && time.Now().Before(deadline) {
 		err := await(steady.Acquire().Acquisition())
@@ -285,6 +285,7 @@ func TestTheFleetRegistryExportsTheMetricSetOfEveryKind(t *testing.T) {
 					if want := metricstest.Quantile(0.99, metricstest.Seconds(waitBuckets), cum); math.Abs(got-want) > 1e-9*want {
 						t.Errorf("p99 of %s's %s waits: Prometheus %v, the test %v (buckets %v)", name, outcome, got, want, cum)
 					}
+					t.Logf("PromQL p99 of %s's %s waits: %.4g s (%d waits, cumulative buckets %v)", name, outcome, got, n, cum)
 				}
 			}
 			n, cum := s.durations.Cumulative()
@@ -297,6 +298,7 @@ func TestTheFleetRegistryExportsTheMetricSetOfEveryKind(t *testing.T) {
 				if want := metricstest.Quantile(0.99, metricstest.Seconds(durationBuckets), cum); math.Abs(got-want) > 1e-9*want {
 					t.Errorf("p99 of %s's call durations: Prometheus %v, the test %v (buckets %v)", name, got, want, cum)
 				}
+				t.Logf("PromQL p99 of %s's call durations: %.4g s (%d calls, cumulative buckets %v)", name, got, n, cum)
 			}
 			prom.Await(t, fmt.Sprintf(`bulkhead_available_concurrent_calls{name=%q}`, name), float64(maxAllowed(name)), scrapeTimeout)
 			prom.Await(t, fmt.Sprintf(`bulkhead_max_allowed_concurrent_calls{name=%q}`, name), float64(maxAllowed(name)), scrapeTimeout)
@@ -320,6 +322,7 @@ func TestTheFleetRegistryExportsTheMetricSetOfEveryKind(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, sh := range shares {
+			t.Logf("PromQL share of steady's rejections with reason=%q: %.4f", sh.Metric["reason"], sh.Value)
 			want := float64(seen["steady"].reasons[reasonOf(sh.Metric["reason"])]) / float64(total)
 			if math.Abs(sh.Value-want) > 1e-9 {
 				t.Errorf("steady's share of %s rejections: Prometheus %v, the test %v", sh.Metric["reason"], sh.Value, want)
