@@ -232,6 +232,21 @@ func TestTheFleetRegistryExportsTheMetricSetOfEveryKind(t *testing.T) {
 	for reg.Stats().Bulkheads > 4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A fleet bulkhead's free permits are the fleet's as of its last round
+	// trip: the releases of the last calls must have reached Redis, and a
+	// round trip must have seen them, before Redis goes (under load a
+	// release can still be on its way when the idle keys are gone).
+	for _, b := range reg.All() {
+		if !slices.Contains(checked, b.Name()) {
+			continue
+		}
+		for b.Metrics().AvailableConcurrentCalls != maxAllowed(b.Name()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v %v after the load, want every permit back in Redis", b.Name(), b.Metrics(), outcomeTimeout)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	srv.Kill()
 	unavailable := 0
 	for unavailable < 5 && time.Now().Before(deadline) {
