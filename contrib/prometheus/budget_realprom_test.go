@@ -16,6 +16,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
+	"github.com/rxbulkhead/bulkhead/internal/metricstest"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
@@ -46,7 +47,7 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 	permitted := map[string]int{}
 	permits := map[string]int{}
 	rejected := map[string]int{} // by class/reason label
-	waits := newHistogramOf(buckets)
+	waits := metricstest.NewHistogram(buckets)
 	hub.OnEvent(func(e bulkhead.BudgetEvent) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -55,7 +56,7 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 			permitted[e.Class]++
 			permits[e.Class] += e.Weight
 			if e.Class == "interactive" {
-				waits.add(e.Wait)
+				waits.Add(e.Wait)
 			}
 		case bulkhead.CallRejected:
 			label := map[bulkhead.Reason]string{bulkhead.NoWait: "no_wait", bulkhead.QueueFull: "queue_full", bulkhead.WaitTimeout: "wait_timeout", bulkhead.Evicted: "evicted"}[e.Reason]
@@ -75,9 +76,9 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 
-	prom := startPrometheus(t, l.Addr().String())
-	prom.await(t, `up{job="bulkheads"}`, 1, 20*time.Second)
-	prom.await(t, `sum(bulkhead_budget_calls_total{budget="hub"})`, 0, 5*time.Second)
+	prom := metricstest.StartPrometheus(t, l.Addr().String())
+	prom.Await(t, `up{job="bulkheads"}`, 1, 20*time.Second)
+	prom.Await(t, `sum(bulkhead_budget_calls_total{budget="hub"})`, 0, 5*time.Second)
 
 	// The load, for 2 s: four partners' interactive calls (weight 1, held
 	// ~3 ms) and four partners' batch calls (weight 2, held ~5 ms; they
@@ -114,38 +115,38 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, class := range []string{"interactive", "batch"} {
-		prom.await(t, fmt.Sprintf(`bulkhead_budget_calls_total{budget="hub",class=%q,kind="permitted"}`, class), float64(permitted[class]), 10*time.Second)
-		prom.await(t, fmt.Sprintf(`bulkhead_budget_granted_permits_total{budget="hub",class=%q}`, class), float64(permits[class]), 5*time.Second)
+		prom.Await(t, fmt.Sprintf(`bulkhead_budget_calls_total{budget="hub",class=%q,kind="permitted"}`, class), float64(permitted[class]), 10*time.Second)
+		prom.Await(t, fmt.Sprintf(`bulkhead_budget_granted_permits_total{budget="hub",class=%q}`, class), float64(permits[class]), 5*time.Second)
 		if permitted[class] == 0 {
 			t.Errorf("the load granted no %s call: the test checks nothing for it", class)
 		}
 	}
 	for _, key := range []string{"batch/wait_timeout", "batch/queue_full"} {
 		class, reason, _ := strings.Cut(key, "/")
-		prom.await(t, fmt.Sprintf(`bulkhead_budget_rejected_calls_total{budget="hub",class=%q,reason=%q}`, class, reason), float64(rejected[key]), 5*time.Second)
+		prom.Await(t, fmt.Sprintf(`bulkhead_budget_rejected_calls_total{budget="hub",class=%q,reason=%q}`, class, reason), float64(rejected[key]), 5*time.Second)
 		if rejected[key] == 0 {
 			t.Errorf("the load made no %s rejection: the test checks nothing for it", key)
 		}
 	}
-	if v := prom.one(t, `sum(bulkhead_budget_rejected_calls_total{budget="hub",class="interactive"})`); v != 0 {
+	if v := prom.One(t, `sum(bulkhead_budget_rejected_calls_total{budget="hub",class="interactive"})`); v != 0 {
 		t.Errorf("Prometheus counts %v interactive rejections; the test saw none", v)
 	}
 	// The 90th percentile of the interactive calls' waits, as the test
 	// computes it from its own observations with the same buckets.
-	n, cum := waits.cumulative()
-	want := quantile(0.9, seconds(buckets), cum)
-	got := prom.one(t, `histogram_quantile(0.9, rate(bulkhead_budget_wait_duration_seconds_bucket{budget="hub",class="interactive",outcome="granted"}[30s]))`)
+	n, cum := waits.Cumulative()
+	want := metricstest.Quantile(0.9, metricstest.Seconds(buckets), cum)
+	got := prom.One(t, `histogram_quantile(0.9, rate(bulkhead_budget_wait_duration_seconds_bucket{budget="hub",class="interactive",outcome="granted"}[30s]))`)
 	if math.Abs(got-want) > 1e-9*want {
 		t.Errorf("p90 of the interactive waits: Prometheus %v, the test's own observations %v (buckets %v)", got, want, cum)
 	}
 	// Utilisation as the docs write it: some scrape saw the budget busy,
 	// none above its size.
-	util := prom.one(t, `max_over_time((sum by (budget) (bulkhead_budget_permits_in_use) / on (budget) bulkhead_budget_max_allowed_permits)[30s:1s])`)
+	util := prom.One(t, `max_over_time((sum by (budget) (bulkhead_budget_permits_in_use) / on (budget) bulkhead_budget_max_allowed_permits)[30s:1s])`)
 	if util <= 0 || util > 1 {
 		t.Errorf("highest utilisation scraped %v, want in (0, 1]", util)
 	}
 	// Idle after the load.
-	if v := prom.one(t, `bulkhead_budget_available_permits{budget="hub"}`); v != 4 {
+	if v := prom.One(t, `bulkhead_budget_available_permits{budget="hub"}`); v != 4 {
 		t.Errorf("%v free permits after the load, want 4", v)
 	}
 	t.Logf("permitted %v, permits %v, rejected %v; %d interactive waits, p90 %.4fs; highest utilisation scraped %.2f", permitted, permits, rejected, n, got, util)

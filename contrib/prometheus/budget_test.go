@@ -13,6 +13,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
+	"github.com/rxbulkhead/bulkhead/internal/metricstest"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
@@ -259,7 +260,7 @@ func TestNewBudgetCollectorPanicsNamingTheBadArgument(t *testing.T) {
 // The exposition of a BudgetCollector with every series populated passes
 // promtool's linter.
 func TestPromtoolChecksTheBudgetCollectorsExposition(t *testing.T) {
-	promtool := requireTool(t, "promtool")
+	promtool := metricstest.RequireTool(t, "promtool")
 	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := newHubBudget(t, "hub", clock)
 	c := bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{b})

@@ -95,7 +95,9 @@ func (w *BudgetWatch) Record(e bulkhead.BudgetEvent) {
 		s.Granted.observe(w.waitBounds, e.Wait)
 	case bulkhead.CallRejected:
 		s.Rejected.observe(w.waitBounds, e.Wait)
-		s.Rejections[budgetReasonIndex(e.Reason)].Add(1)
+		if i := budgetReasonIndex(e.Reason); i >= 0 {
+			s.Rejections[i].Add(1)
+		}
 	}
 }
 
@@ -106,7 +108,8 @@ func (w *BudgetWatch) record(e bulkhead.BudgetEvent) {
 	}
 }
 
-// budgetReasonIndex is the index in BudgetReasons of a rejection's reason.
+// budgetReasonIndex is the index in BudgetReasons of a rejection's reason,
+// or -1.
 func budgetReasonIndex(r bulkhead.Reason) int {
 	switch r {
 	case bulkhead.NoWait:
@@ -117,8 +120,10 @@ func budgetReasonIndex(r bulkhead.Reason) int {
 		return 2
 	case bulkhead.Evicted:
 		return 3
+	case 0: // a *bulkhead.WeightError
+		return 4
 	}
-	return 4 // zero: a *bulkhead.WeightError
+	return -1 // a reason no budget gives (Unavailable): counted as a rejection only
 }
 
 func (w *BudgetWatch) class(name string) *ClassStats {
