@@ -99,6 +99,7 @@ type budgetClass struct {
 	name    string
 	cfg     ClassConfig
 	rank    int // position in Budget.classes
+	id      int // order of creation: index in BudgetPartner.units
 	hrAbove int // Σ Headroom of the classes above
 	held    int
 	waiting int
@@ -354,7 +355,7 @@ func (b *Budget) applyLocked(cfg BudgetConfig) {
 }
 
 func (b *Budget) newClass(name string) *budgetClass {
-	c := &budgetClass{b: b, name: name}
+	c := &budgetClass{b: b, name: name, id: len(b.classByName)}
 	c.errNoWait = &BudgetError{Budget: b.name, Class: name, Reason: NoWait}
 	c.errQueueFull = &BudgetError{Budget: b.name, Class: name, Reason: QueueFull}
 	c.errTimeout = &BudgetError{Budget: b.name, Class: name, Reason: WaitTimeout}
@@ -481,7 +482,11 @@ func (b *Budget) join(name string, bh Bulkhead, opts PartnerOptions) (*BudgetPar
 		return nil, &ConfigError{Name: b.name, Field: "PartnerOptions.Group", Value: opts.Group,
 			Rule: fmt.Sprintf("must be the group partner %q joined with first (%q)", name, f.group.name)}
 	}
-	return &BudgetPartner{b: b, name: name, flow: f, part: bh, class: c}, nil
+	p := &BudgetPartner{b: b, name: name, flow: f, part: bh, class: c, units: make([]BudgetCall, len(b.classByName))}
+	for _, x := range b.classByName {
+		p.units[x.id] = BudgetCall{p: p, c: x, k: 1}
+	}
+	return p, nil
 }
 
 // laneLocked returns f's lane of class c, creating it (and its class-group)

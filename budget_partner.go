@@ -19,6 +19,19 @@ type BudgetPartner struct {
 	flow  *budgetFlow
 	part  Bulkhead     // the partner's own bulkhead; nil for a Flow
 	class *budgetClass // the class of calls that name none
+	// units holds the partner's calls of weight 1, one per class by
+	// budgetClass.id (the classes the budget had when the partner joined),
+	// so that a keyed Lease can point to one without allocating (callRef).
+	units []BudgetCall
+}
+
+// callRef returns a BudgetCall of class c and weight k that stays valid:
+// one of p.units for weight 1, else a new one.
+func (p *BudgetPartner) callRef(c *budgetClass, k int) *BudgetCall {
+	if k == 1 && c.id < len(p.units) {
+		return &p.units[c.id]
+	}
+	return &BudgetCall{p: p, c: c, k: k}
 }
 
 // Name returns the partner's name (its bulkhead's).

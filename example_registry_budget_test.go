@@ -1,6 +1,7 @@
 package bulkhead_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -44,4 +45,28 @@ func ExampleWithBudget() {
 	// Output:
 	// hub in use: 8 gold: 8
 	// hub in use: 0
+}
+
+// A request's class travels in its context: the HTTP and gRPC integrations
+// read it there, give the call that class of the budget, and send it to
+// the next hop as failsafe-go's X-Failsafe-Priority.
+func ExampleWithPriority() {
+	ctx := bulkhead.WithPriority(context.Background(), "critical")
+	fmt.Println(bulkhead.PriorityFrom(ctx))
+	fmt.Println(bulkhead.PriorityHeader+":", bulkhead.DefaultPriorityClasses.Value(bulkhead.PriorityFrom(ctx)))
+	// Output:
+	// critical
+	// X-Failsafe-Priority: 3
+}
+
+// failsafe-go's five priorities (0 very low to 4 very high) mapped to a
+// hub's own class names; anything else on the wire maps to none, and the
+// call keeps its partner's class.
+func ExamplePriorityClasses() {
+	m := bulkhead.PriorityClasses{"batch", "batch", "interactive", "interactive", "interactive"}
+	fmt.Printf("%q %q %q %q\n", m.Class("4"), m.Class("0"), m.Class("9"), m.ClassOfLevel("250"))
+	fmt.Printf("%q %q\n", m.Value("batch"), m.Value("unknown"))
+	// Output:
+	// "interactive" "batch" "" "interactive"
+	// "0" ""
 }

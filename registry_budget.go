@@ -81,13 +81,14 @@ func (r *Registry) leaveBudgetLocked(name string, s *Semaphore) {
 // the catalog: look the key up again.
 var errPartnerGone = errors.New("bulkhead: the bulkhead left the registry")
 
-// budgetCall returns the BudgetCall of a keyed call on e's bulkhead: its
-// partner, the class opts names (the partner's class if none, or one the
-// budget does not have) and its weight.
-func (r *Registry) budgetCall(s *Semaphore, opts CallOptions, where string) (BudgetCall, error) {
+// budgetCall returns the BudgetCall of a keyed call on s: its partner, the
+// class opts names (the partner's class if none, or one the budget does
+// not have) and its weight. Weight 1 allocates nothing; a heavier call
+// allocates its BudgetCall (24 bytes), which its Lease points to.
+func (r *Registry) budgetCall(s *Semaphore, opts CallOptions, where string) (*BudgetCall, error) {
 	v, ok := r.partners.Load(s)
 	if !ok {
-		return BudgetCall{}, errPartnerGone
+		return nil, errPartnerGone
 	}
 	p := v.(*BudgetPartner)
 	c := p.class
@@ -101,9 +102,9 @@ func (r *Registry) budgetCall(s *Semaphore, opts CallOptions, where string) (Bud
 	case k == 0:
 		k = 1
 	case k < 0:
-		return BudgetCall{}, fmt.Errorf("bulkhead: Registry.%s: CallOptions.Weight must not be negative, got %d", where, k)
+		return nil, fmt.Errorf("bulkhead: Registry.%s: CallOptions.Weight must not be negative, got %d", where, k)
 	}
-	return BudgetCall{p: p, c: c, k: k}, nil
+	return p.callRef(c, k), nil
 }
 
 // acquireAsyncBudgeted is AcquirePermissionAsync in a registry with a

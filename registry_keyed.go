@@ -170,8 +170,9 @@ type Lease struct {
 	// (see StartCall).
 	start CallStart
 	// bc is the call's part in the registry's budget (WithBudget): its
-	// partner, class and weight; zero without a budget.
-	bc BudgetCall
+	// partner, class and weight; nil without a budget. A pointer, so that
+	// a Lease without a budget stays four words.
+	bc *BudgetCall
 }
 
 // Name is the name of the bulkhead that admitted the call: the key, or
@@ -195,7 +196,7 @@ func (l *Lease) FinishCall() {
 	}
 	*l = Lease{}
 	e.Stamp() // before the permit goes: the bulkhead is idle from now on
-	if bc.p != nil {
+	if bc != nil {
 		finishBoth(e.Item(), bc, start)
 		return
 	}
@@ -205,7 +206,7 @@ func (l *Lease) FinishCall() {
 // finishBoth gives back a budgeted keyed call's permits: the budget's
 // first, then the bulkhead's (even if a callback the budget's release runs
 // panics), as BudgetCall.FinishCall does.
-func finishBoth(s *Semaphore, bc BudgetCall, start CallStart) {
+func finishBoth(s *Semaphore, bc *BudgetCall, start CallStart) {
 	defer s.FinishCallStarted(start)
 	bc.p.b.release(bc.p, bc.c, bc.k, true)
 }
@@ -219,7 +220,7 @@ func (l *Lease) ReleasePermission() {
 	}
 	*l = Lease{}
 	e.Stamp()
-	if bc.p != nil {
+	if bc != nil {
 		bc.ReleasePermission() // its partner is e's bulkhead
 		return
 	}
