@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -20,7 +19,7 @@ func TestBudgetWithoutBypassAHeavyCallHoldsBackLighterOnes(t *testing.T) {
 	clk := newClock()
 	b := newBudget(t, budgetConfig(4, 0, class("only", 0, 0)), clk)
 	a, h, l := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "h", bulkhead.PartnerOptions{}), mustFlow(t, b, "l", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, x := range []string{"a1", "a2", "a3"} {
 		g.ask(x, a.Call(bulkhead.Class{}, 1))
 	}
@@ -49,7 +48,7 @@ func TestBudgetLightCallsPassAHeavyOneForAtMostMaxBypassPermits(t *testing.T) {
 	const bypass, k = 2, 4
 	b := newBudget(t, budgetConfig(4, bypass, class("only", 0, 0)), clk)
 	a, h, l := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "h", bulkhead.PartnerOptions{}), mustFlow(t, b, "l", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, x := range []string{"a1", "a2", "a3"} {
 		g.ask(x, a.Call(bulkhead.Class{}, 1))
 	}
@@ -132,7 +131,7 @@ func TestBudgetWaiterMadeTooHeavyByChangeConfigIsRejected(t *testing.T) {
 	cfg := budgetConfig(6, 0, class("only", 0, 0))
 	b := newBudget(t, cfg, clk)
 	a, h := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "h", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("a", a.Call(bulkhead.Class{}, 2))
 	heavy := g.ask("heavy", h.Call(bulkhead.Class{}, 5))
 	expectOrder(t, g.order(), "a")
@@ -159,34 +158,7 @@ func TestBudgetEveryBlockedWaiterIsPassedByAtMostMaxBypassPermits(t *testing.T) 
 	a := mustFlow(t, b, "a", bulkhead.PartnerOptions{})
 	h1, h2 := mustFlow(t, b, "h1", bulkhead.PartnerOptions{}), mustFlow(t, b, "h2", bulkhead.PartnerOptions{})
 	l := mustFlow(t, b, "l", bulkhead.PartnerOptions{})
-	// The grant order is read from the CallPermitted events, which the
-	// deciding goroutine publishes in decision order before any callback
-	// runs (when one release grants several calls, all but the first have
-	// their callbacks run on goroutines of their own, in no fixed order).
-	// A partner's calls of one class are granted in arrival order, so its
-	// n-th grant is its n-th call.
-	labels := map[string][]string{"a": {"a1", "a2", "a3", "a4"}, "h1": {"h1"}, "h2": {"h2"}, "l": {}}
-	for i := range 8 {
-		labels["l"] = append(labels["l"], fmt.Sprint("l", i))
-	}
-	var mu sync.Mutex
-	var granted []string
-	b.OnEvent(func(e bulkhead.BudgetEvent) {
-		if e.Type == bulkhead.CallPermitted {
-			mu.Lock()
-			granted = append(granted, labels[e.Partner][0])
-			labels[e.Partner] = labels[e.Partner][1:]
-			mu.Unlock()
-		}
-	})
-	taken := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := granted
-		granted = nil
-		return out
-	}
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, x := range []string{"a1", "a2", "a3", "a4"} {
 		g.ask(x, a.Call(bulkhead.Class{}, 1))
 	}
@@ -196,7 +168,7 @@ func TestBudgetEveryBlockedWaiterIsPassedByAtMostMaxBypassPermits(t *testing.T) 
 		g.ask(fmt.Sprint("l", i), l.Call(bulkhead.Class{}, 1))
 	}
 	var order []string
-	held := taken()
+	held := g.order()
 	for len(order) < 10 {
 		if len(held) == 0 {
 			t.Fatalf("nothing left to give back; granted so far: %v", order)
@@ -204,7 +176,7 @@ func TestBudgetEveryBlockedWaiterIsPassedByAtMostMaxBypassPermits(t *testing.T) 
 		x := held[0]
 		held = held[1:]
 		g.finish(x)
-		for _, got := range taken() {
+		for _, got := range g.order() {
 			order = append(order, got)
 			held = append(held, got)
 		}
@@ -230,7 +202,7 @@ func TestBudgetEveryBlockedWaiterIsPassedByAtMostMaxBypassPermits(t *testing.T) 
 	}
 	g.finishAll(t, held...)
 	for len(g.calls) > 0 {
-		for _, x := range taken() {
+		for _, x := range g.order() {
 			g.finish(x)
 		}
 	}
