@@ -491,3 +491,69 @@ func TestBudgetedRegistryStressNeverExceedsEitherLevelAndLosesNoPermit(t *testin
 	assert.Equal(t, 0, m.Queued)
 	assert.LessOrEqual(t, m.Partners, 2, "the catch-all and own's flow at most")
 }
+
+// TestCallbacksOfBudgetedKeyedCallsThatPanicExitOrReenterLoseNoPermit: the
+// callbacks of keyed calls waiting in the budget panic, call
+// runtime.Goexit or re-enter the registry, when the budget grants them (on
+// the goroutine of the FinishCall that let them in) and when they expire
+// (on the goroutine that advances the clock). Every permit of both levels
+// comes back, the re-entered call's Lease holds nothing until granted, and
+// every bulkhead is then evicted with its partner.
+func TestCallbacksOfBudgetedKeyedCallsThatPanicExitOrReenterLoseNoPermit(t *testing.T) {
+	for _, outcome := range []string{"granted", "expired"} {
+		t.Run(outcome, func(t *testing.T) {
+			clk := newClock()
+			b := hubBudget(t, 1, clk)
+			r := newBudgetedRegistry(t, b, clk, 5, nil, bulkhead.WithIdleTimeout(time.Minute))
+			first, err := r.TryAcquirePermission("first", bulkhead.CallOptions{})
+			require.NoError(t, err)
+			reentered := make(chan *bulkhead.Lease, 1)
+			var leases []*bulkhead.Lease
+			var acqs []*bulkhead.Acquisition
+			for i, cb := range []func(error){
+				func(error) { panic("callback bug") },
+				func(error) { runtime.Goexit() },
+				func(error) {
+					_, l := r.AcquirePermissionAsync("again", bulkhead.CallOptions{})
+					reentered <- &l
+				},
+			} {
+				a, l := r.AcquirePermissionAsync(fmt.Sprint("k", i), bulkhead.CallOptions{})
+				require.ErrorIs(t, a.Err(), bulkhead.ErrPending)
+				a.OnDone(cb)
+				leases, acqs = append(leases, &l), append(acqs, a)
+			}
+			if outcome == "expired" {
+				testkit.RunToEnd(func() { clk.Advance(time.Minute) })
+				for _, a := range acqs {
+					<-a.Done()
+					require.Error(t, a.Err())
+				}
+				testkit.RunToEnd(first.FinishCall)
+			} else {
+				// Each FinishCall grants the next waiter, whose callback
+				// runs on the finishing goroutine.
+				testkit.RunToEnd(first.FinishCall)
+				for i, l := range leases {
+					<-acqs[i].Done()
+					require.NoError(t, acqs[i].Err(), "waiter %d", i)
+					assert.Equal(t, 1, b.Metrics().InUse)
+					testkit.RunToEnd(l.FinishCall)
+				}
+			}
+			var again *bulkhead.Lease
+			select {
+			case again = <-reentered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the re-entering callback did not run")
+			}
+			// It waited behind the others, and was granted by the last
+			// FinishCall above (the third waiter's, or first's).
+			again.FinishCall()
+			assert.Equal(t, 0, b.Metrics().InUse)
+			clk.Advance(2 * time.Minute)
+			assert.Empty(t, names(r))
+			assert.Equal(t, 0, b.Metrics().Partners)
+		})
+	}
+}
