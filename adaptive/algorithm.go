@@ -15,9 +15,12 @@ type Sample struct {
 	// Little's law for calls made through the plain bulkhead.Bulkhead
 	// methods (see Bulkhead). It is always positive.
 	RTT time.Duration
-	// RTTDev is the standard deviation of the window's RTTs (0 for fewer
-	// than two calls), from which an algorithm can tell how much the mean
-	// RTT can be trusted: its standard error is RTTDev/√N.
+	// RTTDev is the standard deviation of the window's RTTs, from which an
+	// algorithm can tell how much the mean RTT can be trusted (its standard
+	// error is RTTDev/√N for independent calls). It is 0 when unknown: for
+	// fewer than two calls, and for a window with calls made through the
+	// plain methods or watched (Watch): FinishCall does not say which call
+	// finished, so only the window's mean RTT is known, not each call's.
 	RTTDev time.Duration
 	// N is the number of calls the window sums up (1 for a per-call
 	// sample).
@@ -34,6 +37,15 @@ type Sample struct {
 	// Drops is the number of the window's calls that ended in overload
 	// (Dropped is Drops > 0).
 	Drops int
+	// Duration is how long the window lasted: from the end of the previous
+	// window to the finish that closed this one (0 for a per-call sample).
+	Duration time.Duration
+	// InFlightTime[k] is how long exactly k calls held a permit during the
+	// window (nil for a per-call sample); the times add up to Duration.
+	// Little's law ties it to the RTTs: the time-integral of the calls in
+	// flight is the sum of their RTTs, up to the calls that straddle the
+	// window's edges. Each sample has its own slice.
+	InFlightTime []time.Duration
 }
 
 // An Algorithm turns samples into a concurrency limit. Update receives the
