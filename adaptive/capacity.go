@@ -1,6 +1,12 @@
 package adaptive
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
+
+// DebugHook is temporary.
+var DebugHook func(string)
 
 // Capacity is this package's own algorithm, the default. It estimates the
 // partner's capacity C (the calls it serves at once) and keeps the limit at
@@ -88,9 +94,11 @@ type Capacity struct {
 	// refine: an epoch at refineLimit (80 % of C) refines the no-load RTT.
 	refine      bool
 	refineLimit float64
-	// The floor rule: cutFrom is the epoch that decided the first of the
-	// cuts in a row (nil: none).
-	cutFrom *epochStats
+	// The floor rule: cutFrom is the first epoch after the first of the
+	// cuts in a row (nil: none yet), which cutPending says happened.
+	cutFrom    *epochStats
+	cutPending bool
+	cutBefore  float64 // the limit before the first cut
 }
 
 // capEpoch pools windows. While running, it spans changes of the limit:
@@ -125,6 +133,8 @@ type epochStats struct {
 	prof    []float64
 	nmm     float64 // see capEpoch
 	k       int
+	sum     float64 // of the RTTs of every call finished, ns
+	dur     float64 // ns
 }
 
 // NoLoadRTT returns the current estimate of the partner's RTT without
@@ -225,7 +235,8 @@ func bindingLevel(limit float64) float64 {
 // stats sums the epoch up.
 func (e *capEpoch) stats() epochStats {
 	served := math.Max(e.n-e.drops, 1)
-	st := epochStats{limit: e.limit, n: served, mean: e.sum / math.Max(e.n, 1), binding: e.binding, prof: e.prof, nmm: e.nmm, k: e.k}
+	st := epochStats{limit: e.limit, n: served, mean: e.sum / math.Max(e.n, 1), binding: e.binding, prof: e.prof, nmm: e.nmm, k: e.k,
+		sum: e.sum, dur: e.dur}
 	if e.devN > 0 {
 		st.dev = math.Sqrt(e.devSq / e.devN)
 	}
@@ -274,6 +285,11 @@ func (c *Capacity) learn(limit float64) float64 {
 		}
 		return c.stepDown(from, es)
 	}
+	if limit >= c.ref.limit {
+		// the controller has not let the limit down yet (Config.
+		// MaxCutPerSecond)
+		return c.probe(c.ref.limit)
+	}
 	// A sequential test of the throughput against the epoch above: it
 	// fell, or held (both limits above C), or more calls are needed.
 	ref := *c.ref
@@ -297,7 +313,7 @@ func (c *Capacity) learn(limit float64) float64 {
 	if ref.mean-c.s0 > z*math.Hypot(c.seMean(ref), math.Sqrt(c.v/c.s0N)) {
 		// the epoch above queued: its balance gives C
 		if b := c.balance(ref); !math.IsInf(b.pt, 1) && b.pt > 0 {
-			c.setC(b.pt, sq((b.hi-b.lo)/(2*c.z())), ref.limit, ref)
+			c.setC(b.pt, sq((b.hi-b.lo)/(2*c.z())), ref.limit)
 			c.startRun(limit)
 			if !c.precise() {
 				return c.startRefine(b.pt)
@@ -332,7 +348,7 @@ func (c *Capacity) stepDown(limit float64, es epochStats) float64 {
 // chase says that a queue, not a binding limit, started it.
 func (c *Capacity) startLearning(limit, next float64, chase bool) float64 {
 	c.learning, c.ref, c.refine, c.chase = true, nil, false, chase
-	c.cutFrom = nil
+	c.cutFrom, c.cutPending = nil, false
 	c.ep = capEpoch{limit: limit}
 	return next
 }
@@ -448,8 +464,9 @@ func (c *Capacity) run(limit float64) float64 {
 	if undo, ok := c.floorRule(limit, es); ok {
 		if queued {
 			// a queue still shows where the partner is not saturated:
-			// the no-load RTT is stale (its base latency rose)
-			c.s0, c.verified = es.mean, false
+			// the no-load RTT is stale (its base latency rose); learn it
+			// again, stepping down from the limit before the cuts
+			c.verified, c.known = false, false
 			return c.startLearning(limit, undo, false)
 		}
 		// no queue now: the estimate was too low
@@ -457,9 +474,17 @@ func (c *Capacity) run(limit float64) float64 {
 		c.restartRun()
 		return undo
 	}
-	if c.known && c.c >= b.lo && c.c <= b.hi {
+	if DebugHook != nil {
+		DebugHook(fmt.Sprintf("run: L %.1f n %.0f dur %.2fs pt %.2f lo %.2f loRTT %.2f hi %.2f hiAbs %.2f C %.2f known %v binding %v mean %.2f s0 %.2f", limit, es.n, es.dur/1e9, b.pt, b.lo, b.loRTT, b.hi, b.hiAbs, c.c, c.known, es.binding, es.mean/1e6, c.s0/1e6))
+	}
+	if c.known && c.c >= math.Max(b.lo, b.loRTT) && c.c <= b.hi {
 		// consistent with the estimate (a load near C keeps the queue
 		// small)
+		if c.full() {
+			// a full pool agrees with the estimate: the cuts before it,
+			// if any, are over
+			c.cutFrom, c.cutPending = nil, false
+		}
 		switch {
 		case !math.IsInf(b.hi, 1) && c.full():
 			// refine the estimate, and start over so that it follows C
@@ -484,7 +509,7 @@ func (c *Capacity) run(limit float64) float64 {
 	switch {
 	case queued || c.known && !math.IsInf(b.hi, 1):
 		// C is determined, and not the estimate
-		c.setC(b.pt, sq((b.hi-b.lo)/(2*c.z())), limit, es)
+		c.setC(b.pt, sq((b.hi-b.lo)/(2*c.z())), limit)
 		c.grows = 0
 		c.restartRun()
 		if !c.precise() {
@@ -502,14 +527,31 @@ func (c *Capacity) run(limit float64) float64 {
 		} else {
 			// a headroom at least, more where the evidence shows more
 			step := math.Min(0.5, c.headroom()*math.Pow(2, float64(max(c.grows-1, 0))))
-			next = math.Max(math.Floor(limit)+1, math.Max(math.Floor(limit*(1+c.headroom())), math.Floor(b.lo*(1+step))))
+			next = math.Floor(b.loRTT * (1 + step))
+			if (1+c.headroom())*b.loRTT >= math.Floor(limit) {
+				// C is at least what this limit assumes: one permit more
+				// at least (a headroom can round to less than one)
+				next = math.Max(next, math.Floor(limit)+1)
+			}
+			if next <= math.Floor(limit) {
+				// not enough evidence yet
+				if c.full() && c.ep.dur >= 8*40*c.s0 {
+					c.restartRun()
+				}
+				return limit
+			}
 		}
 		c.known = false
-		c.cutFrom = nil
-		c.clean = math.Max(c.clean, math.Floor(b.lo))
-		c.foldClean(es)
+		c.cutFrom, c.cutPending = nil, false
+		c.clean = math.Max(c.clean, math.Floor(b.loRTT))
 		c.grows++
-		c.restartRun()
+		// the pool goes on: the evidence that the lower limits did not
+		// queue still holds (the balance does not care which limit was in
+		// force), and the next step needs less of its own
+		if c.full() {
+			c.foldClean(es)
+			c.restartRun()
+		}
 		return next
 	}
 	// The limit does not bind and nothing queued: no evidence of C. Hold,
@@ -636,16 +678,25 @@ func (c *Capacity) refining(limit float64) float64 {
 // to the calls in flight. If it fell by more than half that, it returns
 // the limit to go back to, and true.
 func (c *Capacity) floorRule(limit float64, es epochStats) (float64, bool) {
-	from := c.cutFrom
-	if from == nil || !es.binding || limit > 0.8*from.limit || from.inUse <= 0 || from.x <= 0 {
+	if !es.binding {
 		return 0, false
 	}
-	c.cutFrom = nil
+	if c.cutPending && c.cutFrom == nil {
+		// the first epoch after the first cut: not the one before it,
+		// which may have straddled a change of C
+		c.cutFrom, c.cutPending = &es, false
+		return 0, false
+	}
+	from := c.cutFrom
+	if from == nil || limit > 0.8*from.limit || from.inUse <= 0 || from.x <= 0 {
+		return 0, false
+	}
+	c.cutFrom, c.cutPending = nil, false
 	ratio := es.inUse / from.inUse
 	if es.x >= from.x*(1-(1-ratio)/2) {
 		return 0, false
 	}
-	return from.limit, true
+	return math.Max(from.limit, c.cutBefore), true
 }
 
 // target is the limit for the current estimate: (1 + Headroom) × C
@@ -667,11 +718,11 @@ func (c *Capacity) DebugState() (cv, capacity float64, known, learning bool) {
 // setC takes a new estimate of C, which epoch es at limit showed; the
 // level known not to queue stays below it, and a cut it makes starts the
 // floor rule's watch.
-func (c *Capacity) setC(pt, v, limit float64, es epochStats) {
+func (c *Capacity) setC(pt, v, limit float64) {
 	c.c, c.cVar, c.known, c.seen = pt, v, true, true
 	c.clean = math.Min(c.clean, math.Floor(0.9*pt))
-	if c.target() < math.Floor(limit) && c.cutFrom == nil && es.binding {
-		c.cutFrom = &es
+	if c.target() < math.Floor(limit) && c.cutFrom == nil && !c.cutPending {
+		c.cutPending, c.cutBefore = true, limit
 	}
 }
 
@@ -697,8 +748,8 @@ func (c *Capacity) restartRun() {
 // RTT, and hiAbs, the upper bound counting the error of the no-load RTT
 // too, which says whether calls queued at all.
 type balanced struct {
-	pt, lo, hi, hiAbs float64
-	sdAbs             float64
+	pt, lo, hi, hiAbs, loRTT float64
+	sdAbs                    float64
 }
 
 // balance solves the epoch's balance.
@@ -717,11 +768,18 @@ func (c *Capacity) balance(es epochStats) balanced {
 	sdAbs := math.Sqrt(v + es.n*es.n*c.v/math.Max(c.s0N, 1))
 	work := es.n * c.s0
 	z := c.z()
+	// The lower bound that growth acts on counts the waiting from the
+	// RTTs themselves (their sum less the service): no edges, since each
+	// call's RTT is whole, so a limit that no call queued at proves
+	// itself sooner.
+	inFlight := es.inUse * es.dur
+	waited := math.Max(0, es.sum-work)
 	return balanced{
 		pt:    invertBusy(es.prof, work),
 		lo:    invertBusy(es.prof, work-z*sd),
 		hi:    invertBusy(es.prof, work+z*sd),
 		hiAbs: invertBusy(es.prof, work+z*sdAbs),
+		loRTT: invertBusy(es.prof, inFlight-waited-z*math.Sqrt(es.n*c.v)),
 		sdAbs: sdAbs,
 	}
 }

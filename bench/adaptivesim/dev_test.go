@@ -167,9 +167,21 @@ func TestDevLog(t *testing.T) {
 		api = Plain
 	}
 	a = NewAdaptive(adaptive.Config{Algorithm: func() adaptive.Algorithm { return la }}, api, sc.Initial)
+	if *devDebug != "" {
+		var lo, hi float64
+		fmt.Sscanf(*devDebug, "%g-%g", &lo, &hi)
+		adaptive.DebugHook = func(m string) {
+			if t := la.clock().Seconds(); t >= lo && t <= hi {
+				fmt.Printf("%6.2fs %s\n", t, m)
+			}
+		}
+		defer func() { adaptive.DebugHook = nil }()
+	}
 	fmt.Println("mean service", sc.Partner.Mean())
 	Simulate(sc, "x", a)
 }
+
+var devDebug = flag.String("dev.debug", "", "TestDevLog: time range lo-hi for the debug hook")
 
 var devAll = flag.Bool("dev.all", false, "TestDevLog: every window")
 
