@@ -17,10 +17,8 @@ type Sample struct {
 	RTT time.Duration
 	// RTTDev is the standard deviation of the window's RTTs, from which an
 	// algorithm can tell how much the mean RTT can be trusted (its standard
-	// error is RTTDev/√N for independent calls). It is 0 when unknown: for
-	// fewer than two calls, and for a window with calls made through the
-	// plain methods or watched (Watch): FinishCall does not say which call
-	// finished, so only the window's mean RTT is known, not each call's.
+	// error is RTTDev/√N for independent calls). It is 0 for fewer than two
+	// calls, and when Matched.
 	RTTDev time.Duration
 	// N is the number of calls the window sums up (1 for a per-call
 	// sample).
@@ -37,15 +35,16 @@ type Sample struct {
 	// Drops is the number of the window's calls that ended in overload
 	// (Dropped is Drops > 0).
 	Drops int
-	// Duration is how long the window lasted: from the end of the previous
-	// window to the finish that closed this one (0 for a per-call sample).
-	Duration time.Duration
-	// InFlightTime[k] is how long exactly k calls held a permit during the
-	// window (nil for a per-call sample); the times add up to Duration.
-	// Little's law ties it to the RTTs: the time-integral of the calls in
-	// flight is the sum of their RTTs, up to the calls that straddle the
-	// window's edges. Each sample has its own slice.
-	InFlightTime []time.Duration
+	// Matched reports that the window's RTTs were matched to grants, not
+	// measured: calls made through the plain methods or watched (Watch).
+	// FinishCall does not say which call finished, so RTT is still the
+	// window's mean (see Bulkhead), but the spread of the calls' RTTs is
+	// unknown and RTTDev is 0: a finish matched to the oldest grant
+	// measures how long the oldest call has been in flight, which varies
+	// far less than single RTTs do. An algorithm that needs the spread
+	// estimates it otherwise (Capacity does, from the means of consecutive
+	// windows).
+	Matched bool
 }
 
 // An Algorithm turns samples into a concurrency limit. Update receives the

@@ -286,7 +286,6 @@ func (b *Bulkhead) countRejected() {
 func (b *Bulkhead) granted(plain bool) (time.Duration, int) {
 	now := b.now()
 	b.mu.Lock()
-	b.trackLocked(now)
 	b.inFlight++
 	n := b.inFlight
 	b.w.maxInFlight = max(b.w.maxInFlight, n)
@@ -295,15 +294,6 @@ func (b *Bulkhead) granted(plain bool) (time.Duration, int) {
 	}
 	b.mu.Unlock()
 	return now, n
-}
-
-// trackLocked records the time spent at the current in-flight count up to
-// now (the window's in-flight profile); call it before the count changes.
-// A per-call sample has no profile.
-func (b *Bulkhead) trackLocked(now time.Duration) {
-	if !b.cfg.perCall {
-		b.w.track(now, b.inFlight)
-	}
 }
 
 // finishPlain records a plain call's RTT, matched with the oldest grant;
@@ -333,7 +323,6 @@ func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overloa
 		}
 	}()
 	b.mu.Lock()
-	b.trackLocked(now)
 	if b.inFlight > 0 || !b.watched {
 		// A watching controller may have dropped, as a release it could
 		// not see, a finish whose event was late (see reconcileLocked).
@@ -363,9 +352,10 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 		if n == 0 {
 			return false, FloorEvent{}
 		}
-		s = w.callSample()
+		s = w.sample()
+		s.InFlight = max(1, w.callInFlight)
 		if b.watched {
-			b.reconcileLocked(now)
+			b.reconcileLocked()
 		}
 	} else {
 		elapsed := now - w.start
@@ -374,9 +364,9 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 			return false, FloorEvent{}
 		}
 		if b.watched {
-			b.reconcileLocked(now)
+			b.reconcileLocked()
 		}
-		s = w.sample(now, b.inFlight)
+		s = w.sample()
 		if n < b.cfg.minSamples && b.cfg.discardShort {
 			// Netflix's rule: a window with too few calls says nothing.
 			b.lastMin = w.minRTT

@@ -2,7 +2,6 @@ package adaptive
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 )
@@ -81,13 +80,10 @@ func (b *Bulkhead) onEvent(e bulkhead.Event) {
 // on its way also looks like an excess, for a moment. Reading the
 // semaphore's metrics under mu is safe: the semaphore never calls the
 // controller while holding its own lock (listeners run outside it).
-func (b *Bulkhead) reconcileLocked(now time.Duration) {
+func (b *Bulkhead) reconcileLocked() {
 	excess := b.inFlight - b.sem.Metrics().InFlightCalls
 	drop := min(max(excess, 0), b.excess)
 	b.excess = max(excess-drop, 0)
-	if drop > 0 {
-		b.trackLocked(now)
-	}
 	for range drop {
 		b.plain.popNewest()
 		b.inFlight--

@@ -33,7 +33,7 @@ func TestWatchTimesCallsMadeOnTheSemaphoreDirectly(t *testing.T) {
 		sem.FinishCall()
 	}
 	require.Len(t, alg.samples, 1)
-	assert.Equal(t, adaptive.Sample{RTT: 150 * ms, N: 10, InFlight: 10}, alg.samples[0])
+	assert.Equal(t, adaptive.Sample{RTT: 150 * ms, N: 10, InFlight: 10, Matched: true}, alg.samples[0])
 	assert.Equal(t, 12, sem.Config().MaxConcurrentCalls)
 	assert.Equal(t, int64(1), b.Stats().Rejected)
 	assert.Equal(t, 0, b.Stats().InFlight)

@@ -17,15 +17,10 @@ type window struct {
 	minRTT      time.Duration // shortest RTT; 0: none
 	maxInFlight int
 	drops       int  // calls that ended in overload
-	matched     bool // an RTT was matched to a grant (not the call's own)
+	matched     bool // an RTT was matched to a grant, not measured (see grants)
 	// callInFlight is the in-flight count of the last call added (see
 	// Sample.InFlight), for Window.PerCall.
 	callInFlight int
-	// at is when the in-flight count last changed (or the window began);
-	// profile[k] is the time spent with k calls in flight up to at. The
-	// slice is handed over with the sample, so each window has its own.
-	at      time.Duration
-	profile []time.Duration
 }
 
 // add records the RTT of a finished call.
@@ -40,29 +35,13 @@ func (w *window) add(rtt time.Duration) {
 	}
 }
 
-// track adds the time since the last change of the in-flight count to
-// level, the count until now. Call it before the count changes and before
-// the window is summed up.
-func (w *window) track(now time.Duration, level int) {
-	d := now - w.at
-	if d <= 0 {
-		return
-	}
-	if level >= len(w.profile) {
-		w.profile = append(w.profile, make([]time.Duration, level+1-len(w.profile))...)
-	}
-	w.profile[level] += d
-	w.at = now
-}
-
 // rtt is the window's mean RTT (at least 1 ns).
 func (w *window) rtt() time.Duration {
 	return time.Duration(max(min(w.sum/float64(max(w.n, 1)), math.MaxInt64), 1))
 }
 
 // dev is the standard deviation of the window's RTTs: 0 below two calls,
-// and when an RTT was matched to a grant (the matched RTTs keep the mean
-// but not the spread; see grants).
+// and 0 (unknown, see Sample.Matched) when an RTT was matched to a grant.
 func (w *window) dev() time.Duration {
 	if w.n < 2 || w.matched {
 		return 0
@@ -72,26 +51,12 @@ func (w *window) dev() time.Duration {
 	return time.Duration(min(math.Sqrt(max(v, 0)), math.MaxInt64))
 }
 
-// sample sums the window up at now, the finish that closes it, with level
-// calls in flight until then.
-func (w *window) sample(now time.Duration, level int) Sample {
-	w.track(now, level)
-	return Sample{RTT: w.rtt(), RTTDev: w.dev(), N: w.n, InFlight: max(1, w.maxInFlight), Dropped: w.drops > 0, Drops: w.drops,
-		Duration: max(0, now-w.start), InFlightTime: w.profile}
+// sample sums the window up.
+func (w *window) sample() Sample {
+	return Sample{RTT: w.rtt(), RTTDev: w.dev(), N: w.n, InFlight: max(1, w.maxInFlight), Dropped: w.drops > 0, Drops: w.drops, Matched: w.matched}
 }
 
-// callSample is the sample of the one call just added (Window.PerCall):
-// no duration and no in-flight profile.
-func (w *window) callSample() Sample {
-	return Sample{RTT: w.rtt(), N: w.n, InFlight: max(1, w.callInFlight), Dropped: w.drops > 0, Drops: w.drops}
-}
-
-// reset starts a new window at now with inFlight calls in flight. The new
-// profile is sized like the last one, so that it rarely grows.
+// reset starts a new window at now with inFlight calls in flight.
 func (w *window) reset(now time.Duration, inFlight int) {
-	size := len(w.profile)
-	*w = window{start: now, at: now, maxInFlight: inFlight}
-	if size > 0 {
-		w.profile = make([]time.Duration, size)
-	}
+	*w = window{start: now, maxInFlight: inFlight}
 }
