@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -111,15 +112,23 @@ type Capacity struct {
 // (coefficient of variation 1) weighs as that many pairs.
 type spread struct {
 	lastMean, lastN float64 // the previous window; lastN 0: none
-	v               float64 // ns²
-	pairs           float64
+	// us holds the last pairs' estimates (ns²), oldest first once full
+	us   [spreadMemory]float64
+	k    int // pairs seen
+	sort [spreadMemory]float64
 }
 
-// spreadPrior is the weight, in pairs of windows, of the assumed spread,
-// and spreadMemory the pairs over which the estimate averages.
+// spreadMemory is the pairs of windows the estimate looks at, spreadPrior
+// the pairs before which it leans on the assumed spread (CV 1), and
+// chi2Median the median of a χ² variable of one degree of freedom: each
+// pair's estimate is v times such a variable, so the median of the pairs'
+// estimates over chi2Median estimates v without the pairs that straddle a
+// change of the RTT (a queue building up or draining), which the mean
+// would follow.
 const (
+	spreadMemory = 31
 	spreadPrior  = 4
-	spreadMemory = 40
+	chi2Median   = 0.4549
 )
 
 // dev returns the standard deviation of one call's RTT to use for s,
@@ -128,18 +137,25 @@ func (p *spread) dev(s Sample) time.Duration {
 	n := float64(s.N)
 	m := rttNanos(s)
 	if p.lastN > 0 {
-		u := (m - p.lastMean) * (m - p.lastMean) / (1/n + 1/p.lastN)
-		if p.pairs == 0 {
-			p.v = m * m // the prior: CV 1
-			p.pairs = spreadPrior
-		}
-		p.pairs = math.Min(p.pairs+1, spreadMemory)
-		p.v += (u - p.v) / p.pairs
+		p.us[p.k%spreadMemory] = (m - p.lastMean) * (m - p.lastMean) / (1/n + 1/p.lastN)
+		p.k++
 	}
 	p.lastMean, p.lastN = m, n
-	v := p.v
-	if p.pairs == 0 {
-		v = m * m
+	var v float64
+	if p.k < 2*spreadPrior {
+		// few pairs: their mean, with the assumed spread as spreadPrior
+		// more
+		v = spreadPrior * m * m
+		for i := range p.k {
+			v += p.us[i]
+		}
+		v /= float64(spreadPrior + p.k)
+	} else {
+		k := min(p.k, spreadMemory)
+		xs := p.sort[:k]
+		copy(xs, p.us[:k])
+		slices.Sort(xs)
+		v = xs[k/2] / chi2Median
 	}
 	return time.Duration(math.Min(math.Sqrt(v), math.MaxInt64))
 }
@@ -273,7 +289,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		c.sinceCut = 0
 		c.step = 0
 		return c.change(next)
-	case saturated && e.mean <= tol*c.noLoad:
+	case saturated && e.mean <= tol*c.noLoad+err/2:
 		// No queueing shown: grow (a growth is cheap to take back), once
 		// the epoch could have shown a queue of the growth's size.
 		if !c.verified {
