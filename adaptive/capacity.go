@@ -263,6 +263,12 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		}
 	}
 	if c.noLoad == 0 {
+		if saturated && limit > c.lowest() && e.truncated {
+			// calls time out: far above C, whether or not the queue is
+			// still growing; step down by half at once
+			c.descent = &e
+			return c.change(math.Max(c.lowest(), math.Floor(0.5*limit)))
+		}
 		if saturated && limit > c.lowest() {
 			return c.startDescent(limit, e)
 		}
@@ -388,9 +394,13 @@ func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
 	case (e.truncated || prev.truncated) && limit > c.lowest():
 		// calls still time out, or did in the epoch before: their RTTs
 		// are cut short at the deadline, so the two cannot show how the
-		// RTT fell; still above C
+		// RTT fell; still above C (by half while calls time out)
 		c.descent = &e
-		return c.change(math.Max(c.lowest(), math.Floor(0.7*limit)))
+		step := 0.7
+		if e.truncated {
+			step = 0.5
+		}
+		return c.change(math.Max(c.lowest(), math.Floor(step*limit)))
 	case e.mean-z*math.Hypot(e.se, prev.se) > 1.1*prev.mean:
 		// the RTT rose: the queue was still building up when prev was
 		// measured; measure again from here
