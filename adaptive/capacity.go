@@ -131,6 +131,10 @@ const (
 	chi2Median   = 0.4549
 )
 
+// measured reports whether the estimate rests on enough pairs of windows
+// to stop leaning on the assumed spread.
+func (p *spread) measured() bool { return p.k >= 2*spreadPrior }
+
 // dev returns the standard deviation of one call's RTT to use for s,
 // after learning from s.
 func (p *spread) dev(s Sample) time.Duration {
@@ -369,14 +373,28 @@ func (c *Capacity) lowest() float64 { return math.Max(descentFloor, c.floor) }
 // a row at this limit agree within 10 % (a queue that is still building
 // up would make the descent read a crossing).
 func (c *Capacity) startDescent(limit float64, e epochSummary) float64 {
-	if c.stable == nil || c.stable.limit != limit ||
-		math.Abs(e.mean-c.stable.mean) > 0.1*c.stable.mean+2*math.Hypot(e.se, c.stable.se) {
+	// The errors widen the agreement, but while the spread of matched
+	// samples is still the assumed one by no more than 5 %: too wide an
+	// assumed spread would make a queue that is still building up look
+	// stable.
+	if c.stable == nil || c.stable.limit != limit || !c.agree(e, *c.stable) {
 		c.stable = &e
 		return c.restart(limit)
 	}
 	c.stable = nil
 	c.descent = &e
 	return c.change(math.Max(c.lowest(), math.Floor(0.7*limit)))
+}
+
+// agree reports whether epochs e and f agree within 10 % and two errors,
+// the errors counting for 5 % at most while the spread of matched samples
+// is still the assumed one.
+func (c *Capacity) agree(e, f epochSummary) bool {
+	tol := 2 * math.Hypot(e.se, f.se)
+	if c.spread.k > 0 && !c.spread.measured() {
+		tol = math.Min(tol, 0.05*f.mean)
+	}
+	return math.Abs(e.mean-f.mean) <= 0.1*f.mean+tol
 }
 
 // descend continues a descent with epoch e at limit.
