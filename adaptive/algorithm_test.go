@@ -197,3 +197,20 @@ func TestCapacityDescentIsNotFooledByRTTsCutShortByTimeouts(t *testing.T) {
 	assert.LessOrEqual(t, limit, 15.0)
 	assert.GreaterOrEqual(t, limit, 9.0)
 }
+
+// Calls that time out are overload whatever the RTTs say: the RTTs of
+// calls given up at the deadline are cut short, and on a partner with a
+// fast and a slow kind of call the mean RTT can stay near the no-load RTT
+// while the fast kind times out in the queue. Before, such epochs grew
+// the limit (and were folded into the no-load RTT, which crept up to
+// 250 ms for a 56 ms partner in the scenario matrix).
+func TestCapacityCutsWhenCallsTimeOutWhateverTheRTT(t *testing.T) {
+	c := &adaptive.Capacity{}
+	limit := fluid(c, 6, 30, 50*ms, 0.1, 200)
+	require.GreaterOrEqual(t, limit, 30.0)
+	start := limit
+	for range 20 {
+		limit = max(1, c.Update(limit, adaptive.Sample{RTT: 51 * ms, RTTDev: 5 * ms, N: 50, InFlight: int(limit), Dropped: true, Drops: 15}))
+	}
+	assert.Less(t, limit, 0.9*start)
+}

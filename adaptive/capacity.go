@@ -280,11 +280,17 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		return c.restart(limit)
 	}
 	switch {
-	case lo > tol*c.noLoad:
-		// queueing proved: cut to the upper bound of C
+	case lo > tol*c.noLoad || e.truncated:
+		// Queueing proved: cut to the upper bound of C. Calls that time
+		// out (1 % of the epoch or more) are overload whatever the RTTs
+		// say (they are cut short at the deadline, and a no-load RTT
+		// taken from such epochs would be too long): cut by Backoff.
 		inFlight := float64(min(e.inFlight, int(limit)))
-		next := math.Max(limit/2, math.Min(limit, inFlight*c.noLoad/(e.mean-e.se)))
-		if c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n {
+		next := limit
+		if lo > tol*c.noLoad {
+			next = math.Max(limit/2, math.Min(limit, inFlight*c.noLoad/(e.mean-e.se)))
+		}
+		if e.truncated {
 			next = math.Min(next, limit*param(c.Backoff, 0.9, 0, 1))
 		}
 		c.capacity = math.Min(next, inFlight*c.noLoad/e.mean)
