@@ -94,7 +94,7 @@ cover:
 
 ## demo: the EDI hub demo (about 15 s)
 demo:
-	$(GO) run ./examples/edihub
+	cd examples/edihub && $(GO) run .
 
 LIN_HISTORIES   ?= 5000
 
@@ -134,3 +134,7 @@ include contrib/redis/redis.mk
 # (adaptive-matrix, adaptive-docs)
 include bench/scale.mk
 include bench/adaptivesim/adaptivesim.mk
+# bench/hubsim: the hub budget simulation (hub-sim, hub-sim-docs); the
+# budget's long stress and model runs (stress-budget)
+include bench/hubsim/hubsim.mk
+include budget.mk

@@ -115,7 +115,7 @@ func (s *Semaphore) announce(d *decidedList) {
 // CallFinished is published first (before the CallPermitted of the grant
 // it made). If a listener calls runtime.Goexit there, the whole delivery
 // of d goes to a fresh goroutine, so the waiter granted is still woken.
-func (s *Semaphore) deliverFinished(d *decidedList) {
+func (s *Semaphore) deliverFinished(d *decidedList, start CallStart) {
 	if s.events.active() {
 		published := false
 		defer func() {
@@ -124,7 +124,7 @@ func (s *Semaphore) deliverFinished(d *decidedList) {
 				go s.deliver(&rest)
 			}
 		}()
-		s.publishSlow(CallFinished, 0)
+		s.publishFinished(start)
 		published = true
 	}
 	s.deliver(d)

@@ -19,9 +19,18 @@
 //
 // A [Registry] keeps one bulkhead per name (per partner) with named
 // configurations. For keys you do not control (tenants, client addresses),
-// its keyed path [Registry.AcquirePermissionAsync] with [WithIdleTimeout]
-// and [WithMaxBulkheads] bounds the number of bulkheads safely. A [Clock] can be injected with [WithClock]; the testkit
-// package provides a virtual one.
+// its keyed path ([Registry.TryAcquirePermission],
+// [Registry.AcquirePermission] and [Registry.AcquirePermissionAsync], each
+// with a key, [CallOptions] and a [Lease]) with [WithIdleTimeout] and
+// [WithMaxBulkheads] bounds the number of bulkheads safely. A [Clock] can
+// be injected with [WithClock]; the testkit package provides a virtual one.
+//
+// A [Budget] is the capacity a hub shares among all its partners'
+// bulkheads: a call takes its partner's permit first, then weight permits
+// of the budget ([BudgetPartner.Call]), divided among the partners that
+// want it by max-min fairness, with priority classes, guaranteed shares
+// lent while unused, and a bound on how long a heavy call waits for light
+// ones ([BudgetConfig]); docs/design.md, "The hub budget", has the rules.
 //
 // The reactive operators in the sub-packages (flowable, observable, single,
 // maybe, completable, operator) depend only on the [Bulkhead] interface.

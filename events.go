@@ -2,6 +2,7 @@ package bulkhead
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/publish"
@@ -63,6 +64,18 @@ type Event struct {
 	// wait was queued, its Wait is off by that change (never negative).
 	// Recording it adds no allocation and no field to a queued call.
 	Wait time.Duration
+	// CallDuration is how long the call held its permit, for a
+	// CallFinished whose finishing code knew which call finished: from the
+	// call's grant to its FinishCall, on the bulkhead's Clock. The
+	// Semaphore knows it when the permit comes back through
+	// FinishCallStarted (given StartCall's CallStart), a Registry's Lease,
+	// the reactive operators (packages observable, flowable, single, maybe,
+	// completable), an adaptive bulkhead's Call or operator; a Pool knows
+	// it for every task. It is zero for a bare Semaphore.FinishCall (which
+	// does not say which call finished), for a call whose start was taken
+	// while no listener was registered, and for every other event type.
+	// Measuring it reads no clock beyond the one stamping each event.
+	CallDuration time.Duration
 }
 
 // String renders the event for logs.
@@ -82,13 +95,20 @@ func (e Event) String() string {
 	if e.Wait > 0 {
 		return fmt.Sprintf("%s bulkhead %q: %s after waiting %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.Wait)
 	}
+	if e.CallDuration > 0 {
+		return fmt.Sprintf("%s bulkhead %q: %s after running %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type, e.CallDuration)
+	}
 	return fmt.Sprintf("%s bulkhead %q: %s", e.Time.Format(time.RFC3339Nano), e.Name, e.Type)
 }
 
 // publisher holds the listeners of one Semaphore (internal/publish, shared
 // with package pool): publishing reads one atomic pointer and costs nothing
-// when no listener is registered.
-type publisher struct{ publish.Listeners[Event] }
+// when no listener is registered. It also keeps the stamp of the latest
+// grant that StartCall hands out (callduration.go).
+type publisher struct {
+	publish.Listeners[Event]
+	stamps
+}
 
 func (p *publisher) active() bool { return p.Active() }
 
@@ -96,10 +116,33 @@ func (p *publisher) add(f func(Event)) (remove func()) {
 	if f == nil {
 		panic("bulkhead: OnEvent called with a nil listener")
 	}
+	if !p.Active() {
+		// No event was stamped while nobody listened: a stamp from before
+		// would predate grants made since.
+		p.last.Store(0)
+	}
 	return p.Add(f)
 }
 
 // publish calls every listener on the calling goroutine, never under a lock
 // of the bulkhead. A panicking listener is recovered and skipped, so it can
-// neither corrupt the bulkhead nor starve the other listeners.
-func (p *publisher) publish(e Event) { p.Publish(e) }
+// neither corrupt the bulkhead nor starve the other listeners. A
+// CallPermitted's Time becomes the latest grant stamp first.
+func (p *publisher) publish(e Event) {
+	if e.Type == CallPermitted {
+		p.stamp(e.Time)
+	}
+	p.Publish(e)
+}
+
+// stamps are a Semaphore's grant stamps (callduration.go).
+type stamps struct {
+	// epoch is the Time of the first event stamped: stamps are offsets
+	// from it, so that they fit one atomic word whatever the Clock.
+	epoch atomic.Pointer[time.Time]
+	// last is the latest grant stamp: the Time of the latest CallPermitted
+	// published, as an offset from epoch plus one (so never 0), or 0 for
+	// none since the listeners were last registered. It only grows (one
+	// CAS decides between two stamping goroutines).
+	last atomic.Int64
+}

@@ -17,28 +17,38 @@ import (
 // Two ways in. Get, GetWithConfig, Find and Configure hand out a *Semaphore
 // for a name you control; such a bulkhead is pinned: never evicted, so that
 // the reference you hold stays the one bulkhead of its name. The keyed
-// path, AcquirePermissionAsync(key) and its Lease, is for keys you do not
-// control: the registry counts each keyed call as a user of its bulkhead
-// until its permit is given back, so it can evict idle bulkheads
-// (WithIdleTimeout) and cap their number (WithMaxBulkheads) without ever
-// letting one key run two bulkheads at once. See docs/guide.md, "Keys you
-// do not control".
+// path is for keys you do not control: TryAcquirePermission,
+// AcquirePermission and AcquirePermissionAsync (the trio of Semaphore, with
+// a key and CallOptions) return a Lease to give the permit back with. A
+// bulkhead in use by keyed calls (a permit held, a call queued) is never
+// evicted, so the registry can evict idle bulkheads (WithIdleTimeout) and
+// cap their number (WithMaxBulkheads) without ever letting one key run two
+// bulkheads at once. See docs/guide.md, "Keys you do not control".
 //
 // Invariants (see also internal/catalog): the catalog's lock guards the
 // set of bulkheads, the listeners, the sweep timer and every creation and
-// eviction; a bulkhead's user count (owned by the catalog entry) decides,
-// by one CAS, between its eviction and a new keyed call or Get. The lock
-// order is catalog lock, then a Semaphore's lock (the sweep reads Metrics
-// under it); no Semaphore callback takes the catalog's lock.
+// eviction; lookups take no lock. A keyed call counts nothing in the
+// registry: its bulkhead's own permits and queue say it is in use. The
+// sweep marks an idle bulkhead's entry dead, then reads those counts under
+// the bulkhead's lock (busy) and evicts only an unused one; a keyed call
+// that acquired under that lock after the sweep read them finds the entry
+// dead (Catalog.Kept), undoes its acquire and goes to the key's new
+// bulkhead, and the registry's listeners never see the undone call
+// (gate). Get and Configure pin a bulkhead after one atomic add on its user
+// count, which the sweep's CAS excludes. The lock order is catalog lock,
+// then a Semaphore's lock; no Semaphore callback takes the catalog's lock
+// but a gate that finds its bulkhead being decided on, and of the funcs
+// users give the registry only OnEvict's run under its lock.
 type Registry struct {
 	opts   []Option
 	optErr error // the first invalid RegistryOption, returned by NewRegistry
 	clock  Clock
 
-	idle      time.Duration // 0: no eviction
-	max       int           // 0: no cap
-	catchAll  *Config       // the catch-all's configuration when max > 0
-	keyConfig func(key string) string
+	idle      time.Duration           // 0: no eviction
+	max       int                     // 0: no cap
+	catchAll  *Config                 // the catch-all's configuration when max > 0
+	maxKeyLen int                     // WithMaxKeyLength's; 0: DefaultMaxKeyLength
+	keyConfig func(key string) string // WithKeyConfig's; nil: the defaults
 
 	cat *catalog.Catalog[Config, *Semaphore]
 	// Guarded by cat's lock: listeners, evictListeners, the sweep fields.
@@ -46,8 +56,6 @@ type Registry struct {
 	evictListeners []*evictListener
 	sweepArmed     bool // a sweep timer is pending
 	createdSince   bool // a bulkhead was created since the last sweep
-
-	keyConfigFunc func(string) string // keyConfigName, bound once
 }
 
 // registryListener is one Registry.OnEvent registration: the func and its
@@ -88,7 +96,8 @@ const DefaultConfigName = "default"
 // defaults, CatchAllName for WithMaxBulkheads' catch-all), so that a bad
 // configuration surfaces where it is given rather than at the first Get. It
 // fails with an error naming the option if another option is invalid
-// (WithIdleTimeout, WithMaxBulkheads, WithKeyConfig, WithClock(nil)).
+// (WithIdleTimeout, WithMaxBulkheads, WithMaxKeyLength, WithKeyConfig,
+// WithClock(nil)).
 func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	r := &Registry{cat: catalog.New[Config, *Semaphore]("config", DefaultConfigName, defaults)}
 	for _, o := range opts {
@@ -96,6 +105,12 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	}
 	if r.optErr != nil {
 		return nil, r.optErr
+	}
+	if r.maxKeyLen != 0 && r.catchAll == nil {
+		return nil, errors.New("bulkhead: NewRegistry: WithMaxKeyLength needs WithMaxBulkheads (its catch-all admits the longer keys)")
+	}
+	if r.maxKeyLen == 0 {
+		r.maxKeyLen = DefaultMaxKeyLength
 	}
 	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
 		return nil, err
@@ -105,7 +120,10 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 		return nil, fmt.Errorf("bulkhead: NewRegistry: WithSemaphoreOptions: %w", err)
 	}
 	r.clock = o.clock
-	r.keyConfigFunc = r.keyConfigName
+	r.cat.SetCreate(r.createLocked)
+	if r.keyConfig != nil {
+		r.cat.SetKeyConfig(r.keyConfig)
+	}
 	if r.catchAll != nil {
 		s, err := New(CatchAllName, *r.catchAll, r.opts...)
 		if err != nil {
@@ -114,6 +132,7 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 		r.cat.SetMax(r.max)
 		r.cat.Lock()
 		r.cat.SetCatchAllLocked(CatchAllName, s)
+		r.cat.SetMaxNameLenLocked(r.maxKeyLen)
 		r.cat.Unlock()
 	}
 	return r, nil
@@ -132,12 +151,15 @@ func (r *Registry) Get(name string) (*Semaphore, error) {
 // (it is never evicted). An existing bulkhead is returned as it is,
 // whatever configName says. It fails if configName is unknown or its
 // configuration is invalid, and as Get does when the registry is full.
-// Getting an existing pinned bulkhead takes no registry-wide lock (one
-// map lookup under the read lock of one of 64 shards), so it scales across
-// cores.
+// Getting an existing pinned bulkhead takes no lock and writes no shared
+// memory (one lookup in a hash table read with atomic loads), so it scales
+// across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Semaphore, error) {
-	s, err := r.cat.Pin(name, configName, r.createLocked)
-	return s, r.fullError(name, err)
+	s, err := r.cat.Pin(name, configName)
+	if err != nil {
+		return nil, r.fullError(name, err)
+	}
+	return s, nil
 }
 
 // fullError turns the catalog's ErrFull into an error naming the bulkhead.
@@ -148,19 +170,34 @@ func (r *Registry) fullError(name string, err error) error {
 	return err
 }
 
-// createLocked creates a bulkhead, subscribing the registry's listeners
-// before anyone else can see it, so they miss none of its events, and
-// arms the idle sweep. The catalog stores it.
-func (r *Registry) createLocked(name string, cfg Config) (*Semaphore, error) {
-	s, err := New(name, cfg, r.opts...)
+// createLocked creates the bulkhead of entry e, subscribing the registry's
+// listeners before anyone else can see it, so they miss none of its
+// events, and arms the idle sweep. The catalog stores it.
+func (r *Registry) createLocked(e *catalog.Entry[*Semaphore], cfg Config) (*Semaphore, error) {
+	s, err := New(e.Name(), cfg, r.opts...)
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range r.listeners {
-		l.subs[s] = s.OnEvent(l.f)
+		l.subs[s] = s.OnEvent(r.gate(e, l.f))
 	}
 	r.armSweepLocked()
 	return s, nil
+}
+
+// gate is how a registry listener f is subscribed to the bulkhead of entry
+// e: it passes every event on but those of a keyed call that acted on the
+// bulkhead after its eviction (and then undid its act and went to the
+// key's new bulkhead, see keyedAcquire): the registry's listeners see an
+// evicted bulkhead's events only from before its eviction. It costs one
+// atomic load per event (Catalog.Kept) unless the sweep is deciding about
+// e at that moment.
+func (r *Registry) gate(e *catalog.Entry[*Semaphore], f func(Event)) func(Event) {
+	return func(ev Event) {
+		if r.cat.Kept(e) {
+			f(ev)
+		}
+	}
 }
 
 // Configure returns the bulkhead named name with configuration cfg, pinned:
@@ -172,7 +209,7 @@ func (r *Registry) Configure(name string, cfg Config) (*Semaphore, error) {
 	if err := cfg.validateFor(name); err != nil {
 		return nil, err
 	}
-	s, created, err := r.cat.PinWith(name, cfg, r.createLocked)
+	s, created, err := r.cat.PinWith(name, cfg)
 	if err != nil {
 		return nil, r.fullError(name, err)
 	}
@@ -196,8 +233,8 @@ func (r *Registry) OnEvent(f func(Event)) (remove func()) {
 	}
 	l := &registryListener{f: f, subs: map[*Semaphore]func(){}}
 	r.cat.Lock()
-	for _, s := range r.cat.ItemsLocked() {
-		l.subs[s] = s.OnEvent(f)
+	for _, e := range r.cat.EntriesLocked() {
+		l.subs[e.Item()] = e.Item().OnEvent(r.gate(e, f))
 	}
 	r.listeners = append(r.listeners, l)
 	r.cat.Unlock()

@@ -54,7 +54,10 @@ func WithIdleTimeout(idle time.Duration) RegistryOption {
 // bulkhead, and never goes unlimited. Get, GetWithConfig and Configure of a
 // new name fail with ErrRegistryFull instead, since they promise a
 // bulkhead of that name. Combine it with WithIdleTimeout, or the cap, once
-// reached, stays reached. max must be at least 1 and catchAll valid;
+// reached, stays reached. A key longer than the registry's maximum key
+// length (WithMaxKeyLength, DefaultMaxKeyLength by default) that has no
+// bulkhead goes to the catch-all too, so that long keys cannot grow the
+// registry by their length. max must be at least 1 and catchAll valid;
 // NewRegistry fails otherwise.
 func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 	return registryOptionFunc(func(r *Registry) {
@@ -70,12 +73,39 @@ func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 	})
 }
 
-// WithKeyConfig makes a keyed call create the bulkhead of key from the
+// DefaultMaxKeyLength is the length in bytes of the longest key that gets
+// a bulkhead of its own in a registry with WithMaxBulkheads, unless
+// WithMaxKeyLength says otherwise.
+const DefaultMaxKeyLength = 256
+
+// WithMaxKeyLength sets the length in bytes of the longest key a keyed call
+// creates a bulkhead for in a registry with WithMaxBulkheads (default
+// DefaultMaxKeyLength): a longer key that has no bulkhead is admitted by the
+// catch-all (and counted in RegistryStats.CatchAllCalls), so a flood of
+// long keys (a megabyte header) holds at most max bulkheads of bounded size.
+// Bulkheads created with Get or Configure are not bound by it. n must be at
+// least 1, and the option needs WithMaxBulkheads; NewRegistry fails
+// otherwise.
+func WithMaxKeyLength(n int) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if n < 1 {
+			r.setOptErr(fmt.Errorf("bulkhead: NewRegistry: WithMaxKeyLength: length must be at least 1, got %d", n))
+			return
+		}
+		r.maxKeyLen = n
+	})
+}
+
+// WithKeyConfig makes a keyed call that names no configuration
+// (CallOptions.ConfigName "") create the bulkhead of key from the
 // configuration named configName(key) rather than from the defaults.
-// configName runs only when a bulkhead is created, under the registry's
-// lock: it must not call into the registry. A name it returns that is not
-// a known configuration rejects the call with an error naming it. A nil
-// configName makes NewRegistry fail.
+// configName runs on the calling goroutine, without any lock of the
+// registry, when a keyed call finds no live bulkhead for key (so it may
+// run more than once for one creation, and never once the cap of
+// WithMaxBulkheads sends key to the catch-all); it may call into the
+// registry. If it panics, the keyed call panics, holding nothing. A name
+// it returns that is not a known configuration fails the call with an
+// error naming it. A nil configName makes NewRegistry fail.
 func WithKeyConfig(configName func(key string) string) RegistryOption {
 	return registryOptionFunc(func(r *Registry) {
 		if configName == nil {
@@ -92,114 +122,155 @@ func (r *Registry) setOptErr(err error) {
 	}
 }
 
-func (r *Registry) keyConfigName(key string) string {
-	if r.keyConfig == nil {
-		return DefaultConfigName
-	}
-	return r.keyConfig(key)
+// CallOptions are the options of one keyed call (Registry.AcquirePermission,
+// TryAcquirePermission, AcquirePermissionAsync). The zero value asks for the
+// registry's choices, and every field's zero value means "as the registry
+// decides", so a field added later changes nothing for callers that do not
+// set it. CallOptions are passed by value: setting them costs no
+// allocation.
+type CallOptions struct {
+	// ConfigName names the configuration to create the key's bulkhead from
+	// if it has none (on first use or after an eviction); an existing
+	// bulkhead is used as it is. "" leaves the choice to the registry:
+	// WithKeyConfig's func, or the defaults. A name that is not a known
+	// configuration fails the call with an error naming it.
+	ConfigName string
 }
 
 // Lease is one keyed call's hold on the bulkhead that admitted it (the
-// key's own, or the catch-all). While a Lease is held, that bulkhead is not
-// evicted. After a grant, give the permit back exactly once, through the
-// Lease: FinishCall if the call ran, ReleasePermission if it did not. A
-// Lease is a small value; copying it does not copy the permit.
-type Lease struct{ e *catalog.Entry[*Semaphore] }
+// key's own, or the catch-all). While a Lease holds a permit, that bulkhead
+// is not evicted. After a grant, give the permit back exactly once,
+// through the Lease: FinishCall if the call ran, ReleasePermission if it
+// did not. Either empties the Lease, so that giving it back twice through
+// the same Lease panics instead of returning a permit some other call
+// holds; so does giving back through the Lease of an AcquirePermissionAsync
+// call that was not granted (still waiting, rejected or cancelled). A copy
+// of a Lease is the same hold: give back through one of the copies only
+// (the registry cannot tell two copies apart).
+type Lease struct {
+	e *catalog.Entry[*Semaphore]
+	// a is the Acquisition of a call that was queued (nil for a call
+	// granted at once): the Lease holds a permit only once a is granted.
+	a *Acquisition
+	// start is the call's start, for the CallDuration of its CallFinished
+	// (see StartCall).
+	start CallStart
+}
 
 // Name is the name of the bulkhead that admitted the call: the key, or
-// CatchAllName. It is "" for the zero Lease of a failed call.
-func (l Lease) Name() string {
+// CatchAllName. It is "" for the zero Lease of a failed call, and once the
+// permit is given back.
+func (l *Lease) Name() string {
 	if l.e == nil {
 		return ""
 	}
-	return l.e.Item().Name()
+	return l.e.Name()
 }
 
-// FinishCall gives back a permit whose call ran (CallFinished event), then
-// ends the Lease's hold. It panics on the zero Lease.
-func (l Lease) FinishCall() {
-	l.check("FinishCall")
-	l.e.Item().FinishCall()
-	l.e.Leave()
+// FinishCall gives back a permit whose call ran (CallFinished event, with
+// the call's duration: see StartCall) and empties the Lease. It panics on
+// a Lease that holds no permit: the zero Lease of a failed call, one
+// already given back, or one whose call was not granted.
+func (l *Lease) FinishCall() {
+	e, start := l.e, l.start
+	if e == nil || l.a != nil && !l.a.Granted() {
+		l.misuse("FinishCall")
+	}
+	*l = Lease{}
+	e.Stamp() // before the permit goes: the bulkhead is idle from now on
+	e.Item().FinishCallStarted(start)
 }
 
 // ReleasePermission gives back a permit that was granted but not used (no
-// event), then ends the Lease's hold. It panics on the zero Lease.
-func (l Lease) ReleasePermission() {
-	l.check("ReleasePermission")
-	l.e.Item().ReleasePermission()
-	l.e.Leave()
+// event) and empties the Lease. It panics as FinishCall does.
+func (l *Lease) ReleasePermission() {
+	e := l.e
+	if e == nil || l.a != nil && !l.a.Granted() {
+		l.misuse("ReleasePermission")
+	}
+	*l = Lease{}
+	e.Stamp()
+	e.Item().ReleasePermission()
 }
 
-func (l Lease) check(what string) {
+// misuse panics for a give-back through a Lease that holds no permit.
+func (l *Lease) misuse(what string) {
 	if l.e == nil {
-		panic("bulkhead: Lease." + what + " on the zero Lease: no permit was granted")
+		panic("bulkhead: Lease." + what + " on a Lease that holds no permit (the zero Lease of a failed call, or a Lease already given back)")
 	}
+	panic("bulkhead: Lease." + what + " on the Lease of a call that was not granted (it waits, or was rejected or cancelled: " + l.a.Err().Error() + ")")
 }
 
 // AcquirePermissionAsync requests a permit for key without blocking, from
-// the bulkhead of key (created from its configuration, see WithKeyConfig,
-// on first use or after an eviction) or, once WithMaxBulkheads is reached
-// and key has no bulkhead, from the catch-all. It returns the Acquisition
-// (its outcome, callbacks and Cancel are those of Semaphore.
+// the bulkhead of key (created from its configuration, see CallOptions, on
+// first use or after an eviction) or, once WithMaxBulkheads is reached and
+// key has no bulkhead, from the catch-all. It returns the Acquisition (its
+// outcome, callbacks and Cancel are those of Semaphore.
 // AcquirePermissionAsync) and the Lease to give the permit back with once
 // it is granted.
 //
-// The call holds its bulkhead from this lookup until its outcome is a
-// rejection or a cancellation (the registry lets go then, before the
-// Acquisition's OnDone callbacks registered by the caller run, or before
-// AcquirePermissionAsync returns for an immediate rejection) or, after a
-// grant, until the Lease's FinishCall or ReleasePermission. So a key never
-// has two bulkheads admitting at once, and no permit is lost to an
-// eviction.
+// While the call waits in its bulkhead's queue, and from its grant until
+// the Lease gives the permit back, the bulkhead is in use and is not
+// evicted; a call that found the bulkhead as it was being evicted goes to
+// the key's new bulkhead instead. So a key never has two bulkheads
+// admitting at once, and no permit is lost to an eviction. A call that was
+// queued takes its start once granted, with Lease.StartCall, for the
+// duration its CallFinished reports.
 //
-// An empty key, or a key whose configuration is unknown (WithKeyConfig),
-// yields an Acquisition already rejected with an error naming it, and the
-// zero Lease.
-func (r *Registry) AcquirePermissionAsync(key string) (*Acquisition, Lease) {
-	return r.acquire(key, r.keyConfigFunc)
-}
-
-// AcquirePermissionAsyncWithConfig is AcquirePermissionAsync for a key
-// whose bulkhead, if it has to be created, is created from the
-// configuration named configName (whatever WithKeyConfig says). An
-// existing bulkhead is used as it is. An unknown configName rejects the
-// call with an error naming it.
-func (r *Registry) AcquirePermissionAsyncWithConfig(key, configName string) (*Acquisition, Lease) {
-	return r.acquire(key, func(string) string { return configName })
-}
-
-func (r *Registry) acquire(key string, configName func(string) string) (*Acquisition, Lease) {
-	e, err := r.enter(key, configName)
-	if err != nil {
-		return RejectedAcquisition(err), Lease{}
-	}
-	a := e.Item().AcquirePermissionAsync()
-	switch a.Err() { // one read of the outcome decides
-	case nil:
-		return a, Lease{e}
-	case ErrPending:
-		a.OnDone(func(err error) {
-			if err != nil {
-				e.Leave()
-			}
-		})
-		return a, Lease{e}
-	default:
-		e.Leave()
-		return a, Lease{}
-	}
-}
-
-var errEmptyKey = errors.New("bulkhead: Registry.AcquirePermissionAsync: key must not be empty")
-
-// enter returns the entry that admits key, with one more user.
-func (r *Registry) enter(key string, configName func(string) string) (*catalog.Entry[*Semaphore], error) {
+// An empty key, or a configuration that is unknown, yields an Acquisition
+// already rejected with an error naming it, and the zero Lease. When key's
+// bulkhead exists, it takes no lock of the registry and does no atomic
+// read-modify-write of its memory (a lookup, a last-use stamp written at
+// most once per sweep period, a check after the acquire), and does not
+// allocate: its cost is the Semaphore's and the lookup.
+func (r *Registry) AcquirePermissionAsync(key string, opts CallOptions) (*Acquisition, Lease) {
 	if key == "" {
-		return nil, errEmptyKey
+		return RejectedAcquisition(errEmptyKeyAsync), Lease{}
 	}
-	return r.cat.EnterOrCatchAll(key, configName, r.createLocked)
+	for {
+		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
+		if err != nil {
+			return RejectedAcquisition(err), Lease{}
+		}
+		e.Stamp()
+		a := e.Item().AcquirePermissionAsync()
+		if e.Dead() && !r.cat.Kept(e) {
+			undoAsync(e.Item(), a)
+			continue
+		}
+		switch a.Err() { // one read of the outcome decides
+		case nil:
+			return a, Lease{e: e, start: e.Item().StartCall()}
+		case ErrPending:
+			// The bulkhead is in use while the call waits; its end counts
+			// as a use for the idle timeout.
+			a.OnDone(func(error) { e.Stamp() })
+			return a, Lease{e: e, a: a}
+		default:
+			return a, Lease{}
+		}
+	}
 }
+
+// undoAsync undoes an AcquirePermissionAsync on s, a bulkhead evicted
+// before the call reached it (see internal/catalog's fenced path): it gives
+// back a permit granted, withdraws a call that waits. Nobody else holds a,
+// and the registry's listeners do not see its events (Registry.gate).
+func undoAsync(s *Semaphore, a *Acquisition) {
+	if a.Err() == ErrPending && a.Cancel() {
+		return
+	}
+	<-a.Done() // decided by the grant or expiry that beat Cancel
+	if a.Err() == nil {
+		s.ReleasePermission()
+	}
+}
+
+var (
+	errEmptyKeyAsync = errors.New("bulkhead: Registry.AcquirePermissionAsync: key must not be empty")
+	errEmptyKeyWait  = errors.New("bulkhead: Registry.AcquirePermission: key must not be empty")
+	errEmptyKeyTry   = errors.New("bulkhead: Registry.TryAcquirePermission: key must not be empty")
+)
 
 // RegistryStats are a registry's counts, for metrics.
 type RegistryStats struct {
@@ -224,7 +295,9 @@ func (r *Registry) Stats() RegistryStats {
 // is gone from the registry and before a new one of that name can be
 // created: it must be quick and must not call into the registry. Metrics
 // use it to forget the evicted bulkhead's counts. A panic in f is
-// recovered and ignored. OnEvict panics if f is nil.
+// recovered and ignored; an f that calls runtime.Goexit ends the sweeping
+// goroutine, but the other OnEvict funcs are still told, and eviction goes
+// on at the next sweep. OnEvict panics if f is nil.
 func (r *Registry) OnEvict(f func(name string)) (remove func()) {
 	if f == nil {
 		panic("bulkhead: Registry.OnEvict called with a nil func")
@@ -265,11 +338,22 @@ func (r *Registry) armSweepLocked() {
 const idleTicks = 2
 
 // sweep is the timer's callback: it evicts idle bulkheads and re-arms
-// itself while unpinned bulkheads remain or were created meanwhile.
+// itself while unpinned bulkheads remain or were created meanwhile. If an
+// OnEvict listener ends the sweeping goroutine (runtime.Goexit), the sweep
+// stops there and re-arms itself, so eviction goes on at the next tick.
 func (r *Registry) sweep() {
+	finished := false
+	defer func() {
+		if !finished {
+			r.cat.Lock()
+			r.clock.AfterFunc(r.idle/2, r.sweep)
+			r.cat.Unlock()
+		}
+	}()
 	unpinned := r.cat.Sweep(idleTicks, busy, r.evictedLocked)
 	r.cat.Lock()
 	defer r.cat.Unlock()
+	finished = true
 	if unpinned > 0 || r.createdSince {
 		r.createdSince = false
 		r.clock.AfterFunc(r.idle/2, r.sweep)
@@ -278,10 +362,11 @@ func (r *Registry) sweep() {
 	r.sweepArmed = false
 }
 
-// busy reports whether s has a permit held or a call queued. With no user
-// of its entry that cannot be (every permit and wait of an unpinned
-// bulkhead is a keyed call's); the sweep checks it anyway, under the
-// catalog's lock, and keeps a busy bulkhead rather than trust the count.
+// busy reports whether s has a permit held or a call queued: the sweep's
+// keep func, which keeps a bulkhead in use by keyed calls (the fenced path
+// of internal/catalog). It reads s's counts under s's lock, the lock every
+// keyed call takes to acquire; that lock orders the sweep's decision and
+// the call (see Catalog.Kept).
 func busy(s *Semaphore) bool {
 	m := s.Metrics()
 	return m.InFlightCalls != 0 || m.QueuedCalls != 0
@@ -291,10 +376,24 @@ func busy(s *Semaphore) bool {
 // the OnEvict listeners.
 func (r *Registry) evictedLocked(name string, s *Semaphore) {
 	r.unsubscribeLocked(s)
-	for _, l := range r.evictListeners {
+	notifyEvicted(r.evictListeners, name)
+}
+
+// notifyEvicted calls every listener of ls with name. A panic is recovered
+// and ignored; a listener that calls runtime.Goexit does not keep the ones
+// after it from being told (they run while its goroutine unwinds), so that
+// every exporter forgets the evicted bulkhead's series.
+func notifyEvicted(ls []*evictListener, name string) {
+	for i, l := range ls {
+		returned := false
 		func() {
-			defer func() { _ = recover() }()
+			defer func() {
+				if recover() == nil && !returned { // runtime.Goexit
+					notifyEvicted(ls[i+1:], name)
+				}
+			}()
 			l.f(name)
+			returned = true
 		}()
 	}
 }

@@ -21,7 +21,7 @@ func ExampleRegistry_AcquirePermissionAsync() {
 		log.Fatal(err)
 	}
 	serve := func(tenant string) {
-		a, lease := reg.AcquirePermissionAsync(tenant)
+		a, lease := reg.AcquirePermissionAsync(tenant, bulkhead.CallOptions{})
 		<-a.Done() // or a.OnDone(...) to wait without a goroutine
 		if err := a.Err(); err != nil {
 			fmt.Println(tenant, "rejected:", err)
@@ -53,7 +53,7 @@ func ExampleWithIdleTimeout() {
 	}
 	reg.OnEvict(func(name string) { fmt.Println("evicted", name) })
 	call := func(key string) {
-		a, lease := reg.AcquirePermissionAsync(key)
+		a, lease := reg.AcquirePermissionAsync(key, bulkhead.CallOptions{})
 		if a.Err() == nil {
 			lease.FinishCall()
 		}
@@ -85,7 +85,7 @@ func ExampleWithKeyConfig() {
 		log.Fatal(err)
 	}
 	for _, key := range []string{"premium/acme", "free/bob"} {
-		a, lease := reg.AcquirePermissionAsync(key)
+		a, lease := reg.AcquirePermissionAsync(key, bulkhead.CallOptions{})
 		if a.Err() == nil {
 			lease.ReleasePermission()
 		}
@@ -116,17 +116,35 @@ func ExampleWithMaxBulkheads() {
 
 // A middleware that knows each key's tier names the configuration on every
 // call; it is used only when the key's bulkhead is created.
-func ExampleRegistry_AcquirePermissionAsyncWithConfig() {
+func ExampleCallOptions() {
 	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 2},
 		bulkhead.WithConfig("gold", bulkhead.Config{MaxConcurrentCalls: 50}))
 	if err != nil {
 		log.Fatal(err)
 	}
-	a, lease := reg.AcquirePermissionAsyncWithConfig("tenant-42", "gold")
+	a, lease := reg.AcquirePermissionAsync("tenant-42", bulkhead.CallOptions{ConfigName: "gold"})
 	if a.Err() == nil {
 		defer lease.FinishCall()
 	}
 	fmt.Println(reg.All()[0].Name(), reg.All()[0].Config().MaxConcurrentCalls)
 	// Output:
 	// tenant-42 50
+}
+
+// Keys longer than the maximum key length never get a bulkhead of their
+// own in a capped registry: the catch-all admits them.
+func ExampleWithMaxKeyLength() {
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 2},
+		bulkhead.WithMaxBulkheads(1000, bulkhead.Config{MaxConcurrentCalls: 10}),
+		bulkhead.WithMaxKeyLength(16))
+	if err != nil {
+		log.Fatal(err)
+	}
+	lease, err := reg.TryAcquirePermission("a-key-of-more-than-16-bytes", bulkhead.CallOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.FinishCall()
+	fmt.Println(lease.Name())
+	// Output: catch-all
 }

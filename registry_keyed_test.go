@@ -32,11 +32,11 @@ func names(r *bulkhead.Registry) []string {
 	return out
 }
 
-func mustGrant(t *testing.T, r *bulkhead.Registry, key string) bulkhead.Lease {
+func mustGrant(t *testing.T, r *bulkhead.Registry, key string) *bulkhead.Lease {
 	t.Helper()
-	a, l := r.AcquirePermissionAsync(key)
+	a, l := r.AcquirePermissionAsync(key, bulkhead.CallOptions{})
 	require.NoError(t, a.Err(), "keyed acquire of %q", key)
-	return l
+	return &l
 }
 
 func TestIdleKeyedBulkheadIsEvictedAndRecreatedFromItsConfig(t *testing.T) {
@@ -78,7 +78,7 @@ func TestKeyedBulkheadWithAPermitHeldOrACallQueuedIsNeverEvicted(t *testing.T) {
 	r, clock := newKeyedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1},
 		bulkhead.WithIdleTimeout(time.Second))
 	held := mustGrant(t, r, "k")
-	queued, queuedLease := r.AcquirePermissionAsync("k")
+	queued, queuedLease := r.AcquirePermissionAsync("k", bulkhead.CallOptions{})
 	require.ErrorIs(t, queued.Err(), bulkhead.ErrPending)
 	clock.Advance(10 * time.Second)
 	require.Equal(t, []string{"k"}, names(r))
@@ -96,13 +96,13 @@ func TestRejectedOrCancelledKeyedCallLetsGoOfItsBulkhead(t *testing.T) {
 	r, clock := newKeyedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: 1},
 		bulkhead.WithIdleTimeout(time.Minute))
 	held := mustGrant(t, r, "k")
-	expires, _ := r.AcquirePermissionAsync("k")
-	full, fullLease := r.AcquirePermissionAsync("k")
+	expires, _ := r.AcquirePermissionAsync("k", bulkhead.CallOptions{})
+	full, fullLease := r.AcquirePermissionAsync("k", bulkhead.CallOptions{})
 	require.ErrorIs(t, full.Err(), bulkhead.ErrBulkheadFull)
 	assert.Equal(t, bulkhead.Lease{}, fullLease, "a rejected call gets the zero Lease")
 	clock.Advance(time.Second)
 	require.ErrorIs(t, expires.Err(), bulkhead.ErrBulkheadFull)
-	cancelled, _ := r.AcquirePermissionAsync("k")
+	cancelled, _ := r.AcquirePermissionAsync("k", bulkhead.CallOptions{})
 	require.True(t, cancelled.Cancel())
 	held.FinishCall()
 	clock.Advance(90 * time.Second)
@@ -150,7 +150,7 @@ func TestKeysBeyondTheCapShareTheCatchAll(t *testing.T) {
 	c := mustGrant(t, r, "c")
 	assert.Equal(t, "a", a.Name())
 	assert.Equal(t, bulkhead.CatchAllName, c.Name(), "a new key beyond the cap goes to the catch-all")
-	d, dLease := r.AcquirePermissionAsync("d")
+	d, dLease := r.AcquirePermissionAsync("d", bulkhead.CallOptions{})
 	require.ErrorIs(t, d.Err(), bulkhead.ErrBulkheadFull, "the catch-all has its own limit")
 	assert.Equal(t, bulkhead.Lease{}, dLease)
 	again := mustGrant(t, r, "a")
@@ -198,14 +198,14 @@ func TestRegistryRejectsBadKeyedInputWithErrorsNamingIt(t *testing.T) {
 	}
 
 	r, _ := newKeyedRegistry(t, cfg, bulkhead.WithKeyConfig(func(string) string { return "gold" }))
-	a, l := r.AcquirePermissionAsync("")
+	a, l := r.AcquirePermissionAsync("", bulkhead.CallOptions{})
 	assert.EqualError(t, a.Err(), "bulkhead: Registry.AcquirePermissionAsync: key must not be empty")
 	assert.Equal(t, "", l.Name())
-	a, _ = r.AcquirePermissionAsync("k")
+	a, _ = r.AcquirePermissionAsync("k", bulkhead.CallOptions{})
 	assert.EqualError(t, a.Err(), `bulkhead "k": unknown config "gold" (known: default)`)
 	assert.Empty(t, names(r))
-	assert.PanicsWithValue(t, "bulkhead: Lease.FinishCall on the zero Lease: no permit was granted", func() { l.FinishCall() })
-	assert.PanicsWithValue(t, "bulkhead: Lease.ReleasePermission on the zero Lease: no permit was granted", func() { l.ReleasePermission() })
+	assert.PanicsWithValue(t, "bulkhead: Lease.FinishCall on a Lease that holds no permit (the zero Lease of a failed call, or a Lease already given back)", func() { l.FinishCall() })
+	assert.PanicsWithValue(t, "bulkhead: Lease.ReleasePermission on a Lease that holds no permit (the zero Lease of a failed call, or a Lease already given back)", func() { l.ReleasePermission() })
 	assert.Panics(t, func() { r.OnEvict(nil) })
 }
 
@@ -231,7 +231,7 @@ func TestPanickingCallbackOfARejectedKeyedCallLetsGoOfItsBulkhead(t *testing.T) 
 	r, clock := newKeyedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: 1},
 		bulkhead.WithIdleTimeout(time.Minute))
 	held := mustGrant(t, r, "k")
-	queued, _ := r.AcquirePermissionAsync("k")
+	queued, _ := r.AcquirePermissionAsync("k", bulkhead.CallOptions{})
 	queued.OnDone(func(error) { panic("caller bug") })
 	assert.PanicsWithValue(t, "caller bug", func() { clock.Advance(time.Second) }, "the wait expires on the Advance caller")
 	require.ErrorIs(t, queued.Err(), bulkhead.ErrBulkheadFull)
@@ -242,13 +242,13 @@ func TestPanickingCallbackOfARejectedKeyedCallLetsGoOfItsBulkhead(t *testing.T) 
 
 func TestKeyedCallWithConfigCreatesFromTheNamedConfigOnly(t *testing.T) {
 	r, _ := newKeyedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1}, bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 9}))
-	a, l := r.AcquirePermissionAsyncWithConfig("k", "big")
+	a, l := r.AcquirePermissionAsync("k", bulkhead.CallOptions{ConfigName: "big"})
 	require.NoError(t, a.Err())
 	l.FinishCall()
-	a, l = r.AcquirePermissionAsyncWithConfig("k", "missing") // exists: used as it is
+	a, l = r.AcquirePermissionAsync("k", bulkhead.CallOptions{ConfigName: "missing"}) // exists: used as it is
 	require.NoError(t, a.Err())
 	l.FinishCall()
 	assert.Equal(t, 9, r.All()[0].Config().MaxConcurrentCalls)
-	a, _ = r.AcquirePermissionAsyncWithConfig("other", "missing")
+	a, _ = r.AcquirePermissionAsync("other", bulkhead.CallOptions{ConfigName: "missing"})
 	assert.EqualError(t, a.Err(), `bulkhead "other": unknown config "missing" (known: big, default)`)
 }

@@ -7,50 +7,67 @@ import "context"
 // RoundTripper, an interceptor): it waits for a permit for key in the
 // calling goroutine, as Semaphore.AcquirePermission does (a pooled record
 // in the queue, withdrawn at once if ctx ends first), and returns the Lease
-// to give it back with. The call holds its bulkhead, as a keyed call does,
-// from the lookup until it fails or, after a grant, until the Lease gives
-// the permit back. configName picks the configuration of a bulkhead it has
-// to create ("": WithKeyConfig's choice, or the defaults).
+// to give it back with. The bulkhead is not evicted while the call waits
+// nor while the Lease holds the permit, as for AcquirePermissionAsync,
+// whose opts these are.
 //
 // It fails with the zero Lease and the error of Semaphore.AcquirePermission
 // (a *FullError, or ctx's error), or an error naming an empty key or an
 // unknown configuration. It panics if ctx is nil.
-func (r *Registry) AcquirePermission(ctx context.Context, key, configName string) (Lease, error) {
+func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallOptions) (Lease, error) {
 	if ctx == nil {
 		panic("bulkhead: Registry.AcquirePermission called with a nil context")
 	}
-	e, err := r.enter(key, r.configNameFunc(configName))
-	if err != nil {
-		return Lease{}, err
+	if key == "" {
+		return Lease{}, errEmptyKeyWait
 	}
-	if err := e.Item().AcquirePermission(ctx); err != nil {
-		e.Leave()
-		return Lease{}, err
+	for {
+		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
+		if err != nil {
+			return Lease{}, err
+		}
+		e.Stamp()
+		err = e.Item().AcquirePermission(ctx)
+		if e.Dead() && !r.cat.Kept(e) { // evicted before the call reached it: undo, go again
+			if err == nil {
+				e.Item().ReleasePermission()
+			}
+			continue
+		}
+		e.Stamp() // the end of a wait counts as a use for the idle timeout
+		if err != nil {
+			return Lease{}, err
+		}
+		return Lease{e: e, start: e.Item().StartCall()}, nil
 	}
-	return Lease{e}, nil
 }
 
 // TryAcquirePermission takes a permit for key only if one is free at once
 // and nobody waits (Semaphore.TryAcquirePermission): it never queues, so it
 // never evicts a waiter of a LIFO queue. It returns the Lease, or the zero
 // Lease and a *FullError (NoWait) naming the bulkhead that had none, or an
-// error naming an empty key or an unknown configuration. configName is as
-// for AcquirePermission.
-func (r *Registry) TryAcquirePermission(key, configName string) (Lease, error) {
-	e, err := r.enter(key, r.configNameFunc(configName))
-	if err != nil {
-		return Lease{}, err
+// error naming an empty key or an unknown configuration. opts are as for
+// AcquirePermissionAsync.
+func (r *Registry) TryAcquirePermission(key string, opts CallOptions) (Lease, error) {
+	if key == "" {
+		return Lease{}, errEmptyKeyTry
 	}
-	if !e.Item().TryAcquirePermission() {
-		e.Leave()
-		return Lease{}, &FullError{Name: e.Item().Name(), Reason: NoWait}
+	for {
+		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
+		if err != nil {
+			return Lease{}, err
+		}
+		e.Stamp()
+		ok := e.Item().TryAcquirePermission()
+		if e.Dead() && !r.cat.Kept(e) { // evicted before the call reached it: undo, go again
+			if ok {
+				e.Item().ReleasePermission()
+			}
+			continue
+		}
+		if !ok {
+			return Lease{}, &FullError{Name: e.Name(), Reason: NoWait}
+		}
+		return Lease{e: e, start: e.Item().StartCall()}, nil
 	}
-	return Lease{e}, nil
-}
-
-func (r *Registry) configNameFunc(configName string) func(string) string {
-	if configName == "" {
-		return r.keyConfigFunc
-	}
-	return func(string) string { return configName }
 }

@@ -15,7 +15,7 @@ import (
 func TestBlockingKeyedAcquireHoldsItsBulkheadUntilTheLeaseEnds(t *testing.T) {
 	r, clock := newKeyedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1},
 		bulkhead.WithIdleTimeout(time.Second))
-	l, err := r.AcquirePermission(context.Background(), "k", "")
+	l, err := r.AcquirePermission(context.Background(), "k", bulkhead.CallOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "k", l.Name())
 	clock.Advance(time.Hour)
@@ -24,7 +24,7 @@ func TestBlockingKeyedAcquireHoldsItsBulkheadUntilTheLeaseEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		_, err := r.AcquirePermission(ctx, "k", "")
+		_, err := r.AcquirePermission(ctx, "k", bulkhead.CallOptions{})
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return r.All()[0].Metrics().QueuedCalls == 1 }, time.Minute, time.Millisecond)
@@ -37,11 +37,11 @@ func TestBlockingKeyedAcquireHoldsItsBulkheadUntilTheLeaseEnds(t *testing.T) {
 
 func TestTryKeyedAcquireNeverQueues(t *testing.T) {
 	r, _ := newKeyedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1, QueueOrder: bulkhead.LIFO})
-	l, err := r.TryAcquirePermission("k", "")
+	l, err := r.TryAcquirePermission("k", bulkhead.CallOptions{})
 	require.NoError(t, err)
-	a, waiting := r.AcquirePermissionAsync("k")
+	a, waiting := r.AcquirePermissionAsync("k", bulkhead.CallOptions{})
 	require.ErrorIs(t, a.Err(), bulkhead.ErrPending)
-	_, err = r.TryAcquirePermission("k", "")
+	_, err = r.TryAcquirePermission("k", bulkhead.CallOptions{})
 	var fe *bulkhead.FullError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, bulkhead.FullError{Name: "k", Reason: bulkhead.NoWait}, *fe)
@@ -53,13 +53,13 @@ func TestTryKeyedAcquireNeverQueues(t *testing.T) {
 
 func TestBlockingAndTryKeyedAcquireRejectBadInput(t *testing.T) {
 	r, _ := newKeyedRegistry(t, bulkhead.DefaultConfig())
-	_, err := r.AcquirePermission(context.Background(), "", "")
+	_, err := r.AcquirePermission(context.Background(), "", bulkhead.CallOptions{})
 	assert.ErrorContains(t, err, "key must not be empty")
-	_, err = r.TryAcquirePermission("k", "nope")
+	_, err = r.TryAcquirePermission("k", bulkhead.CallOptions{ConfigName: "nope"})
 	assert.ErrorContains(t, err, `"nope"`)
-	_, err = r.AcquirePermission(context.Background(), "k", "nope")
+	_, err = r.AcquirePermission(context.Background(), "k", bulkhead.CallOptions{ConfigName: "nope"})
 	assert.ErrorContains(t, err, `"nope"`)
 	assert.False(t, errors.Is(err, bulkhead.ErrBulkheadFull))
 	var noContext context.Context // nil: the point of the check
-	assert.PanicsWithValue(t, "bulkhead: Registry.AcquirePermission called with a nil context", func() { _, _ = r.AcquirePermission(noContext, "k", "") })
+	assert.PanicsWithValue(t, "bulkhead: Registry.AcquirePermission called with a nil context", func() { _, _ = r.AcquirePermission(noContext, "k", bulkhead.CallOptions{}) })
 }

@@ -3,6 +3,7 @@ package bulkhead_test
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,17 +19,24 @@ import (
 // legitimate keys. The registry caps its bulkheads at floodCap and evicts
 // them after an idle second of virtual time; the flood sends 50,000 keys per
 // virtual second. It fails if a legitimate key is ever rejected or sent to
-// the catch-all. Not part of `make test`:
+// the catch-all. The keys are 15 bytes long; keylen=8192 floods 8 KB keys,
+// which the registry sends to the catch-all (WithMaxKeyLength), so they
+// hold no more than short ones. Not part of `make test`:
 //
 //	go test -run '^$' -bench BenchmarkRegistryKeyFlood -benchtime 1x .
 func BenchmarkRegistryKeyFlood(b *testing.B) {
 	for _, keys := range []int{1_000, 10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprint("keys=", keys), func(b *testing.B) {
 			for b.Loop() {
-				keyFlood(b, keys)
+				keyFlood(b, keys, 0)
 			}
 		})
 	}
+	b.Run("keys=100000/keylen=8192", func(b *testing.B) {
+		for b.Loop() {
+			keyFlood(b, 100_000, 8192)
+		}
+	})
 }
 
 const (
@@ -38,7 +46,8 @@ const (
 	floodLegitCfg = 4
 )
 
-func keyFlood(b *testing.B, keys int) {
+func keyFlood(b *testing.B, keys, keyLen int) {
+	pad := strings.Repeat("x", max(keyLen-len("attacker-0000000"), 0))
 	clock := testkit.NewVirtualClock(epoch)
 	before := heapInUse()
 	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: floodLegitCfg},
@@ -56,7 +65,7 @@ func keyFlood(b *testing.B, keys int) {
 	}
 	steady := func() {
 		for _, k := range legit {
-			a, l := r.AcquirePermissionAsync(k)
+			a, l := r.AcquirePermissionAsync(k, bulkhead.CallOptions{})
 			if a.Err() != nil || l.Name() != k {
 				b.Fatalf("legitimate key %s: %v (admitted by %q) during the flood", k, a.Err(), l.Name())
 			}
@@ -65,7 +74,7 @@ func keyFlood(b *testing.B, keys int) {
 	}
 	steady()
 	for i := range keys {
-		a, l := r.AcquirePermissionAsync(fmt.Sprintf("attacker-%07d", i))
+		a, l := r.AcquirePermissionAsync(fmt.Sprintf("attacker-%07d%s", i, pad), bulkhead.CallOptions{})
 		if a.Err() == nil {
 			l.FinishCall()
 		}

@@ -1,10 +1,12 @@
 package bulkhead_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,11 +17,14 @@ import (
 )
 
 // TestStressKeyedAcquireEvictRecreateAndChangeConfig races keyed calls
-// (granted at once, queued, expiring, cancelled, released from inside
-// callbacks that re-enter the registry, held across other calls) on a few
+// (the trio: granted at once, queued, expiring, cancelled, released from
+// inside callbacks that re-enter the registry, held across other calls;
+// TryAcquirePermission; AcquirePermission waiting in the caller) on a few
 // keys, more keys than the cap, against the idle sweep on a virtual clock
-// advanced by another goroutine and against ChangeConfig of whatever
-// bulkheads exist. An independent counter per admitting bulkhead name
+// advanced by another goroutine, against ChangeConfig of whatever
+// bulkheads exist, and against a Get that pins one of the keys in the
+// middle of the run (its keyed users counted before the pin, and not
+// after). An independent counter per admitting bulkhead name
 // (the key, or the catch-all) checks that no key ever runs more calls than
 // the largest limit it is configured with, even across an eviction and a
 // re-creation; at the end every Acquisition has had exactly one outcome
@@ -113,13 +118,53 @@ func stressKeyedRegistry(t *testing.T, seed uint64) {
 			}
 		}
 	})
+	pinned := make(chan struct{}) // closed once Get pinned pinnedKey
+	const pinnedKey = "k5"
+	var progress atomic.Int64
+	background.Go(func() { // Get pins pinnedKey once the run is under way
+		defer close(pinned)
+		for progress.Load() < keyedStressWorkers*keyedStressOps/2 {
+			runtime.Gosched()
+		}
+		for {
+			if _, err := r.Get(pinnedKey); err == nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+	})
 	for w := range keyedStressWorkers {
 		workers.Go(func() {
 			rnd := rand.New(rand.NewPCG(seed, uint64(w)))
 			var held []bulkhead.Lease
 			for range keyedStressOps {
+				progress.Add(1)
 				key := fmt.Sprint("k", rnd.IntN(keyedStressKeys))
-				a, l := r.AcquirePermissionAsync(key)
+				if form := rnd.IntN(5); form < 2 { // the synchronous forms
+					var l bulkhead.Lease
+					var err error
+					if form == 0 {
+						l, err = r.TryAcquirePermission(key, bulkhead.CallOptions{})
+					} else {
+						l, err = r.AcquirePermission(context.Background(), key, bulkhead.CallOptions{})
+					}
+					if err == nil {
+						granted.Add(1)
+						enterCall(l.Name())
+						if rnd.IntN(2) == 0 {
+							held = append(held, l)
+						} else {
+							finish(l, true)
+						}
+					}
+					continue
+				}
+				a, l := r.AcquirePermissionAsync(key, bulkhead.CallOptions{})
 				c := &call{a: a}
 				all[w] = append(all[w], c)
 				mode := rnd.IntN(4)
@@ -138,7 +183,7 @@ func stressKeyedRegistry(t *testing.T, seed uint64) {
 					case 0: // hold it across later operations of this worker
 						hold <- l
 					case 1: // re-enter the registry from the callback
-						inner, innerLease := r.AcquirePermissionAsync(key)
+						inner, innerLease := r.AcquirePermissionAsync(key, bulkhead.CallOptions{})
 						// A lost Cancel means another goroutine decided the
 						// outcome; it is visible once Done is closed.
 						if !inner.Cancel() && waitOutcome(inner) == nil {
@@ -212,8 +257,13 @@ func stressKeyedRegistry(t *testing.T, seed uint64) {
 	if st := r.Stats(); st.Evictions == 0 || st.CatchAllCalls == 0 {
 		t.Fatalf("the run evicted %d bulkheads and sent %d calls to the catch-all; want both exercised", st.Evictions, st.CatchAllCalls)
 	}
-	if len(r.All()) != 1 {
-		t.Fatalf("after the run and an idle second, the registry holds %v; want the catch-all only", names(r))
+	<-pinned
+	want := []string{bulkhead.CatchAllName}
+	if _, ok := r.Find(pinnedKey); ok {
+		want = append(want, pinnedKey)
+	}
+	if got := names(r); !slices.Equal(got, want) {
+		t.Fatalf("after the run and an idle second, the registry holds %v; want %v (the catch-all, and the key Get pinned)", got, want)
 	}
 }
 

@@ -101,6 +101,9 @@ type Metrics struct {
 	QueuedCalls int
 	// MaxQueuedCalls is the configured queue bound (Unbounded: no bound).
 	MaxQueuedCalls int
+	// ShadowMode is the configured Config.ShadowMode: the limit is
+	// measured, not enforced.
+	ShadowMode bool
 }
 
 // Metrics returns a consistent snapshot of the permits and the queue.
@@ -113,6 +116,7 @@ func (s *Semaphore) Metrics() Metrics {
 		InFlightCalls:             s.cfg.MaxConcurrentCalls - s.available,
 		QueuedCalls:               s.queuedLocked(),
 		MaxQueuedCalls:            s.cfg.MaxQueuedCalls,
+		ShadowMode:                s.cfg.ShadowMode,
 	}
 }
 
@@ -279,29 +283,32 @@ func (s *Semaphore) evictLocked(d *decidedList) {
 // visible before ReleasePermission returns, and its callbacks have run or
 // started (see Acquisition.OnDone). It panics, naming the bulkhead, if more
 // permits are released than were acquired.
-func (s *Semaphore) ReleasePermission() { s.release(false) }
+func (s *Semaphore) ReleasePermission() { s.release(false, CallStart{}) }
 
-// FinishCall gives back a permit whose call ran, and publishes CallFinished.
-// It hands the permit on as ReleasePermission does. It panics, naming the
-// bulkhead, if more permits are released than were acquired.
-func (s *Semaphore) FinishCall() { s.release(true) }
+// FinishCall gives back a permit whose call ran, and publishes CallFinished
+// (without a CallDuration: see FinishCallStarted). It hands the permit on
+// as ReleasePermission does. It panics, naming the bulkhead, if more
+// permits are released than were acquired.
+func (s *Semaphore) FinishCall() { s.release(true, CallStart{}) }
 
-func (s *Semaphore) release(finished bool) {
+// release gives a permit back; finished publishes CallFinished, measured
+// from start (callduration.go).
+func (s *Semaphore) release(finished bool, start CallStart) {
 	s.lock()
 	if s.available >= s.cfg.MaxConcurrentCalls || !s.nobodyWaitsLocked() {
-		s.releaseSlowLocked(finished)
+		s.releaseSlowLocked(finished, start)
 		return
 	}
 	s.available++
 	s.unlock()
 	if finished && s.events.active() {
-		s.publishSlow(CallFinished, 0)
+		s.publishFinished(start)
 	}
 }
 
 // releaseSlowLocked is release when a call waits or the release is one too
 // many; mu is held and is released here.
-func (s *Semaphore) releaseSlowLocked(finished bool) {
+func (s *Semaphore) releaseSlowLocked(finished bool, start CallStart) {
 	if s.available >= s.cfg.MaxConcurrentCalls {
 		s.unlock()
 		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
@@ -314,7 +321,7 @@ func (s *Semaphore) releaseSlowLocked(finished bool) {
 	s.grantLocked(&d)
 	s.unlock()
 	if finished {
-		s.deliverFinished(&d)
+		s.deliverFinished(&d, start)
 		return
 	}
 	s.deliver(&d)

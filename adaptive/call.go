@@ -14,21 +14,24 @@ import (
 type Call struct {
 	b        *Bulkhead
 	start    time.Duration
-	inFlight int // calls in flight at the grant, this one included
+	inFlight int                // calls in flight at the grant, this one included
+	cs       bulkhead.CallStart // for the CallDuration of its CallFinished
 }
 
 // TryAcquire takes a permit if one is free and nobody waits (see
 // Semaphore.TryAcquirePermission). A refusal counts as a rejection.
 func (b *Bulkhead) TryAcquire() (Call, bool) {
 	if b.watched {
-		return Call{b: b}, b.sem.TryAcquirePermission()
+		ok := b.sem.TryAcquirePermission()
+		return Call{b: b, cs: b.sem.StartCall()}, ok
 	}
 	if !b.sem.TryAcquirePermission() {
 		b.countRejected()
 		return Call{}, false
 	}
+	cs := b.sem.StartCall()
 	start, n := b.granted(false)
-	return Call{b: b, start: start, inFlight: n}, true
+	return Call{b: b, start: start, inFlight: n, cs: cs}, true
 }
 
 // Acquire blocks until a permit is granted, the call is rejected (a
@@ -36,7 +39,8 @@ func (b *Bulkhead) TryAcquire() (Call, bool) {
 // Semaphore.AcquirePermission does.
 func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 	if b.watched {
-		return Call{b: b}, b.sem.AcquirePermission(ctx)
+		err := b.sem.AcquirePermission(ctx)
+		return Call{b: b, cs: b.sem.StartCall()}, err
 	}
 	if err := b.sem.AcquirePermission(ctx); err != nil {
 		if errors.Is(err, bulkhead.ErrBulkheadFull) {
@@ -44,29 +48,19 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 		}
 		return Call{}, err
 	}
+	cs := b.sem.StartCall()
 	start, n := b.granted(false)
-	return Call{b: b, start: start, inFlight: n}, nil
+	return Call{b: b, start: start, inFlight: n, cs: cs}, nil
 }
 
 // Finish gives the permit back after the call ran and records its RTT.
 // err is the call's outcome: an error that Config.IsOverload accepts marks
 // the window as dropped; any other error, or nil, is a normal sample.
 func (c Call) Finish(err error) {
-	overload := err != nil && c.b.cfg.isOverload(err)
-	if c.b.watched {
-		if overload {
-			c.b.MarkOverload()
-		}
-		c.b.sem.FinishCall()
-		return
-	}
-	if c.b.returned(func(b *Bulkhead, now time.Duration) {
+	c.b.finish(func(b *Bulkhead, now time.Duration) {
 		b.w.add(now - c.start)
 		b.w.callInFlight = c.inFlight
-	}, overload) {
-		defer c.b.apply()
-	}
-	c.b.sem.FinishCall()
+	}, err != nil && c.b.cfg.isOverload(err), c.cs)
 }
 
 // Release gives the permit back when the call did not run: no sample.

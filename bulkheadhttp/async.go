@@ -57,13 +57,7 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 	// The keyed path: the call holds its bulkhead until the outcome is a
 	// rejection or a withdrawal, or, once granted, until the Lease gives
 	// the permit back (through RoundTrip's body, or giveBackUnused).
-	var a *bulkhead.Acquisition
-	var lease bulkhead.Lease
-	if t.cfg.configName == nil {
-		a, lease = t.reg.AcquirePermissionAsync(key)
-	} else {
-		a, lease = t.reg.AcquirePermissionAsyncWithConfig(key, t.cfg.configName(key))
-	}
+	a, lease := t.reg.AcquirePermissionAsync(key, t.cfg.callOptions(key))
 	// A context that ends while req waits withdraws it. AfterFunc starts no
 	// goroutine unless the context ends.
 	stop := func() bool { return true }
@@ -81,7 +75,10 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 			return
 		}
 		// The permit is this callback's; it travels to RoundTrip in the
-		// request's context, which takes it instead of acquiring one.
+		// request's context, which takes it instead of acquiring one. The
+		// call starts here, at its grant (Lease.StartCall), for the
+		// CallDuration of its CallFinished.
+		lease.StartCall()
 		h := &heldPermit{key: key, lease: lease}
 		go send(client, req.WithContext(context.WithValue(ctx, heldPermitKey{}, h)), h, done)
 	})
@@ -141,7 +138,7 @@ func (t *Transport) acquire(req *http.Request) (bulkhead.Lease, error) {
 	if h, ok := req.Context().Value(heldPermitKey{}).(*heldPermit); ok && h.key == key && h.taken.CompareAndSwap(false, true) {
 		return h.lease, nil
 	}
-	return t.reg.AcquirePermission(req.Context(), key, t.cfg.configFor(key))
+	return t.reg.AcquirePermission(req.Context(), key, t.cfg.callOptions(key))
 }
 
 func closeRequestBody(req *http.Request) {

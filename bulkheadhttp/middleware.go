@@ -90,7 +90,7 @@ func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.cfg.fail(w, r, err)
 		return
 	}
-	lease, err := l.reg.AcquirePermission(r.Context(), key, l.cfg.configFor(key))
+	lease, err := l.reg.AcquirePermission(r.Context(), key, l.cfg.callOptions(key))
 	switch {
 	case err == nil:
 		// This goroutine owns the permit, and the Lease's hold on its

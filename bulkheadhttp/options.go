@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead"
 )
 
 // KeyFunc returns the name of the bulkhead a request belongs to: the partner
@@ -204,13 +206,14 @@ func (c *config) keyFor(r *http.Request) (string, error) {
 	return key, nil
 }
 
-// configFor is the configuration name of key's bulkhead if it has to be
-// created ("": the Registry's choice).
-func (c *config) configFor(key string) string {
+// callOptions are the options of key's keyed call: the configuration
+// name of key's bulkhead if it has to be created ("": the Registry's
+// choice).
+func (c *config) callOptions(key string) bulkhead.CallOptions {
 	if c.configName == nil {
-		return ""
+		return bulkhead.CallOptions{}
 	}
-	return c.configName(key)
+	return bulkhead.CallOptions{ConfigName: c.configName(key)}
 }
 
 // KeyError is the error of a request whose key function returned "".

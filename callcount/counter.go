@@ -15,11 +15,11 @@ type Counts struct {
 	Cancelled uint64 // CallCancelled events: waiting calls withdrawn
 }
 
-// Counter counts the events of every bulkhead of a bulkhead.Registry, by
-// bulkhead name and event type. It is the event source of the metrics
-// exporters (contrib/prometheus, contrib/otel).
+// Counter counts the events of every bulkhead of a bulkhead.MetricsSource
+// (a bulkhead.Registry, a pool.Registry's MetricsSource, the fleet's
+// Registry), by bulkhead name and event type.
 //
-// It listens with bulkhead.Registry.OnEvent, so it counts the events of a
+// It listens with the source's OnEvent, so it counts the events of a
 // bulkhead created after New from the bulkhead's creation: nobody can use
 // the bulkhead before the counter is subscribed. The bulkheads that exist
 // when New is called are counted from then on.
@@ -30,8 +30,8 @@ type Counts struct {
 // that name continues them. So the counts of a name never go down, which is
 // what a monitoring counter needs. A counter keeps one entry (64 bytes of
 // counters, plus the map's node) per name that published an event, until
-// the registry evicts that name's bulkhead as idle (bulkhead.WithIdleTimeout,
-// Registry.OnEvict): then its counts are forgotten, and a bulkhead created
+// the source evicts that name's bulkhead as idle (bulkhead.WithIdleTimeout,
+// MetricsSource.OnEvict): then its counts are forgotten, and a bulkhead created
 // again under that name counts from zero, so that a million passing keys
 // leave no counts behind.
 //
@@ -66,15 +66,16 @@ type callCounts struct {
 	_ [64 - 4*8]byte
 }
 
-// New starts counting the events of every bulkhead of r,
-// present and future, until Close. It panics if r is nil.
-func New(r *bulkhead.Registry) *Counter {
-	if r == nil {
-		panic("callcount: New called with a nil *bulkhead.Registry")
+// New starts counting the events of every bulkhead of src, present and
+// future, until Close. A *bulkhead.Registry is a MetricsSource. It panics
+// if src is nil.
+func New(src bulkhead.MetricsSource) *Counter {
+	if r, ok := src.(*bulkhead.Registry); src == nil || ok && r == nil {
+		panic("callcount: New called with a nil bulkhead.MetricsSource")
 	}
 	c := &Counter{}
-	c.remove = r.OnEvent(c.count)
-	c.forget = r.OnEvict(func(name string) { c.counts.Delete(name) })
+	c.forget = src.OnEvict(func(name string) { c.counts.Delete(name) })
+	c.remove = src.OnEvent(c.count)
 	return c
 }
 
@@ -114,7 +115,7 @@ func (c *Counter) Counts(name string) Counts {
 }
 
 // Close stops counting: it unsubscribes the counter from every bulkhead of
-// the registry, present and future. An event published after Close returns
+// the source, present and future. An event published after Close returns
 // (on the same goroutine, or on one synchronised with it) is not counted; an
 // event that another goroutine publishes while Close runs may be. Close is
 // idempotent.

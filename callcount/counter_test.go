@@ -1,6 +1,7 @@
 package callcount_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/callcount"
+	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
@@ -154,13 +156,36 @@ func TestCounterStopsCountingRemovedBulkheadAndContinuesItsName(t *testing.T) {
 	wantCounts(t, c, "p", callcount.Counts{Permitted: 2, Rejected: 1, Finished: 2})
 }
 
-func TestNewPanicsOnNilRegistry(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("New(nil) did not panic")
-		}
-	}()
-	callcount.New(nil)
+func TestNewPanicsOnANilSource(t *testing.T) {
+	var nilRegistry *bulkhead.Registry
+	for _, src := range []bulkhead.MetricsSource{nil, nilRegistry} {
+		func() {
+			defer func() {
+				if r := recover(); r != "callcount: New called with a nil bulkhead.MetricsSource" {
+					t.Fatalf("New(%#v) recovered %v", src, r)
+				}
+			}()
+			callcount.New(src)
+		}()
+	}
+}
+
+func TestCounterCountsThePoolsOfAPoolRegistry(t *testing.T) {
+	r, err := pool.NewRegistry(pool.Config{MaxWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	c := callcount.New(r.MetricsSource())
+	defer c.Close()
+	p, err := r.Get("resizer") // created after New: counted from its creation
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, c, "resizer", callcount.Counts{Permitted: 1, Finished: 1})
 }
 
 // tally is what the hammer's workers saw happen to one bulkhead.
@@ -375,7 +400,7 @@ func TestCounterForgetsTheCountsOfAnEvictedBulkhead(t *testing.T) {
 	testkit.CheckRegistry(t, r)
 	c := callcount.New(r)
 	defer c.Close()
-	a, l := r.AcquirePermissionAsync("tenant")
+	a, l := r.AcquirePermissionAsync("tenant", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}
@@ -383,7 +408,7 @@ func TestCounterForgetsTheCountsOfAnEvictedBulkhead(t *testing.T) {
 	wantCounts(t, c, "tenant", callcount.Counts{Permitted: 1, Finished: 1})
 	clock.Advance(2 * time.Second)
 	wantCounts(t, c, "tenant", callcount.Counts{})
-	a, l = r.AcquirePermissionAsync("tenant")
+	a, l = r.AcquirePermissionAsync("tenant", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}

@@ -33,6 +33,13 @@
 // ctx bounds the wait only: once the permit is held, the loop runs to its
 // end whatever ctx does (give ctx to the source too if it should stop).
 //
+// With a bulkhead that can time calls (a bulkhead.CallTimer: a Semaphore,
+// an adaptive bulkhead), the loop's CallFinished carries its duration
+// (Event.CallDuration), from the grant to the end of the loop, for the
+// call-duration histogram of the metrics exporters. A Semaphore's permit
+// is waited for with its AcquirePermission, which publishes the grant
+// before it returns.
+//
 // # Cost
 //
 // A call waiting for its permit is the ranging goroutine itself, blocked,

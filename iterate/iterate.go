@@ -22,7 +22,7 @@ func Seq[T any](ctx context.Context, b bulkhead.Bulkhead, seq iter.Seq[T]) iter.
 			yield(zero, err)
 			return
 		}
-		p := held{b: b}
+		p := hold(b)
 		defer p.giveBack()
 		for v := range seq {
 			p.ran = true
@@ -49,7 +49,7 @@ func Seq2[T any](ctx context.Context, b bulkhead.Bulkhead, seq iter.Seq2[T, erro
 			yield(zero, err)
 			return
 		}
-		p := held{b: b}
+		p := hold(b)
 		defer p.giveBack()
 		for v, err := range seq {
 			p.ran = true
@@ -75,14 +75,30 @@ func checkArgs(fn string, ctx context.Context, b bulkhead.Bulkhead, nilSeq bool)
 // held is a permit held by one loop; only the ranging goroutine uses it.
 type held struct {
 	b     bulkhead.Bulkhead
-	ran   bool // the loop body received a value
-	ended bool // the source returned (no panic)
+	ran   bool               // the loop body received a value
+	ended bool               // the source returned (no panic)
+	start bulkhead.CallStart // the loop's start, if b is a bulkhead.CallTimer
+}
+
+// hold returns the permit just granted by b, with the loop's start.
+func hold(b bulkhead.Bulkhead) held {
+	p := held{b: b}
+	if t, ok := b.(bulkhead.CallTimer); ok {
+		p.start = t.StartCall()
+	}
+	return p
 }
 
 // giveBack runs deferred, also while a panic or runtime.Goexit unwinds: FinishCall if the
-// source ended or the body received a value, ReleasePermission otherwise.
+// source ended or the body received a value (with the loop's duration,
+// FinishCallStarted, if b is a bulkhead.CallTimer), ReleasePermission
+// otherwise.
 func (p *held) giveBack() {
 	if p.ended || p.ran {
+		if t, ok := p.b.(bulkhead.CallTimer); ok && p.start != (bulkhead.CallStart{}) {
+			t.FinishCallStarted(p.start)
+			return
+		}
 		p.b.FinishCall()
 		return
 	}
@@ -90,13 +106,20 @@ func (p *held) giveBack() {
 }
 
 // acquire blocks until b grants a permit (nil), rejects the call (the
-// rejection error) or ctx ends (ctx.Err(), the request withdrawn).
+// rejection error) or ctx ends (ctx.Err(), the request withdrawn). A b that
+// can block itself (a *bulkhead.Semaphore) does so: its AcquirePermission
+// has the same outcomes, waits with a pooled record, and publishes the
+// grant before it returns, so the loop's StartCall finds it (a wait on
+// Done may wake before the granting goroutine has published it).
 //
 // Ownership: a permit granted while ctx ends belongs to the caller of
 // Cancel that lost the race, which gives it back unused.
 func acquire(ctx context.Context, b bulkhead.Bulkhead) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if bb, ok := b.(bulkhead.BlockingBulkhead); ok {
+		return bb.AcquirePermission(ctx)
 	}
 	a := b.AcquirePermissionAsync()
 	if err := a.Err(); err != bulkhead.ErrPending {

@@ -22,6 +22,8 @@ type delivery struct {
 	event  bulkhead.EventType
 	reason bulkhead.Reason
 	waits  []time.Duration // nil, or Event.Wait of each event, in order (waitsOf)
+	// started is the start of the task of a CallFinished (publishPermitted).
+	started time.Duration
 
 	state   uint32   // the decided state of every task of the delivery
 	one     *task    // a decided task not yet published that is in no list (a worker's, or a withdrawn one)
@@ -58,6 +60,10 @@ func (p *Pool) runDelivery(d *delivery) {
 		d.events--
 		if d.waits != nil {
 			p.publishWait(d.event, d.reason, d.waits[len(d.waits)-1-d.events])
+			continue
+		}
+		if d.event == bulkhead.CallFinished {
+			p.publishFinished(d.started)
 			continue
 		}
 		p.publish(d.event, d.reason)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/callcount"
 	"github.com/rxbulkhead/bulkhead/pool"
 )
 
@@ -215,4 +217,30 @@ func ExampleNewRegistry() {
 	fmt.Println(soap == same, same.Config().MaxWorkers)
 	// Output:
 	// true 2
+}
+
+// A pool.Registry as a bulkhead.MetricsSource: the metrics exporters
+// (contrib/prometheus, contrib/otel) and callcount take it as they take a
+// bulkhead.Registry, so pools export the metric set of every bulkhead.
+func ExampleRegistry_MetricsSource() {
+	registry, err := pool.NewRegistry(pool.Config{MaxWorkers: 4})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer registry.Close(context.Background())
+	counter := callcount.New(registry.MetricsSource())
+	defer counter.Close()
+
+	resizer, _ := registry.Get("resizer") // created after the counter: counted from its creation
+	f := pool.Submit(context.Background(), resizer, func(context.Context) (string, error) { return "thumbnail.png", nil })
+	if _, err := f.Get(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%+v\n", counter.Counts("resizer"))
+	for name, m := range registry.MetricsSource().AllMetrics() {
+		fmt.Println(name, m.AvailableConcurrentCalls, "of", m.MaxAllowedConcurrentCalls, "workers free")
+	}
+	// Output:
+	// {Permitted:1 Rejected:0 Finished:1 Cancelled:0}
+	// resizer 4 of 4 workers free
 }

@@ -159,7 +159,8 @@ func (p *Pool) Metrics() Metrics {
 // that unregisters it (idempotent). A Pool publishes:
 //   - CallPermitted when a worker starts a task, on that worker;
 //   - CallFinished when the task has returned, on that worker, before its
-//     Future is done;
+//     Future is done, with the time it ran in Event.CallDuration (zero for
+//     a task started while no listener was registered);
 //   - CallRejected when a task is rejected: NoWait and QueueFull on the
 //     submitting goroutine, WaitTimeout (MaxQueueWait) on the Clock's timer
 //     goroutine;

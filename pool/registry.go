@@ -9,6 +9,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
+	"github.com/rxbulkhead/bulkhead/internal/fanout"
 )
 
 // Registry keeps one Pool per name (one per blocking dependency) and a set
@@ -21,13 +22,18 @@ type Registry struct {
 	cat  *catalog.Catalog[Config, *Pool]
 
 	// Bounded keyed state (registry_keyed.go).
-	optErr   error
-	clock    bulkhead.Clock
-	idle     time.Duration // 0: no eviction
-	max      int           // 0: no cap
-	catchAll *Config
+	optErr    error
+	clock     bulkhead.Clock
+	idle      time.Duration // 0: no eviction
+	max       int           // 0: no cap
+	catchAll  *Config
+	maxKeyLen int // WithMaxKeyLength's; 0: bulkhead.DefaultMaxKeyLength
 	// sweepArmed and createdSince are guarded by the catalog's lock.
 	sweepArmed, createdSince bool
+
+	// The registry-wide listeners of MetricsSource (metrics.go), guarded
+	// by the catalog's lock.
+	fan *fanout.Set[*Pool, bulkhead.Event]
 }
 
 // RegistryOption configures a Registry: WithConfig, or any Option, which
@@ -51,6 +57,7 @@ func WithConfig(name string, cfg Config) RegistryOption {
 // an Option is (such as WithClock(nil)).
 func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	r := &Registry{cat: catalog.New[Config, *Pool]("pool config", bulkhead.DefaultConfigName, defaults)}
+	r.fan = fanout.New(r.cat, r.cat.ItemsLocked)
 	for _, o := range opts {
 		o.applyRegistry(r)
 	}
@@ -65,6 +72,7 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 		return nil, fmt.Errorf("pool: NewRegistry: %w", err)
 	}
 	r.clock = o.clock
+	r.cat.SetCreate(r.createLocked)
 	if err := r.initCatchAll(); err != nil {
 		return nil, err
 	}
@@ -80,12 +88,15 @@ func (r *Registry) Get(name string) (*Pool, error) {
 // GetWithConfig returns the pool named name, creating it with the
 // configuration named configName if it does not exist yet. An existing pool
 // is returned as it is, whatever configName says. It fails if configName is
-// unknown or name is empty. Getting an existing pool takes no registry-wide
-// lock (one map lookup under the read lock of one of 64 shards), so it
-// scales across cores.
+// unknown or name is empty. Getting an existing pool takes no lock and
+// writes no shared memory (one lookup in a hash table read with atomic
+// loads), so it scales across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Pool, error) {
-	p, err := r.cat.Pin(name, configName, r.createLocked)
-	return p, r.fullError(name, err)
+	p, err := r.cat.Pin(name, configName)
+	if err != nil {
+		return nil, r.fullError(name, err)
+	}
+	return p, nil
 }
 
 // AddConfig adds or replaces a named configuration after validating it.
@@ -114,7 +125,10 @@ func (r *Registry) All() []*Pool {
 func (r *Registry) Remove(name string) bool {
 	r.cat.Lock()
 	defer r.cat.Unlock()
-	_, ok := r.cat.RemoveLocked(name)
+	p, ok := r.cat.RemoveLocked(name)
+	if ok {
+		r.fan.RemovedLocked(p)
+	}
 	return ok
 }
 

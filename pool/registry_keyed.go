@@ -39,8 +39,11 @@ func WithIdleTimeout(idle time.Duration) RegistryOption {
 // counted). Once it is reached, SubmitKeyed of a key that has no pool runs
 // its task on the catch-all pool, named bulkhead.CatchAllName and
 // configured with catchAll, which all such keys share. Get and
-// GetWithConfig of a new name fail with ErrRegistryFull instead. max must
-// be at least 1 and catchAll valid; NewRegistry fails otherwise.
+// GetWithConfig of a new name fail with ErrRegistryFull instead. A key
+// longer than the maximum key length (WithMaxKeyLength,
+// bulkhead.DefaultMaxKeyLength by default) that has no pool runs on the
+// catch-all too. max must be at least 1 and catchAll valid; NewRegistry
+// fails otherwise.
 func WithMaxPools(max int, catchAll Config) RegistryOption {
 	return registryOptionFunc(func(r *Registry) {
 		if max < 1 {
@@ -55,6 +58,22 @@ func WithMaxPools(max int, catchAll Config) RegistryOption {
 	})
 }
 
+// WithMaxKeyLength sets the length in bytes of the longest key SubmitKeyed
+// creates a pool for in a registry with WithMaxPools (default
+// bulkhead.DefaultMaxKeyLength): a longer key that has no pool runs on the
+// catch-all, so long keys cannot grow the registry by their length. n must
+// be at least 1, and the option needs WithMaxPools; NewRegistry fails
+// otherwise.
+func WithMaxKeyLength(n int) RegistryOption {
+	return registryOptionFunc(func(r *Registry) {
+		if n < 1 {
+			r.setOptErr(fmt.Errorf("pool: NewRegistry: WithMaxKeyLength: length must be at least 1, got %d", n))
+			return
+		}
+		r.maxKeyLen = n
+	})
+}
+
 func (r *Registry) setOptErr(err error) {
 	if r.optErr == nil {
 		r.optErr = err
@@ -63,7 +82,13 @@ func (r *Registry) setOptErr(err error) {
 
 func (r *Registry) initCatchAll() error {
 	if r.catchAll == nil {
+		if r.maxKeyLen != 0 {
+			return errors.New("pool: NewRegistry: WithMaxKeyLength needs WithMaxPools (its catch-all runs the longer keys)")
+		}
 		return nil
+	}
+	if r.maxKeyLen == 0 {
+		r.maxKeyLen = bulkhead.DefaultMaxKeyLength
 	}
 	p, err := New(bulkhead.CatchAllName, *r.catchAll, r.opts...)
 	if err != nil {
@@ -72,16 +97,19 @@ func (r *Registry) initCatchAll() error {
 	r.cat.SetMax(r.max)
 	r.cat.Lock()
 	r.cat.SetCatchAllLocked(bulkhead.CatchAllName, p)
+	r.cat.SetMaxNameLenLocked(r.maxKeyLen)
 	r.cat.Unlock()
 	return nil
 }
 
-// createLocked creates a pool and arms the idle sweep. The catalog stores it.
-func (r *Registry) createLocked(name string, cfg Config) (*Pool, error) {
-	p, err := New(name, cfg, r.opts...)
+// createLocked creates a pool, subscribes the MetricsSource listeners to it
+// and arms the idle sweep. The catalog stores it.
+func (r *Registry) createLocked(e *catalog.Entry[*Pool], cfg Config) (*Pool, error) {
+	p, err := New(e.Name(), cfg, r.opts...)
 	if err != nil {
 		return nil, err
 	}
+	r.fan.AddedLocked(p)
 	r.armSweepLocked()
 	return p, nil
 }
@@ -95,25 +123,31 @@ func (r *Registry) fullError(name string, err error) error {
 
 var errEmptyKey = errors.New("pool: SubmitKeyed: key must not be empty")
 
-// SubmitKeyed submits fn to the pool of key in reg, as Submit does: the
-// pool is created from the default configuration on first use or after an
-// eviction, or, once WithMaxPools is reached and key has no pool, the
-// catch-all runs fn. The call counts as a user of its pool from the lookup
-// until its Future is done (its outcome published, before the callbacks
-// registered by the caller run), so a pool is never evicted, nor closed,
-// while a task submitted this way is queued or running.
-//
-// An empty key, or a pool that cannot be created, yields a Future already
-// rejected with an error naming it. SubmitKeyed panics if ctx, reg or fn
-// is nil, as Submit does.
-func SubmitKeyed[T any](ctx context.Context, reg *Registry, key string, fn func(ctx context.Context) (T, error)) *Future[T] {
-	return SubmitKeyedWithConfig(ctx, reg, key, bulkhead.DefaultConfigName, fn)
+// CallOptions are the options of one SubmitKeyed call, as
+// bulkhead.CallOptions are of a keyed Semaphore call. The zero value asks
+// for the registry's choices, and every field's zero value means "as the
+// registry decides", so a field added later changes nothing for callers
+// that do not set it. They are passed by value, at no allocation.
+type CallOptions struct {
+	// ConfigName names the configuration to create the key's pool from if
+	// it has none (on first use or after an eviction); an existing pool is
+	// used as it is. "" means the registry's defaults. A name that is not a
+	// known configuration fails the call with an error naming it.
+	ConfigName string
 }
 
-// SubmitKeyedWithConfig is SubmitKeyed for a key whose pool, if it has to
-// be created, is created from the configuration named configName. An
-// existing pool is used as it is.
-func SubmitKeyedWithConfig[T any](ctx context.Context, reg *Registry, key, configName string, fn func(ctx context.Context) (T, error)) *Future[T] {
+// SubmitKeyed submits fn to the pool of key in reg, as Submit does: the
+// pool is created from its configuration (see CallOptions) on first use or
+// after an eviction, or, once WithMaxPools is reached and key has no pool,
+// the catch-all runs fn. The call counts as a user of its pool from the
+// lookup until its Future is done (its outcome published, before the
+// callbacks registered by the caller run), so a pool is never evicted, nor
+// closed, while a task submitted this way is queued or running.
+//
+// An empty key, or a pool that cannot be created (an unknown
+// configuration), yields a Future already rejected with an error naming
+// it. SubmitKeyed panics if ctx, reg or fn is nil, as Submit does.
+func SubmitKeyed[T any](ctx context.Context, reg *Registry, key string, opts CallOptions, fn func(ctx context.Context) (T, error)) *Future[T] {
 	if reg == nil {
 		panic("pool: SubmitKeyed called with a nil *Registry")
 	}
@@ -123,7 +157,7 @@ func SubmitKeyedWithConfig[T any](ctx context.Context, reg *Registry, key, confi
 	if fn == nil {
 		panic("pool: SubmitKeyed called with a nil func")
 	}
-	e, err := reg.enter(key, configName)
+	e, err := reg.enter(key, opts)
 	if err != nil {
 		f := &Future[T]{}
 		f.job = f
@@ -137,11 +171,11 @@ func SubmitKeyedWithConfig[T any](ctx context.Context, reg *Registry, key, confi
 }
 
 // enter returns the entry that runs key's task, with one more user.
-func (r *Registry) enter(key, configName string) (*catalog.Entry[*Pool], error) {
+func (r *Registry) enter(key string, opts CallOptions) (*catalog.Entry[*Pool], error) {
 	if key == "" {
 		return nil, errEmptyKey
 	}
-	return r.cat.EnterOrCatchAll(key, func(string) string { return configName }, r.createLocked)
+	return r.cat.EnterOrCatchAll(key, opts.ConfigName)
 }
 
 // RegistryStats are a pool registry's counts, for metrics.
@@ -179,7 +213,10 @@ const idleTicks = 2
 // meanwhile.
 func (r *Registry) sweep() {
 	var evicted []*Pool
-	unpinned := r.cat.Sweep(idleTicks, busy, func(_ string, p *Pool) { evicted = append(evicted, p) })
+	unpinned := r.cat.Sweep(idleTicks, busy, func(name string, p *Pool) {
+		r.fan.EvictedLocked(name, p)
+		evicted = append(evicted, p)
+	})
 	for _, p := range evicted {
 		_ = p.Close(context.Background()) // idle: nothing to drain
 	}

@@ -30,7 +30,7 @@ func TestStressKeyedSubmitsRaceEviction(t *testing.T) {
 		var wg sync.WaitGroup
 		submit := func(k int, rng *rand.Rand) {
 			what := rng.IntN(6)
-			f := pool.SubmitKeyed(context.Background(), r, fmt.Sprint("k", k), func(context.Context) (int, error) {
+			f := pool.SubmitKeyed(context.Background(), r, fmt.Sprint("k", k), pool.CallOptions{}, func(context.Context) (int, error) {
 				if running[k].Add(1) > workers {
 					over.Add(1)
 				}

@@ -20,9 +20,10 @@ type worker struct {
 	wake      chan *task
 	idleSince time.Duration
 
-	t    *task    // the task held, nil once the worker retires
-	step uint8    // how far run got with t
-	d    delivery // t's events, outcome and callbacks
+	t       *task         // the task held, nil once the worker retires
+	step    uint8         // how far run got with t
+	started time.Duration // t's start (publishPermitted), for its CallFinished
+	d       delivery      // t's events, outcome and callbacks
 }
 
 // Steps of a worker through one task. Each is recorded before the user code
@@ -84,8 +85,10 @@ func (p *Pool) run(w *worker) {
 			w.d = delivery{events: 1, event: bulkhead.CallCancelled, state: taskWithdrawn, one: t}
 			w.step = stepDelivering
 		} else {
-			w.step = stepAdmitted
-			p.publishPermitted(t)
+			// unknownStart first: a listener that calls runtime.Goexit
+			// leaves the task without a start, not with the last one's.
+			w.step, w.started = stepAdmitted, unknownStart
+			w.started = p.publishPermitted(t)
 		}
 	}
 	if w.step < stepRunning {
@@ -109,7 +112,7 @@ func (p *Pool) run(w *worker) {
 		}
 		t.cancel(nil) // only this worker writes t.cancel
 		t.ctx = nil   // no one reads it once the task ran; let it be collected
-		w.d = delivery{events: 1, event: bulkhead.CallFinished, state: taskCompleted, one: t}
+		w.d = delivery{events: 1, event: bulkhead.CallFinished, started: w.started, state: taskCompleted, one: t}
 		w.step = stepDelivering
 	}
 	p.runDelivery(&w.d)

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """cputime.py ROUNDS N CPU BENCH BASE LEAF... -- interleaved CPU-time comparison of benchmark leaves.
 
-Runs every LEAF (a sub-benchmark path under BenchmarkBENCH, e.g. bg/xsync) once per round, round
+Runs every LEAF (a sub-benchmark path under BenchmarkBENCH, e.g. bg/xsync, or empty for
+BenchmarkBENCH itself: "old:" in the binary registered as old) once per round, round
 after round, each as a fresh test-binary process with a fixed iteration count
 (-test.benchtime=Nx, -test.cpu=CPU), and records both the ns/op go test reports (wall time) and
 the process's CPU time (user + system, from wait4, minus the binary's start-up cost) per
 iteration. It prints, per leaf, the medians and the median and interquartile range of the
-per-round ratio to BASE (a leaf path; or, without a slash, the last path element: each leaf is
-then compared with the leaf of the same path ending in BASE, e.g. cancel/rxbulkhead with
-cancel/xsync).
+per-round ratio to BASE (a leaf path, with its binary's prefix if any, e.g. old:get/n=1; or,
+without a slash or a prefix, the last path element: each leaf is then compared with the leaf of
+the same path ending in BASE, e.g. cancel/rxbulkhead with cancel/xsync).
 
 Why CPU time: on a machine shared with other busy processes, a benchmark's wall time includes
 the time its threads wait for a CPU, which drifts with everybody else's load; its own CPU time
@@ -17,7 +18,9 @@ counts idle Ps spinning for work, so read the wall-time ratio next to it.
 
 Binaries: $BINS, comma-separated PREFIX=PATH pairs; a leaf "main:bg/xsync" runs in the binary
 registered as main, a leaf without prefix in the one registered with an empty prefix
-(default: BINS==bench.test). Extra test flags: $EXTRA.
+(default: BINS==bench.test). Extra test flags: $EXTRA. With DIFF=1 it also prints, per leaf, the
+median and range (min-max) of the per-round difference to BASE in ns/op, CPU and wall: what a
+leaf adds per op (the cost of metrics per call, say), not only its ratio.
 """
 import os, re, statistics, sys
 
@@ -46,7 +49,8 @@ def main():
     for _ in range(rounds):
         for l in leaves:
             kind, name = l.split(':', 1) if ':' in l else ('', l)
-            cpu_s, out = run(bins[kind], ['-test.run', '^$', '-test.bench', '^Benchmark' + bench + '$/' + anchor(name),
+            sub = '/' + anchor(name) if name else ''  # an empty leaf ("old:") is BenchmarkBENCH itself
+            cpu_s, out = run(bins[kind], ['-test.run', '^$', '-test.bench', '^Benchmark' + bench + '$' + sub,
                                           '-test.cpu', cpu, '-test.count', '1', '-test.benchmem',
                                           '-test.benchtime', '%dx' % n] + extra)
             m = re.search(r'^Benchmark\S+\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) B/op\s+([\d.]+) allocs/op', out, re.M)
@@ -62,13 +66,18 @@ def main():
         return statistics.median(xs), xs[len(xs) // 4], xs[(3 * len(xs)) // 4]
     for l in leaves:
         b = base
-        if '/' not in base and '/' in l:  # same path, last element replaced by base
+        if '/' not in base and ':' not in base and '/' in l:  # same path, last element replaced by base
             b = l.split(':', 1)[-1].rsplit('/', 1)[0] + '/' + base
         w, c = res[l]['wall'], res[l]['cpu']
         mc, lc, hc = q([x / y for x, y in zip(c, res[b]['cpu'])])
         mw, lw, hw = q([x / y for x, y in zip(w, res[b]['wall'])])
         print('%-30s wall %7.1f ns/op  cpu %7.1f ns/op | cpu/%s %.2f (IQR %.2f-%.2f)  wall %.2f (IQR %.2f-%.2f) | %s | %d rounds'
               % (l, statistics.median(w), statistics.median(c), b, mc, lc, hc, mw, lw, hw, res[l]['mem'], len(c)))
+        if os.environ.get('DIFF'):
+            dc = sorted(x - y for x, y in zip(c, res[b]['cpu']))
+            dw = sorted(x - y for x, y in zip(w, res[b]['wall']))
+            print('%-30s minus %s: cpu %+.1f ns/op (%+.1f..%+.1f)  wall %+.1f ns/op (%+.1f..%+.1f)'
+                  % ('', b, statistics.median(dc), dc[0], dc[-1], statistics.median(dw), dw[0], dw[-1]))
 
 if __name__ == '__main__':
     main()

@@ -76,7 +76,7 @@ func TestServerInHandleHoldsItsBulkheadUntilTheStreamEnds(t *testing.T) {
 	assert.Equal(t, 1, reg.Stats().Bulkheads, "evicted while a stream holds its permit")
 	// A queued keyed call: ServerInHandle must refuse without queuing (a
 	// LIFO queue would evict it).
-	a, queued := reg.AcquirePermissionAsync("/svc/M")
+	a, queued := reg.AcquirePermissionAsync("/svc/M", bulkhead.CallOptions{})
 	require.ErrorIs(t, a.Err(), bulkhead.ErrPending)
 	_, err = inHandle(context.Background(), &tap.Info{FullMethodName: "/svc/M"})
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))

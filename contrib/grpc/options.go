@@ -119,7 +119,7 @@ func (c *config) acquire(ctx context.Context, fullMethod, target string) (bulkhe
 	if err != nil {
 		return bulkhead.Lease{}, err
 	}
-	lease, err := c.reg.AcquirePermission(ctx, key, c.configFor(key))
+	lease, err := c.reg.AcquirePermission(ctx, key, c.callOptions(key))
 	if err != nil {
 		return bulkhead.Lease{}, c.statusOf(ctx, err)
 	}
@@ -132,7 +132,7 @@ func (c *config) tryAcquire(ctx context.Context, fullMethod string) (bulkhead.Le
 	if err != nil {
 		return bulkhead.Lease{}, err
 	}
-	lease, err := c.reg.TryAcquirePermission(key, c.configFor(key))
+	lease, err := c.reg.TryAcquirePermission(key, c.callOptions(key))
 	if err != nil {
 		return bulkhead.Lease{}, c.statusOf(ctx, err)
 	}
@@ -171,13 +171,14 @@ func (c *config) keyFor(ctx context.Context, fullMethod, target string) (string,
 	return key, nil
 }
 
-// configFor is the configuration name of key's bulkhead if it has to be
-// created ("": the Registry's choice).
-func (c *config) configFor(key string) string {
+// callOptions are the options of key's keyed call: the configuration
+// name of key's bulkhead if it has to be created ("": the Registry's
+// choice).
+func (c *config) callOptions(key string) bulkhead.CallOptions {
 	if c.configName == nil {
-		return ""
+		return bulkhead.CallOptions{}
 	}
-	return c.configName(key)
+	return bulkhead.CallOptions{ConfigName: c.configName(key)}
 }
 
 // statusError is a gRPC status that keeps its cause for errors.Is and

@@ -50,6 +50,12 @@ func (c *config) admit(ctx context.Context, info *tap.Info) (context.Context, er
 		return nil, err
 	}
 	// The stream's context owns the permit and the Lease's hold from here.
-	context.AfterFunc(ctx, lease.FinishCall)
+	// (The func captures the Lease by value: one allocation with the
+	// closure, where the method value lease.FinishCall would also move
+	// lease to the heap.)
+	context.AfterFunc(ctx, func() {
+		l := lease
+		l.FinishCall()
+	})
 	return ctx, nil
 }

@@ -1,7 +1,10 @@
-// Package otel exports the state of a bulkhead.Registry as OpenTelemetry
-// metrics: observable gauges for each Metrics field and an observable
-// counter of calls by kind, with the bulkhead's name as the "name"
-// attribute. The counts come from a callcount.Counter, so a bulkhead
-// created after Start is counted from its first call. It lives in its own
-// module so that the core module does not depend on OpenTelemetry.
+// Package otel exports bulkheads as OpenTelemetry metrics: Start observes
+// any bulkhead.MetricsSource (a bulkhead.Registry, the pools of a
+// pool.Registry, the fleet's Registry of contrib/redis) with one set of
+// instruments for every kind: observable gauges of the permits and the
+// queue, observable counters of the calls by kind and of the rejections by
+// reason, and histograms of the waits and of the call durations, with the
+// bulkhead's name as the "name" attribute. StartAdaptive adds the adaptive
+// limits. It lives in its own module so that the core module does not
+// depend on OpenTelemetry.
 package otel

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -62,4 +63,42 @@ func Example_globalProvider() {
 		log.Fatal(err)
 	}
 	defer instruments.Close()
+}
+
+// The call durations: every call whose finish knew its start (here the
+// registry's Lease) is recorded in bulkhead.call.duration; the pools of
+// WithPools are recorded alike.
+func ExampleStart_callDuration() {
+	registry, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer provider.Shutdown(context.Background())
+	instruments, err := bulkheadotel.Start(registry, bulkheadotel.WithMeterProvider(provider),
+		bulkheadotel.WithCallDurationBuckets(10*time.Millisecond, 100*time.Millisecond, time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer instruments.Close()
+
+	for range 3 {
+		lease, err := registry.TryAcquirePermission("walmart", bulkhead.CallOptions{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		lease.FinishCall() // a call of a few nanoseconds
+	}
+
+	var rm metricdata.ResourceMetrics
+	_ = reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == "bulkhead.call.duration" {
+			p := h.DataPoints[0]
+			fmt.Println(m.Name, m.Unit, p.Count, p.Bounds, p.BucketCounts)
+		}
+	}
+	// Output:
+	// bulkhead.call.duration s 3 [0.01 0.1 1] [3 0 0 0]
 }

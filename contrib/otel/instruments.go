@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,33 +13,16 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/rxbulkhead/bulkhead"
-	"github.com/rxbulkhead/bulkhead/callcount"
-	"github.com/rxbulkhead/bulkhead/pool"
+	"github.com/rxbulkhead/bulkhead/internal/callstats"
 )
 
 // ScopeName is the instrumentation scope of the meter Start uses.
 const ScopeName = "github.com/rxbulkhead/bulkhead/contrib/otel"
 
-// Option configures Start.
-type Option interface{ apply(*config) }
-
-type config struct {
-	provider metric.MeterProvider
-	buckets  []time.Duration // nil: DefaultWaitBuckets
-	pools    *pool.Registry  // WithPools, or nil
-}
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
-
-// WithMeterProvider makes Start create its instruments with mp. The default
-// is the global provider, otel.GetMeterProvider(), at the time of Start.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) { c.provider = mp })
-}
-
-// Instruments are the OpenTelemetry instruments that observe a Registry:
+// Instruments are the OpenTelemetry instruments that observe the bulkheads
+// of one or more bulkhead.MetricsSources (a *bulkhead.Registry, the pools of
+// a pool.Registry with WithPools, the fleet's Registry of contrib/redis with
+// WithSources), every kind with the same instruments:
 //
 //	bulkhead.available_concurrent_calls    Int64ObservableGauge    free permits
 //	bulkhead.max_allowed_concurrent_calls  Int64ObservableGauge    configured permits
@@ -49,6 +33,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //	bulkhead.wait.duration                 Float64Histogram (s)    time calls waited for a permit
 //	                                                               (Event.Wait), by attribute outcome =
 //	                                                               granted, rejected
+//	bulkhead.call.duration                 Float64Histogram (s)    time calls held their permit, grant
+//	                                                               to finish (Event.CallDuration)
 //	bulkhead.rejected_calls                Int64ObservableCounter  rejections, by attribute reason =
 //	                                                               no_wait, queue_full, wait_timeout, evicted
 //	bulkhead.shadowed_calls                Int64ObservableCounter  calls let through in shadow mode, by
@@ -56,52 +42,65 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //	                                                               queue_full, evicted (only for a bulkhead
 //	                                                               in shadow mode or that has been)
 //
-// and, for the registry as a whole (no attribute):
+// and, for the sources as a whole (no attribute; the sums over the
+// sources):
 //
 //	bulkhead.registry.bulkheads             Int64ObservableGauge    live bulkheads, the catch-all included
 //	bulkhead.registry.evictions             Int64ObservableCounter  bulkheads evicted as idle (WithIdleTimeout)
 //	bulkhead.registry.catch_all_calls       Int64ObservableCounter  keyed calls sent to the catch-all (WithMaxBulkheads)
 //
-// bulkhead.wait.duration is recorded by the goroutine that publishes each
-// CallPermitted or CallRejected (a permit granted at once, a rejection
-// NoWait or QueueFull, with zero), with explicit boundaries
-// DefaultWaitBuckets unless WithWaitBuckets says otherwise; through a
-// Prometheus exporter it is bulkhead_wait_duration_seconds, and
-// bulkhead.rejected_calls is bulkhead_rejected_calls_total, as in
-// contrib/prometheus. Being a synchronous instrument, the histogram's
-// series of an evicted bulkhead are kept by the SDK's aggregation under
-// cumulative temporality (use delta temporality, or the SDK's cardinality
-// limit, where keys come and go); the observed instruments drop them.
+// The two histograms are recorded by the goroutine that publishes each
+// event: bulkhead.wait.duration for every CallPermitted and CallRejected
+// (a permit granted at once, a rejection NoWait or QueueFull, with zero),
+// bulkhead.call.duration for every CallFinished whose finish knew its
+// start (see bulkhead.Event.CallDuration), with explicit boundaries
+// DefaultWaitBuckets and DefaultCallDurationBuckets unless WithWaitBuckets
+// or WithCallDurationBuckets say otherwise. Through a Prometheus exporter
+// they are bulkhead_wait_duration_seconds and
+// bulkhead_call_duration_seconds, and bulkhead.rejected_calls is
+// bulkhead_rejected_calls_total, as in contrib/prometheus.
 //
 // The registry's instruments count bulkheads ("{bulkhead}") or calls
-// ("{call}") and have no attribute. The others all have the unit "{call}" and the attribute name (the bulkhead's name),
-// so that a Prometheus exporter yields the same series as the
+// ("{call}") and have no attribute. The others all have the unit "{call}"
+// (the histograms "s") and the attribute name (the bulkhead's name), so
+// that a Prometheus exporter yields the same series as the
 // contrib/prometheus collector (bulkhead_calls_total for the counter).
 //
-// Every bulkhead the registry holds at collection time is reported,
-// including those created after Start. Gauges are read from
-// Semaphore.Metrics at each collection. Counts come from a
-// callcount.Counter: a bulkhead that exists when Start is called is
-// counted from then on, and one created later from its creation, so no
-// event is lost before its first collection. A bulkhead removed from the
-// registry is no longer observed nor counted; one created again under its
-// name continues its count, which therefore never goes down (as a
-// cumulative counter must not). A bulkhead evicted as idle
-// (bulkhead.WithIdleTimeout) is no longer observed and its counts are
-// forgotten, so that passing keys leave no series and no attribute sets
-// behind; one created again under its name counts from zero (a new
-// series for a cumulative exporter, a reset for Prometheus).
+// Every bulkhead a source holds at collection time is reported (its
+// AllMetrics), including those created after Start. Gauges are read at
+// each collection. Counts come from the events (the source's OnEvent): a
+// bulkhead that exists when Start is called is counted from then on, and
+// one created later from its creation, so no event is lost before its
+// first collection. A bulkhead removed from a bulkhead.Registry is no
+// longer observed nor counted; one created again under its name continues
+// its count, which therefore never goes down (as a cumulative counter must
+// not). A bulkhead evicted as idle (OnEvict: bulkhead.WithIdleTimeout,
+// pool.WithIdleTimeout) is no longer observed and its counts are
+// forgotten, so that passing keys leave no observed series and no
+// attribute sets of ours behind; one created again under its name counts
+// from zero (a new series for a cumulative exporter, a reset for
+// Prometheus).
+//
+// The histograms are synchronous instruments, whose series the SDK keeps:
+// with delta temporality an evicted bulkhead's histogram series are
+// exported no more after the first collection that follows its eviction
+// (the SDK drops the attribute sets not recorded during the interval);
+// with cumulative temporality the SDK keeps them for the life of the
+// MeterProvider, up to its cardinality limit (2000 series per instrument
+// by default, then an overflow series). Where keys come and go, give the
+// reader delta temporality (sdkmetric.WithTemporalitySelector), or a
+// cardinality limit.
 type Instruments struct {
-	registry *bulkhead.Registry
-	counter  *callcount.Counter
-	reg      metric.Registration
-	closed   atomic.Bool
+	watches []*callstats.Watch // the source of Start, then WithSources'
+	reg     metric.Registration
+	closed  atomic.Bool
 
 	available, maxAllowed, queued, maxQueued, calls metric.Int64Observable
+	rejections, shadowed                            metric.Int64Observable
 	bulkheads, evictions, catchAllCalls             metric.Int64Observable
+	wait, duration                                  metric.Float64Histogram
 
-	waits *waitInstruments
-	pools *poolWatch // WithPools, or nil
+	records sync.Map // bulkhead name -> *recordAttrs, dropped on eviction
 
 	mu    sync.Mutex           // guards attrs
 	attrs map[string]*attrSets // by bulkhead name, for the bulkheads of the last collection
@@ -110,158 +109,228 @@ type Instruments struct {
 // attrSets are the attribute sets of one bulkhead's observations, built
 // once per bulkhead rather than at every collection.
 type attrSets struct {
-	name                                     metric.MeasurementOption
-	permitted, rejected, finished, cancelled metric.MeasurementOption
-	reasons                                  [4]metric.MeasurementOption // bulkhead.rejected_calls, see reasonSets
-	shadows                                  [5]metric.MeasurementOption // bulkhead.shadowed_calls, see shadowSets
+	name    metric.MeasurementOption
+	kinds   [len(callstats.Kinds)]metric.MeasurementOption
+	reasons [len(callstats.Reasons)]metric.MeasurementOption
+	shadows [1 + len(callstats.Reasons)]metric.MeasurementOption
 }
 
 func newAttrSets(name string) *attrSets {
-	kind := func(t bulkhead.EventType) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name), attribute.String("kind", t.String())))
+	set := func(k, v string) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name), attribute.String(k, v)))
 	}
-	return &attrSets{
-		name:      metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name))),
-		permitted: kind(bulkhead.CallPermitted),
-		rejected:  kind(bulkhead.CallRejected),
-		finished:  kind(bulkhead.CallFinished),
-		cancelled: kind(bulkhead.CallCancelled),
-		reasons:   reasonSets(name),
-		shadows:   shadowSets(name),
+	a := &attrSets{name: metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name)))}
+	for i, k := range callstats.Kinds {
+		a.kinds[i] = set("kind", k.String())
 	}
+	for i, r := range callstats.Reasons {
+		a.reasons[i] = set("reason", callstats.ReasonLabel(r))
+	}
+	for i := range a.shadows {
+		a.shadows[i] = set("reason", callstats.ShadowLabel(i))
+	}
+	return a
+}
+
+// recordAttrs are the record options of one bulkhead's histograms, built
+// once, so that recording allocates nothing.
+type recordAttrs struct {
+	granted, rejected, name []metric.RecordOption
 }
 
 // Start creates the instruments on the meter named ScopeName, starts
-// counting the events of reg's bulkheads, present and future, and registers
-// the instruments' callback. It fails, counting nothing, if the meter
-// cannot create an instrument or register the callback, and panics if reg
-// is nil. Call Close to stop.
-func Start(reg *bulkhead.Registry, opts ...Option) (*Instruments, error) {
-	if reg == nil {
-		panic("bulkhead/contrib/otel: Start called with a nil *bulkhead.Registry")
+// counting the events of the bulkheads of src (and of the sources of
+// WithSources and WithPools), present and future, and registers the
+// instruments' callback. A *bulkhead.Registry is a MetricsSource; so are
+// pool.Registry.MetricsSource() and the fleet's Registry. It fails,
+// counting nothing, if the meter cannot create an instrument or register
+// the callback, or a bucket option has bad bounds; it panics if src is
+// nil. Call Close to stop.
+func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
+	if isNil(src) {
+		panic("bulkhead/contrib/otel: Start called with a nil bulkhead.MetricsSource")
 	}
 	cfg := config{}
 	for _, o := range opts {
+		if o == nil {
+			panic("bulkhead/contrib/otel: Start called with a nil Option")
+		}
 		o.apply(&cfg)
 	}
 	if cfg.provider == nil {
 		cfg.provider = otel.GetMeterProvider()
 	}
+	waitBounds, err := bounds("WithWaitBuckets", cfg.waitBuckets, callstats.DefaultWaitBuckets)
+	if err != nil {
+		return nil, err
+	}
+	durationBounds, err := bounds("WithCallDurationBuckets", cfg.durationBuckets, callstats.DefaultDurationBuckets)
+	if err != nil {
+		return nil, err
+	}
 	meter := cfg.provider.Meter(ScopeName)
 
-	in := &Instruments{registry: reg}
-	var err error
-	gauge := func(name, desc string) metric.Int64Observable {
-		g, e := meter.Int64ObservableGauge(name, metric.WithUnit("{call}"), metric.WithDescription(desc))
+	in := &Instruments{}
+	gauge := func(name, unit, desc string) metric.Int64Observable {
+		g, e := meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		err = errors.Join(err, e)
 		return g
 	}
-	in.available = gauge("bulkhead.available_concurrent_calls", "Number of free permits of the bulkhead.")
-	in.maxAllowed = gauge("bulkhead.max_allowed_concurrent_calls", "Configured number of permits of the bulkhead (MaxConcurrentCalls).")
-	in.queued = gauge("bulkhead.queued_calls", "Number of calls waiting for a permit.")
-	in.maxQueued = gauge("bulkhead.max_queued_calls", "Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.")
-	calls, e := meter.Int64ObservableCounter("bulkhead.calls", metric.WithUnit("{call}"),
-		metric.WithDescription("Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the instruments started."))
-	in.calls, err = calls, errors.Join(err, e)
-	bulkheads, e := meter.Int64ObservableGauge("bulkhead.registry.bulkheads", metric.WithUnit("{bulkhead}"),
-		metric.WithDescription("Number of live bulkheads of the registry, the catch-all included."))
-	in.bulkheads, err = bulkheads, errors.Join(err, e)
 	counter := func(name, unit, desc string) metric.Int64Observable {
 		c, e := meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		err = errors.Join(err, e)
 		return c
 	}
+	histogram := func(name, desc string, bounds []float64) metric.Float64Histogram {
+		h, e := meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(bounds...))
+		err = errors.Join(err, e)
+		return h
+	}
+	in.available = gauge("bulkhead.available_concurrent_calls", "{call}", "Number of free permits of the bulkhead.")
+	in.maxAllowed = gauge("bulkhead.max_allowed_concurrent_calls", "{call}", "Configured number of permits of the bulkhead (MaxConcurrentCalls).")
+	in.queued = gauge("bulkhead.queued_calls", "{call}", "Number of calls waiting for a permit.")
+	in.maxQueued = gauge("bulkhead.max_queued_calls", "{call}", "Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.")
+	in.calls = counter("bulkhead.calls", "{call}", "Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the instruments started.")
+	in.rejections = counter("bulkhead.rejected_calls", "{call}", "Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted.")
+	in.shadowed = counter("bulkhead.shadowed_calls", "{call}", "Calls a bulkhead in shadow mode let through that it would have queued (would_wait) or rejected (no_wait, queue_full, evicted).")
+	in.bulkheads = gauge("bulkhead.registry.bulkheads", "{bulkhead}", "Number of live bulkheads of the registry, the catch-all included.")
 	in.evictions = counter("bulkhead.registry.evictions", "{bulkhead}", "Number of bulkheads the registry evicted as idle.")
 	in.catchAllCalls = counter("bulkhead.registry.catch_all_calls", "{call}", "Number of keyed calls the registry sent to its catch-all bulkhead because it held its maximum number of bulkheads.")
-	in.waits, e = newWaitInstruments(meter, cfg)
-	err = errors.Join(err, e)
+	in.wait = histogram("bulkhead.wait.duration", "Time calls waited for a permit, by outcome: granted (zero for a permit granted at once) or rejected (zero for a rejection without waiting).", waitBounds)
+	in.duration = histogram("bulkhead.call.duration", "Time calls held their permit, from the grant to the finish, for the calls whose finish knew their start.", durationBounds)
 	if err != nil {
 		return nil, err
 	}
-	in.counter = callcount.New(reg)
-	in.waits.start(reg)
-	if cfg.pools != nil {
-		in.pools = newPoolWatch(cfg.pools, in.waits)
+	// The tables count; the histograms are the SDK's (nil bounds).
+	hooks := callstats.Hooks{Event: in.record, Evict: func(name string) { in.records.Delete(name) }}
+	for _, s := range append([]bulkhead.MetricsSource{src}, cfg.sources...) {
+		in.watches = append(in.watches, callstats.NewWatch(s, nil, nil, hooks))
 	}
 	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls,
-		in.bulkheads, in.evictions, in.catchAllCalls, in.waits.rejections, in.waits.shadowed)
+		in.rejections, in.shadowed, in.bulkheads, in.evictions, in.catchAllCalls)
 	if err != nil {
-		in.counter.Close()
-		in.waits.close()
-		if in.pools != nil {
-			in.pools.close()
-		}
+		in.closeWatches()
 		return nil, err
 	}
 	return in, nil
 }
 
+// bounds checks the bucket bounds of an option (the defaults if nil) and
+// returns them in seconds.
+func bounds(option string, ds, defaults []time.Duration) ([]float64, error) {
+	if ds == nil {
+		ds = defaults
+	}
+	if err := callstats.CheckBuckets(ds); err != nil {
+		return nil, fmt.Errorf("bulkhead/contrib/otel: %s: %w", option, err)
+	}
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out, nil
+}
+
+// record is the watches' hook: it runs on the goroutine that publishes e
+// and records the histograms.
+func (in *Instruments) record(e bulkhead.Event) {
+	switch e.Type {
+	case bulkhead.CallPermitted:
+		in.wait.Record(context.Background(), e.Wait.Seconds(), in.recordAttrsOf(e.Name).granted...)
+	case bulkhead.CallRejected:
+		in.wait.Record(context.Background(), e.Wait.Seconds(), in.recordAttrsOf(e.Name).rejected...)
+	case bulkhead.CallFinished:
+		if e.CallDuration > 0 {
+			in.duration.Record(context.Background(), e.CallDuration.Seconds(), in.recordAttrsOf(e.Name).name...)
+		}
+	}
+}
+
+func (in *Instruments) recordAttrsOf(name string) *recordAttrs {
+	if v, ok := in.records.Load(name); ok {
+		return v.(*recordAttrs)
+	}
+	opts := func(kv ...attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(kv, attribute.String("name", name))...))}
+	}
+	v, _ := in.records.LoadOrStore(name, &recordAttrs{
+		granted:  opts(attribute.String("outcome", "granted")),
+		rejected: opts(attribute.String("outcome", "rejected")),
+		name:     opts(),
+	})
+	return v.(*recordAttrs)
+}
+
 // observe is the callback. The SDK may run it on any goroutine, also
-// concurrently with itself: the counter and the registry are safe for
+// concurrently with itself: the tables and the sources are safe for
 // concurrent use and attrs is guarded by mu.
 func (in *Instruments) observe(_ context.Context, o metric.Observer) error {
 	if in.closed.Load() {
 		return nil
 	}
-	st := in.registry.Stats()
+	st := callstats.SumStats(in.watches)
 	o.ObserveInt64(in.bulkheads, int64(st.Bulkheads))
 	o.ObserveInt64(in.evictions, int64(st.Evictions))
 	o.ObserveInt64(in.catchAllCalls, int64(st.CatchAllCalls))
-	all := in.registry.All()
-	sets := in.attrSetsOf(all)
-	for i, s := range all {
-		a := sets[i]
-		m := s.Metrics()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	next := make(map[string]*attrSets, len(in.attrs))
+	callstats.Each(in.watches, func(w *callstats.Watch, name string, m bulkhead.Metrics) {
+		a := in.attrs[name]
+		if a == nil {
+			a = newAttrSets(name)
+		}
+		next[name] = a
 		o.ObserveInt64(in.available, int64(m.AvailableConcurrentCalls), a.name)
 		o.ObserveInt64(in.maxAllowed, int64(m.MaxAllowedConcurrentCalls), a.name)
 		o.ObserveInt64(in.queued, int64(m.QueuedCalls), a.name)
 		o.ObserveInt64(in.maxQueued, int64(m.MaxQueuedCalls), a.name)
-		n := in.counter.Counts(s.Name())
-		o.ObserveInt64(in.calls, int64(n.Permitted), a.permitted)
-		o.ObserveInt64(in.calls, int64(n.Rejected), a.rejected)
-		o.ObserveInt64(in.calls, int64(n.Finished), a.finished)
-		o.ObserveInt64(in.calls, int64(n.Cancelled), a.cancelled)
-		in.waits.observeRejections(o, s.Name(), a, s.Config().ShadowMode)
-	}
-	if in.pools != nil {
-		names := make(map[string]bool, len(all))
-		for _, s := range all {
-			names[s.Name()] = true
-		}
-		in.pools.observe(in, o, names)
-	}
+		in.observeCounts(o, a, w.Get(name), m.ShadowMode)
+	})
+	in.attrs = next // the sets of removed bulkheads are dropped
 	return nil
 }
 
-// attrSetsOf returns the attribute sets of bhs, reusing those of the last
-// collection, and keeps only these: the sets of removed bulkheads are
-// dropped.
-func (in *Instruments) attrSetsOf(bhs []*bulkhead.Semaphore) []*attrSets {
-	out := make([]*attrSets, len(bhs))
-	next := make(map[string]*attrSets, len(bhs))
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for i, s := range bhs {
-		a := in.attrs[s.Name()]
-		if a == nil {
-			a = newAttrSets(s.Name())
-		}
-		next[s.Name()] = a
-		out[i] = a
+// observeCounts reports the counts of one bulkhead from s (all zero if s is
+// nil: no event yet), and its shadow counts if shadow is set (it is in
+// shadow mode) or one is not zero (it was).
+func (in *Instruments) observeCounts(o metric.Observer, a *attrSets, s *callstats.Stats, shadow bool) {
+	if s == nil {
+		s = &callstats.Stats{}
 	}
-	in.attrs = next
-	return out
+	for i, k := range callstats.Kinds {
+		o.ObserveInt64(in.calls, int64(s.Count(k)), a.kinds[i])
+	}
+	for i := range callstats.Reasons {
+		o.ObserveInt64(in.rejections, int64(s.Rejections[i].Load()), a.reasons[i])
+	}
+	var counts [len(s.Shadowed)]uint64
+	for i := range s.Shadowed {
+		counts[i] = s.Shadowed[i].Load()
+		shadow = shadow || counts[i] > 0
+	}
+	if !shadow {
+		return
+	}
+	for i, n := range counts {
+		if i == int(bulkhead.WaitTimeout) { // shadow mode never reports a wait timeout
+			continue
+		}
+		o.ObserveInt64(in.shadowed, int64(n), a.shadows[i])
+	}
 }
 
-// Close unregisters the callback, so the instruments report nothing more,
-// and stops counting events. It returns the error of unregistering. Close
-// is idempotent.
+func (in *Instruments) closeWatches() {
+	for _, w := range in.watches {
+		w.Close()
+	}
+}
+
+// Close unregisters the callback, so the observed instruments report
+// nothing more, and stops counting events and recording the histograms.
+// It returns the error of unregistering. Close is idempotent.
 func (in *Instruments) Close() error {
 	in.closed.Store(true)
-	in.counter.Close()
-	in.waits.close()
-	if in.pools != nil {
-		in.pools.close()
-	}
+	in.closeWatches()
 	return in.reg.Unregister()
 }

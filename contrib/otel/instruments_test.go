@@ -68,7 +68,7 @@ func start(t *testing.T, r *bulkhead.Registry) (*bulkheadotel.Instruments, func(
 				t.Errorf("scope %q, want %q", sm.Scope.Name, bulkheadotel.ScopeName)
 			}
 			for _, m := range sm.Metrics {
-				if m.Name == "bulkhead.wait.duration" || m.Name == "bulkhead.rejected_calls" || m.Name == "bulkhead.shadowed_calls" {
+				if m.Name == "bulkhead.wait.duration" || m.Name == "bulkhead.call.duration" || m.Name == "bulkhead.rejected_calls" || m.Name == "bulkhead.shadowed_calls" {
 					continue // waits_test.go checks them
 				}
 				if m.Unit != "{call}" && !(m.Unit == "{bulkhead}" && strings.HasPrefix(m.Name, "bulkhead.registry.")) {
@@ -304,11 +304,11 @@ func TestInstrumentsDropEvictedBulkheadsAndCountRegistryEvents(t *testing.T) {
 	}
 	testkit.CheckRegistry(t, r)
 	_, collect := start(t, r)
-	a, l := r.AcquirePermissionAsync("tenant-1")
+	a, l := r.AcquirePermissionAsync("tenant-1", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}
-	a2, l2 := r.AcquirePermissionAsync("tenant-2") // beyond the cap
+	a2, l2 := r.AcquirePermissionAsync("tenant-2", bulkhead.CallOptions{}) // beyond the cap
 	if a2.Err() != nil || l2.Name() != bulkhead.CatchAllName {
 		t.Fatalf("tenant-2: %v via %q, want a grant by the catch-all", a2.Err(), l2.Name())
 	}
@@ -329,7 +329,7 @@ func TestInstrumentsDropEvictedBulkheadsAndCountRegistryEvents(t *testing.T) {
 	if got["bulkhead.registry.bulkheads{}"] != 1 || got["bulkhead.registry.evictions{}"] != 1 {
 		t.Fatalf("after the eviction:%s", sorted(got))
 	}
-	a, l = r.AcquirePermissionAsync("tenant-1")
+	a, l = r.AcquirePermissionAsync("tenant-1", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}

@@ -107,8 +107,8 @@ func TestRejectionCountsOfAnEvictedBulkheadAreDropped(t *testing.T) {
 	}
 	testkit.CheckRegistry(t, r)
 	collect := collectWaits(t, r)
-	a, l := r.AcquirePermissionAsync("tenant")
-	if a2, _ := r.AcquirePermissionAsync("tenant"); a.Err() != nil || a2.Err() == nil {
+	a, l := r.AcquirePermissionAsync("tenant", bulkhead.CallOptions{})
+	if a2, _ := r.AcquirePermissionAsync("tenant", bulkhead.CallOptions{}); a.Err() != nil || a2.Err() == nil {
 		t.Fatal("outcomes")
 	}
 	l.FinishCall()

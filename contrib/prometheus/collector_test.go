@@ -124,8 +124,8 @@ func TestCollectorForgetsRemovedBulkheadsAndContinuesTheirName(t *testing.T) {
 	defer c.Close()
 	old.TryAcquirePermission()
 	old.FinishCall()
-	if n := testutil.CollectAndCount(c); n != 31 {
-		t.Fatalf("two bulkheads gave %d metrics, want 2*14 and the registry's 3", n)
+	if n := testutil.CollectAndCount(c); n != 33 {
+		t.Fatalf("two bulkheads gave %d metrics, want 2*15 and the registry's 3", n)
 	}
 
 	r.Remove("p")
@@ -181,13 +181,24 @@ func TestCollectorRegistersAndPassesLint(t *testing.T) {
 	}
 }
 
-func TestNewCollectorPanicsOnNilRegistry(t *testing.T) {
+func TestNewCollectorPanicsOnANilSource(t *testing.T) {
+	var nilRegistry *bulkhead.Registry
+	for _, src := range []bulkhead.MetricsSource{nil, nilRegistry} {
+		func() {
+			defer func() {
+				if r := recover(); r != "bulkhead/contrib/prometheus: NewCollector called with a nil bulkhead.MetricsSource" {
+					t.Fatalf("NewCollector(%#v) recovered %v", src, r)
+				}
+			}()
+			bulkheadprom.NewCollector(src)
+		}()
+	}
 	defer func() {
-		if recover() == nil {
-			t.Fatal("NewCollector(nil) did not panic")
+		if r := recover(); r != "bulkhead/contrib/prometheus: WithSources called with a nil bulkhead.MetricsSource" {
+			t.Fatalf("WithSources(nil) recovered %v", r)
 		}
 	}()
-	bulkheadprom.NewCollector(nil)
+	bulkheadprom.NewCollector(newRegistry(t, bulkhead.DefaultConfig()), bulkheadprom.WithSources(nil))
 }
 
 // TestConcurrentScrapesCountEveryEvent hammers the collector: scrapes,
@@ -285,8 +296,8 @@ func TestCollectorDropsEvictedBulkheadsAndReportsTheRegistry(t *testing.T) {
 	testkit.CheckRegistry(t, r)
 	c := bulkheadprom.NewCollector(r)
 	defer c.Close()
-	a, l := r.AcquirePermissionAsync("tenant-1")
-	a2, l2 := r.AcquirePermissionAsync("tenant-2") // beyond the cap: the catch-all
+	a, l := r.AcquirePermissionAsync("tenant-1", bulkhead.CallOptions{})
+	a2, l2 := r.AcquirePermissionAsync("tenant-2", bulkhead.CallOptions{}) // beyond the cap: the catch-all
 	if a.Err() != nil || a2.Err() != nil || l2.Name() != bulkhead.CatchAllName {
 		t.Fatalf("acquire: %v, %v via %q", a.Err(), a2.Err(), l2.Name())
 	}
@@ -318,7 +329,7 @@ bulkhead_registry_catch_all_calls_total %d
 	compare(t, c, exposition(bulkhead.CatchAllName, 1, 1, 0, 0, 1, 0, 1, 0))
 
 	// Re-created after its eviction, the bulkhead counts from zero.
-	a, l = r.AcquirePermissionAsync("tenant-1")
+	a, l = r.AcquirePermissionAsync("tenant-1", bulkhead.CallOptions{})
 	if a.Err() != nil {
 		t.Fatal(a.Err())
 	}

@@ -1,7 +1,10 @@
-// Package prometheus exports the state of a bulkhead.Registry to Prometheus:
-// NewCollector returns a prometheus.Collector with one gauge per Metrics
-// field and a calls counter per event kind, labelled with the bulkhead's
-// name. The counters come from a callcount.Counter, so a bulkhead created
-// after the Collector is counted from its first call. It lives in its own
-// module so that the core module does not depend on client_golang.
+// Package prometheus exports bulkheads to Prometheus: NewCollector returns
+// a prometheus.Collector over any bulkhead.MetricsSource (a
+// bulkhead.Registry, the pools of a pool.Registry, the fleet's Registry of
+// contrib/redis) with one metric set for every kind: gauges of the permits
+// and the queue, counters of the calls by kind and of the rejections by
+// reason, and histograms of the waits and of the call durations, labelled
+// with the bulkhead's name. NewAdaptiveCollector adds the adaptive limits.
+// It lives in its own module so that the core module does not depend on
+// client_golang.
 package prometheus

@@ -45,11 +45,12 @@ func blockUntil(gate chan struct{}) func(context.Context) (int, error) {
 	}
 }
 
-func TestPoolCollectorExportsTheSemaphoreMetricSet(t *testing.T) {
+func TestPoolsExportTheSemaphoreMetricSet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		preg := newPoolRegistry(t, pool.Config{MaxWorkers: 1, CoreWorkers: 1, QueueCapacity: 1, KeepAlive: time.Second, MaxQueueWait: bulkhead.NoTimeout})
 		p := mustPool(t, preg, "reports")
-		c := bulkheadprom.NewPoolCollector(preg, bulkheadprom.WithWaitBuckets(time.Millisecond, 100*time.Millisecond, time.Second))
+		c := bulkheadprom.NewCollector(preg.MetricsSource(), bulkheadprom.WithWaitBuckets(time.Millisecond, 100*time.Millisecond, time.Second),
+			bulkheadprom.WithCallDurationBuckets(time.Millisecond, time.Second))
 		defer c.Close()
 
 		gate := make(chan struct{})
@@ -91,6 +92,12 @@ func TestPoolCollectorExportsTheSemaphoreMetricSet(t *testing.T) {
 		if got := find(t, mfs["bulkhead_rejected_calls_total"], "name=reports", "reason=queue_full").GetCounter().GetValue(); got != 1 {
 			t.Errorf("queue_full = %v, want 1", got)
 		}
+		// f1 ran 50 ms, f2 no time at all on the bubble's clock: a pool
+		// times every task, and a zero duration is not counted.
+		ran := find(t, mfs["bulkhead_call_duration_seconds"], "name=reports").GetHistogram()
+		if got, want := buckets(ran), map[float64]uint64{0.001: 0, 1: 1}; !equal(got, want) || !near(ran.GetSampleSum(), 0.05) {
+			t.Errorf("call duration buckets %v sum %v, want %v and 0.05", got, ran.GetSampleSum(), want)
+		}
 	})
 }
 
@@ -103,8 +110,12 @@ func TestCollectorWithPoolsReportsBothKindsAndSkipsASharedName(t *testing.T) {
 		mustPool(t, preg, "shared")
 		c := bulkheadprom.NewCollector(r, bulkheadprom.WithPools(preg))
 		defer c.Close()
-		late := mustPool(t, preg, "late") // created after the collector
-		mfs := gather(t, c)               // pedantic: no duplicate series
+		late := mustPool(t, preg, "late") // created after the collector: counted from its creation
+		if _, err := pool.Submit(context.Background(), late, func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mfs := gather(t, c) // pedantic: no duplicate series
 		maxAllowed := mfs["bulkhead_max_allowed_concurrent_calls"]
 		if n := len(maxAllowed.GetMetric()); n != 3 {
 			t.Fatalf("%d series of max_allowed, want 3 (sem, shared as the Semaphore, late)", n)
@@ -115,22 +126,20 @@ func TestCollectorWithPoolsReportsBothKindsAndSkipsASharedName(t *testing.T) {
 		if got := find(t, maxAllowed, "name=late").GetGauge().GetValue(); got != 3 {
 			t.Errorf("late reports %v, want the pool's 3", got)
 		}
-		// Seen by the scrape above, the late pool is counted from then on.
-		if _, err := pool.Submit(context.Background(), late, func(context.Context) (int, error) { return 1, nil }).Get(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if got := find(t, gather(t, c)["bulkhead_calls_total"], "name=late", "kind=finished").GetCounter().GetValue(); got != 1 {
+		if got := find(t, mfs["bulkhead_calls_total"], "name=late", "kind=finished").GetCounter().GetValue(); got != 1 {
 			t.Errorf("late pool finished = %v, want 1", got)
+		}
+		if got := mfs["bulkhead_registry_bulkheads"].GetMetric()[0].GetGauge().GetValue(); got != 4 {
+			t.Errorf("registry bulkheads = %v, want 4 (2 Semaphores, 2 pools)", got)
 		}
 	})
 }
 
-func TestNewPoolCollectorPanicsOnNilRegistry(t *testing.T) {
+func TestWithPoolsPanicsOnNilRegistry(t *testing.T) {
 	defer func() {
-		if recover() == nil {
-			t.Fatal("no panic")
+		if r := recover(); r != "bulkhead/contrib/prometheus: WithPools called with a nil *pool.Registry" {
+			t.Fatalf("recovered %v", r)
 		}
 	}()
-	bulkheadprom.NewPoolCollector(nil)
+	bulkheadprom.NewCollector(newRegistry(t, bulkhead.DefaultConfig()), bulkheadprom.WithPools(nil)).Close()
 }

@@ -52,9 +52,9 @@ func textExposition(t *testing.T, c prometheus.Collector) []byte {
 	return buf.Bytes()
 }
 
-// Every collector's exposition, with every series populated (waits,
-// rejections of each reason, shadowed calls, pools, adaptive bulkheads,
-// resilience4j names), passes promtool's linter.
+// Every collector's exposition, with every series populated (waits, call
+// durations, rejections of each reason, shadowed calls, pools, adaptive
+// bulkheads, resilience4j names), passes promtool's linter.
 func TestPromtoolChecksTheExpositionOfEveryCollector(t *testing.T) {
 	promtool := requireTool(t, "promtool")
 	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -66,27 +66,15 @@ func TestPromtoolChecksTheExpositionOfEveryCollector(t *testing.T) {
 	}
 	testkit.CheckRegistry(t, r)
 	s := mustBulkhead(t, r, "partner")
-	s.TryAcquirePermission()
-	s.TryAcquirePermission() // no_wait
-	a := s.AcquirePermissionAsync()
-	s.AcquirePermissionAsync() // queue_full
-	clock.Advance(10 * time.Millisecond)
-	if a.Err() == nil {
-		t.Fatal("no wait_timeout")
-	}
-	s.FinishCall()
 	sh, _ := r.GetWithConfig("trial", "shadow")
-	sh.TryAcquirePermission()
-	sh.TryAcquirePermission()
-	sh.FinishCall()
-	sh.FinishCall()
-
-	preg, err := pool.NewRegistry(pool.Config{MaxWorkers: 1, CoreWorkers: 1, QueueCapacity: 1, KeepAlive: time.Second, MaxQueueWait: bulkhead.NoTimeout})
+	preg, err := pool.NewRegistry(pool.Config{MaxWorkers: 1, CoreWorkers: 1, QueueCapacity: 1, KeepAlive: time.Second, MaxQueueWait: bulkhead.NoTimeout},
+		pool.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = preg.Close(context.Background()) }()
-	if _, err := preg.Get("reports"); err != nil {
+	reports, err := preg.Get("reports")
+	if err != nil {
 		t.Fatal(err)
 	}
 	ar, err := adaptive.NewRegistry(r, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.AIMD{} }}, adaptive.WithClock(clock))
@@ -96,14 +84,37 @@ func TestPromtoolChecksTheExpositionOfEveryCollector(t *testing.T) {
 	if _, err := ar.Get("adaptive-partner"); err != nil {
 		t.Fatal(err)
 	}
-
 	collectors := map[string]prometheus.Collector{
 		"Collector":                       bulkheadprom.NewCollector(r),
 		"Collector WithPools":             bulkheadprom.NewCollector(r, bulkheadprom.WithPools(preg)),
-		"Collector WithResilience4jNames": bulkheadprom.NewCollector(r, bulkheadprom.WithResilience4jNames(), bulkheadprom.WithWaitBuckets(time.Millisecond, time.Second)),
-		"PoolCollector":                   bulkheadprom.NewPoolCollector(preg),
+		"Collector of pools":              bulkheadprom.NewCollector(preg.MetricsSource()),
+		"Collector WithResilience4jNames": bulkheadprom.NewCollector(r, bulkheadprom.WithResilience4jNames(), bulkheadprom.WithWaitBuckets(time.Millisecond, time.Second), bulkheadprom.WithCallDurationBuckets(time.Second)),
 		"AdaptiveCollector":               bulkheadprom.NewAdaptiveCollector(ar),
 	}
+
+	// Every series populated: waits, rejections of each reason, shadowed
+	// calls, timed calls of a Semaphore and of a pool.
+	s.TryAcquirePermission()
+	start := s.StartCall()
+	s.TryAcquirePermission() // no_wait
+	a := s.AcquirePermissionAsync()
+	s.AcquirePermissionAsync() // queue_full
+	clock.Advance(10 * time.Millisecond)
+	if a.Err() == nil {
+		t.Fatal("no wait_timeout")
+	}
+	s.FinishCallStarted(start)
+	sh.TryAcquirePermission()
+	sh.TryAcquirePermission()
+	sh.FinishCall()
+	sh.FinishCall()
+	if _, err := pool.Submit(context.Background(), reports, func(context.Context) (int, error) {
+		clock.Advance(time.Millisecond) // the pool reads the same virtual clock
+		return 0, nil
+	}).Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
 	for name, c := range collectors {
 		if cl, ok := c.(interface{ Close() }); ok {
 			defer cl.Close()

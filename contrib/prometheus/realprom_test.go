@@ -180,12 +180,53 @@ func quantile(q float64, bounds []float64, cum []uint64) float64 {
 	return lower + (bounds[i]-lower)*(rank-below)/(float64(cum[i])-below)
 }
 
+// histogramOf counts durations into the buckets of bounds, as the
+// collector does, from the test's own listeners.
+type histogramOf struct {
+	mu     sync.Mutex
+	bounds []time.Duration
+	counts []uint64 // per bucket, the last +Inf
+}
+
+func newHistogramOf(bounds []time.Duration) *histogramOf {
+	return &histogramOf{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogramOf) add(d time.Duration) {
+	i, _ := slices.BinarySearch(h.bounds, d)
+	h.mu.Lock()
+	h.counts[i]++
+	h.mu.Unlock()
+}
+
+// cumulative returns the total and the cumulative counts.
+func (h *histogramOf) cumulative() (uint64, []uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var total uint64
+	cum := make([]uint64, len(h.counts))
+	for i, n := range h.counts {
+		total += n
+		cum[i] = total
+	}
+	return total, cum
+}
+
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}
+
 // A real Prometheus scrapes a test server whose Semaphores and pool run
 // under load, and its PromQL answers match what the test did: the 99th
-// percentile of the waits, the rejections by reason (counts and rates),
-// the permits.
+// percentile of the waits and of the call durations, the rejections by
+// reason (counts and rates), the permits.
 func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 	buckets := []time.Duration{time.Millisecond, 5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, time.Second}
+	durationBuckets := []time.Duration{time.Millisecond, 2500 * time.Microsecond, 4 * time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond}
 	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1},
 		bulkhead.WithConfig("handoff", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}),
 		bulkhead.WithConfig("mixed", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 7 * time.Millisecond, MaxQueuedCalls: 2}))
@@ -222,8 +263,24 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 		}
 	})
 	var poolRejected atomic.Int64
+	// The call durations the test's listeners see, by bulkhead: handoff's
+	// through FinishCallStarted, mixed's through the registry's Lease,
+	// the pool's tasks.
+	durations := map[string]*histogramOf{}
+	for _, name := range []string{"handoff", "mixed", "reports"} {
+		durations[name] = newHistogramOf(durationBuckets)
+	}
+	recordDuration := func(e bulkhead.Event) {
+		if e.Type == bulkhead.CallFinished && e.CallDuration > 0 {
+			durations[e.Name].add(e.CallDuration)
+		}
+	}
+	handoff.OnEvent(recordDuration)
+	mixed.OnEvent(recordDuration)
+	reports.OnEvent(recordDuration)
 
-	c := bulkheadprom.NewCollector(r, bulkheadprom.WithPools(preg), bulkheadprom.WithWaitBuckets(buckets...))
+	c := bulkheadprom.NewCollector(r, bulkheadprom.WithPools(preg), bulkheadprom.WithWaitBuckets(buckets...),
+		bulkheadprom.WithCallDurationBuckets(durationBuckets...))
 	defer c.Close()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
@@ -262,24 +319,25 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 	for range 2 {
 		run(func() {
 			if handoff.AcquirePermission(context.Background()) == nil {
+				start := handoff.StartCall()
 				time.Sleep(2 * time.Millisecond)
-				handoff.FinishCall()
+				handoff.FinishCallStarted(start)
 			}
 		})
 	}
 	for range 4 {
 		run(func() {
-			if mixed.AcquirePermission(context.Background()) == nil {
+			if lease, err := r.AcquirePermission(context.Background(), "mixed", bulkhead.CallOptions{}); err == nil {
 				time.Sleep(5 * time.Millisecond)
-				mixed.FinishCall()
+				lease.FinishCall()
 			} else {
 				time.Sleep(time.Millisecond)
 			}
 		})
 	}
 	run(func() {
-		if mixed.TryAcquirePermission() {
-			mixed.FinishCall()
+		if lease, err := r.TryAcquirePermission("mixed", bulkhead.CallOptions{}); err == nil {
+			lease.FinishCall()
 		}
 		time.Sleep(time.Millisecond)
 	})
@@ -321,11 +379,7 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 
 	// The 99th percentile of handoff's waits, as the test computes it from
 	// its own observations with the same buckets.
-	bounds := make([]float64, len(buckets))
-	for i, b := range buckets {
-		bounds[i] = b.Seconds()
-	}
-	want := quantile(0.99, bounds, cum)
+	want := quantile(0.99, seconds(buckets), cum)
 	got := prom.one(t, `histogram_quantile(0.99, rate(bulkhead_wait_duration_seconds_bucket{name="handoff",outcome="granted"}[30s]))`)
 	if math.Abs(got-want) > 1e-9*want {
 		t.Errorf("p99 of handoff's waits: Prometheus %v, the test's own observations %v (buckets %v)", got, want, cum)
@@ -345,6 +399,30 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 		share := float64(reasons[byLabel[s.Metric["reason"]]]) / total
 		if math.Abs(s.Value-share) > 1e-9 {
 			t.Errorf("share of %s: Prometheus %v, the test %v", s.Metric["reason"], s.Value, share)
+		}
+	}
+	// The call durations: every timed call counted, and the 99th
+	// percentile of each bulkhead's, as the test computes it from its own
+	// observations with the same buckets.
+	for _, name := range []string{"handoff", "mixed", "reports"} {
+		n, cum := durations[name].cumulative()
+		if n == 0 {
+			t.Errorf("%s: no timed call: the test checks nothing for it", name)
+			continue
+		}
+		prom.await(t, fmt.Sprintf(`bulkhead_call_duration_seconds_count{name=%q}`, name), float64(n), 5*time.Second)
+		want := quantile(0.99, seconds(durationBuckets), cum)
+		got := prom.one(t, fmt.Sprintf(`histogram_quantile(0.99, rate(bulkhead_call_duration_seconds_bucket{name=%q}[30s]))`, name))
+		if math.Abs(got-want) > 1e-9*want {
+			t.Errorf("p99 of %s's call durations: Prometheus %v, the test's own observations %v (buckets %v)", name, got, want, cum)
+		}
+		t.Logf("%s: %d timed calls, p99 %.4fs", name, n, got)
+	}
+	// Every finished call of handoff and mixed was timed (FinishCallStarted,
+	// the Lease), and every task of the pool.
+	for _, name := range []string{"handoff", "mixed", "reports"} {
+		if v := prom.one(t, fmt.Sprintf(`sum without (kind) (bulkhead_calls_total{name=%q,kind="finished"}) - bulkhead_call_duration_seconds_count{name=%[1]q}`, name)); v != 0 {
+			t.Errorf("%s: %v finished calls without a duration", name, v)
 		}
 	}
 	// The gauges, idle after the load.

@@ -127,11 +127,11 @@ func TestWaitStatsOfAnEvictedBulkheadAreForgotten(t *testing.T) {
 	c := bulkheadprom.NewCollector(r)
 	defer c.Close()
 	acquire := func() {
-		a, l := r.AcquirePermissionAsync("tenant")
+		a, l := r.AcquirePermissionAsync("tenant", bulkhead.CallOptions{})
 		if a.Err() != nil {
 			t.Fatal(a.Err())
 		}
-		if a2, _ := r.AcquirePermissionAsync("tenant"); a2.Err() == nil {
+		if a2, _ := r.AcquirePermissionAsync("tenant", bulkhead.CallOptions{}); a2.Err() == nil {
 			t.Fatal("second permit")
 		}
 		l.FinishCall()

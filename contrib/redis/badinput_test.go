@@ -25,6 +25,8 @@ func TestInvalidConfigsAreRefusedNamingTheField(t *testing.T) {
 		{"no permits", "p", with(func(c *rxredis.Config) { c.MaxConcurrentCalls = 0 }), "MaxConcurrentCalls must be >= 1"},
 		{"negative wait", "p", with(func(c *rxredis.Config) { c.MaxWaitDuration = -1 }), "MaxWaitDuration must be >= 0"},
 		{"LIFO", "p", with(func(c *rxredis.Config) { c.QueueOrder = bulkhead.LIFO }), "QueueOrder must be FIFO"},
+		// It was accepted and ignored: a limit tried "in shadow mode" was enforced.
+		{"shadow mode", "p", with(func(c *rxredis.Config) { c.ShadowMode = true }), "ShadowMode is not supported by a fleet bulkhead"},
 		{"unknown policy", "p", with(func(c *rxredis.Config) { c.Unreachable = 7 }), "Unreachable must be FailClosed or FailOver"},
 		{"fail-over without a fraction", "p", with(func(c *rxredis.Config) { c.Unreachable = rxredis.FailOver }), "LocalFraction must be in (0, 1]"},
 		{"fraction above 1", "p", with(func(c *rxredis.Config) { c.Unreachable, c.LocalFraction = rxredis.FailOver, 1.5 }), "LocalFraction must be in (0, 1]"},
@@ -151,6 +153,14 @@ func TestAKeyHoldingAnotherTypeGivesAnErrorNamingTheKey(t *testing.T) {
 			want := "key " + key + " " + tc.want
 			if err := b.Check(context.Background()); err == nil || !strings.Contains(err.Error(), want) || errors.Is(err, rxredis.ErrUnavailable) {
 				t.Fatalf("Check = %v, want an error saying %q", err, want)
+			}
+			if tc.suffix == "alive" {
+				// alive is used only by calls that queue: one must.
+				held := b.Acquire()
+				if err := await(t, held.Acquisition()); err != nil {
+					t.Fatal(err)
+				}
+				defer held.Finish()
 			}
 			err := await(t, b.AcquirePermissionAsync())
 			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "KeyPrefix") {

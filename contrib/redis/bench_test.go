@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +19,27 @@ import (
 // Benchmarks against the shared loopback redis-server. Run them side by
 // side, interleaved (see redis.mk: bench-redis).
 
+// clientCPU is this process's CPU time (every thread, user and system):
+// the benchmarks report it per op as client-cpu-ns/op, which excludes the
+// redis-server (another process) and drifts far less with the machine's
+// load than wall time.
+func clientCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loopWithCPU runs op in b.Loop and reports client-cpu-ns/op.
+func loopWithCPU(b *testing.B, op func()) {
+	b.ReportAllocs()
+	start, n := clientCPU(), 0
+	for b.Loop() {
+		op()
+		n++
+	}
+	b.ReportMetric(float64(clientCPU()-start)/float64(max(n, 1)), "client-cpu-ns/op")
+}
+
 // BenchmarkAcquireRelease compares one acquire+release of a fleet permit
 // through the public API (AcquirePermissionAsync, wait, FinishCall) with a
 // plain INCR+DECR pair from the same client: the goal is at most 2.5x.
@@ -26,15 +48,14 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	b.Run("fleet", func(b *testing.B) {
 		s, _ := newStore(b, srv, rxredis.StoreConfig{})
 		bh := newBulkhead(b, s, "bench", fleetConfig(10, time.Second))
-		b.ReportAllocs()
-		for b.Loop() {
+		loopWithCPU(b, func() {
 			a := bh.AcquirePermissionAsync()
 			<-a.Done()
 			if a.Err() != nil {
 				b.Fatal(a.Err())
 			}
 			bh.FinishCall()
-		}
+		})
 	})
 	// The guide's client options: go-redis applies the Store's deadlines
 	// itself (the Store bounds each round trip all the same).
@@ -48,30 +69,28 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 		defer s.Close()
 		bh := newBulkhead(b, s, "bench", fleetConfig(10, time.Second))
-		b.ReportAllocs()
-		for b.Loop() {
+		loopWithCPU(b, func() {
 			a := bh.AcquirePermissionAsync()
 			<-a.Done()
 			if a.Err() != nil {
 				b.Fatal(a.Err())
 			}
 			bh.FinishCall()
-		}
+		})
 	})
 	b.Run("incr-decr", func(b *testing.B) {
 		c := srv.client(b)
 		key := prefixFor(b) + "counter"
 		flushKeys(b, c, prefixFor(b))
 		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
+		loopWithCPU(b, func() {
 			if err := c.Incr(ctx, key).Err(); err != nil {
 				b.Fatal(err)
 			}
 			if err := c.Decr(ctx, key).Err(); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 }
 
@@ -252,4 +271,51 @@ func BenchmarkEventLoop(b *testing.B) {
 			b.ReportMetric(elRate(total), "healthy-calls/s")
 		}
 	})
+}
+
+// BenchmarkRegistryKeyFlood sends keys distinct keys through the keyed
+// path of a Registry capped at 1,000 bulkheads (each call acquired and
+// finished) and reports the heap per live bulkhead after GC, and the heap
+// growth per key: flat once the cap is reached, since the keys beyond it
+// share the catch-all (issue 25, for the fleet Registry).
+func BenchmarkRegistryKeyFlood(b *testing.B) {
+	srv := sharedServer(b)
+	for _, keys := range []int{1000, 10000} {
+		b.Run(strconv.Itoa(keys), func(b *testing.B) {
+			for b.Loop() {
+				c := srv.client(b)
+				prefix := "rxbt:flood" + strconv.Itoa(keys) + ":" // a prefix of a usual length
+				flushKeys(b, c, prefix)
+				s, err := rxredis.NewStore(c, rxredis.StoreConfig{KeyPrefix: prefix})
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				reg, err := rxredis.NewRegistry(s, fleetConfig(5, 0),
+					rxredis.WithMaxBulkheads(1000, fleetConfig(50, 0)), rxredis.WithIdleTimeout(time.Hour))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range keys {
+					p := reg.Acquire("tenant-"+strconv.Itoa(i), bulkhead.CallOptions{})
+					<-p.Acquisition().Done()
+					if err := p.Acquisition().Err(); err != nil {
+						b.Fatal(err)
+					}
+					p.Finish()
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				st := reg.Stats()
+				grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+				b.ReportMetric(grown/float64(st.Bulkheads), "B/bulkhead")
+				b.ReportMetric(grown/float64(keys), "B/key")
+				b.ReportMetric(float64(st.Bulkheads), "bulkheads")
+				runtime.KeepAlive(reg)
+				s.Close()
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -38,8 +39,9 @@ type Bulkhead struct {
 	epoch time.Time
 	pub   publish.Listeners[bulkhead.Event]
 
-	errWaitTimeout, errNoWait, errQueueFull error
-	errUnavailable, errClosed               error
+	// errp holds the bulkhead's rejection errors, made at its first
+	// rejection (errs): an idle bulkhead of a Registry does not carry them.
+	errp atomic.Pointer[bulkheadErrors]
 
 	mu          sync.Mutex
 	qhead       *Permit // waiting for Redis, oldest first
@@ -49,12 +51,11 @@ type Bulkhead struct {
 	hhead       *Permit // holding a permit, oldest grant first
 	htail       *Permit
 	held        int
-	byAcq       map[*bulkhead.Acquisition]*Permit // the held Permits
-	releases    []uint64                          // lease ids to give back
-	withdrawals []uint64                          // ticket ids to withdraw
-	wake        bool                              // ask Redis for the waiters' turn
-	refresh     bool                              // the stored limit changed: one round trip to read it
-	limit       int                               // the fleet limit as of the last round trip
+	releases    []uint64 // lease ids to give back
+	withdrawals []uint64 // ticket ids to withdraw
+	wake        bool     // ask Redis for the waiters' turn
+	refresh     bool     // the stored limit changed: one round trip to read it
+	limit       int      // the fleet limit as of the last round trip
 	timer       bulkhead.Timer
 	timerGen    uint64
 	fleetHeld   int // as of the last round trip
@@ -62,6 +63,9 @@ type Bulkhead struct {
 	leasesLost  int
 	restored    int
 	closed      bool
+	// retired: evicted from its Registry (retire). It admits nothing more;
+	// the Store drops it once it owes Redis nothing.
+	retired bool
 }
 
 // NewBulkhead returns the fleet bulkhead named name on s. It fails with a
@@ -83,13 +87,8 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	}
 	b := &Bulkhead{
 		name: name, cfg: cfg, s: s, keys: newKeys(s.cfg.KeyPrefix, name),
-		epoch: s.cfg.Clock.Now(), byAcq: make(map[*bulkhead.Acquisition]*Permit), limit: cfg.MaxConcurrentCalls,
+		epoch: s.cfg.Clock.Now(), limit: cfg.MaxConcurrentCalls,
 	}
-	b.errWaitTimeout = &bulkhead.FullError{Name: name, Reason: bulkhead.WaitTimeout}
-	b.errNoWait = &bulkhead.FullError{Name: name, Reason: bulkhead.NoWait}
-	b.errQueueFull = &bulkhead.FullError{Name: name, Reason: bulkhead.QueueFull}
-	b.errUnavailable = &StoreError{Name: name, Unreachable: true, Err: fmt.Errorf("no answer within %v, or the connection failed", s.cfg.Timeout)}
-	b.errClosed = fmt.Errorf("redis bulkhead %q: %w", name, ErrClosed)
 	if cfg.Unreachable == FailOver {
 		lc := cfg.Config
 		lc.MaxConcurrentCalls = cfg.localLimit()
@@ -105,13 +104,41 @@ func NewBulkhead(s *Store, name string, cfg Config) (*Bulkhead, error) {
 	return b, nil
 }
 
+// bulkheadErrors are the errors a bulkhead rejects with, made once so that
+// a rejection does not allocate.
+type bulkheadErrors struct {
+	waitTimeout, noWait, queueFull error
+	unavailable, closed, evicted   error
+}
+
+// errs returns the bulkhead's rejection errors, making them at the first
+// call (a lost race makes them twice; either set is right).
+func (b *Bulkhead) errs() *bulkheadErrors {
+	if e := b.errp.Load(); e != nil {
+		return e
+	}
+	name := b.name
+	e := &bulkheadErrors{
+		waitTimeout: &bulkhead.FullError{Name: name, Reason: bulkhead.WaitTimeout},
+		noWait:      &bulkhead.FullError{Name: name, Reason: bulkhead.NoWait},
+		queueFull:   &bulkhead.FullError{Name: name, Reason: bulkhead.QueueFull},
+		unavailable: &StoreError{Name: name, Unreachable: true, Err: fmt.Errorf("no answer within %v, or the connection failed", b.s.cfg.Timeout)},
+		closed:      fmt.Errorf("redis bulkhead %q: %w", name, ErrClosed),
+		evicted:     fmt.Errorf("redis bulkhead %q: evicted from its Registry as idle (acquire through Registry.Acquire or Get): %w", name, ErrClosed),
+	}
+	if b.errp.CompareAndSwap(nil, e) {
+		return e
+	}
+	return b.errp.Load()
+}
+
 // unavailable is the error of a call rejected while Redis is away: it
 // names what the round trip that found it away said, if known.
 func (b *Bulkhead) unavailable() error {
 	if c := b.s.cause.Load(); c != nil {
 		return &StoreError{Name: b.name, Unreachable: true, Err: c.err}
 	}
-	return b.errUnavailable
+	return b.errs().unavailable
 }
 
 func containsBrace(s string) bool {
@@ -158,10 +185,14 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 	p.a, p.r = bulkhead.PendingAcquisition(p.withdraw)
 	b.mu.Lock()
 	switch {
-	case b.closed:
+	case b.closed || b.retired:
 		p.state = stDone
+		err := b.errs().closed
+		if !b.closed {
+			err = b.errs().evicted
+		}
 		b.mu.Unlock()
-		b.reject(p, b.errClosed, 0)
+		b.reject(p, err, 0)
 		return p
 	case b.s.down.Load():
 		if err := b.s.refusalError(b.name); err != nil {
@@ -172,6 +203,7 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 		}
 		if b.local != nil {
 			p.state = stLocal
+			p.queuedAt, p.queued = b.sinceEpoch(), true
 			b.mu.Unlock()
 			b.acquireLocal(p)
 			return p
@@ -183,12 +215,13 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 	case b.cfg.MaxWaitDuration > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
 		p.state = stDone
 		b.mu.Unlock()
-		b.reject(p, b.errQueueFull, bulkhead.QueueFull)
+		b.reject(p, b.errs().queueFull, bulkhead.QueueFull)
 		return p
 	}
 	p.n = b.s.nextID.Add(1)
+	p.queuedAt, p.queued = b.sinceEpoch(), true
 	if b.cfg.MaxWaitDuration > 0 {
-		p.deadline = addSaturating(b.sinceEpoch(), b.cfg.MaxWaitDuration)
+		p.deadline = addSaturating(p.queuedAt, b.cfg.MaxWaitDuration)
 	}
 	b.linkQueueLocked(p)
 	if p.deadline > 0 && b.timer == nil {
@@ -220,15 +253,20 @@ func (b *Bulkhead) FinishCall() { b.giveBack(nil, true) }
 // still held. Through the Bulkhead interface, permits of one process are
 // interchangeable: FinishCall gives back the oldest grant, so LeaseOf is
 // exact for calls that finish in the order they were granted; use Acquire
-// and Permit when calls overlap and the token matters.
+// and Permit when calls overlap and the token matters. It looks through
+// the permits this process holds on b (at most the fleet limit).
 func (b *Bulkhead) LeaseOf(a *bulkhead.Acquisition) (Lease, bool) {
 	b.mu.Lock()
-	p := b.byAcq[a]
-	b.mu.Unlock()
-	if p == nil {
-		return Lease{}, false
+	defer b.mu.Unlock()
+	for p := b.hhead; p != nil; p = p.next { // the held list: at most the fleet limit
+		if p.a == a {
+			if p.isLocal {
+				return Lease{}, false
+			}
+			return Lease{Bulkhead: b.name, ID: b.s.id(p.n), Token: p.seq}, true
+		}
 	}
-	return p.Lease()
+	return Lease{}, false
 }
 
 // LeaseOf returns the lease of a, an Acquisition returned by bh's
@@ -246,6 +284,9 @@ func LeaseOf(bh bulkhead.Bulkhead, a *bulkhead.Acquisition) (Lease, bool) {
 
 // giveBack returns p's permit (the oldest held one if p is nil).
 func (b *Bulkhead) giveBack(p *Permit, finished bool) {
+	// Only a Permit says which call finished: a bare FinishCall gives back
+	// the oldest grant, whose duration is not the finishing call's.
+	identified := p != nil
 	b.mu.Lock()
 	if p == nil {
 		// The oldest grant of AcquirePermissionAsync already delivered: a
@@ -270,8 +311,14 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	// CallFinished comes before the permit is handed on, so that it
 	// precedes the CallPermitted of the call that gets it, as in a
 	// Semaphore.
-	if finished {
-		b.publish(bulkhead.CallFinished, 0)
+	if finished && b.pub.Active() {
+		e := b.event(bulkhead.CallFinished, 0, 0)
+		if identified {
+			// Grant to finish, on the Store's Clock (p.grantedAt is set
+			// once, under mu, when the grant is decided).
+			e.CallDuration = max(0, e.Time.Sub(b.epoch)-p.grantedAt)
+		}
+		b.pub.Publish(e)
 	}
 	if isLocal {
 		b.local.ReleasePermission()
@@ -297,8 +344,8 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 // published before the callbacks run, as a Semaphore does (a Cancel that
 // wins the race after it is followed by CallCancelled).
 func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
-	if p.a.Err() == bulkhead.ErrPending {
-		b.publish(bulkhead.CallRejected, r)
+	if p.a.Err() == bulkhead.ErrPending && b.pub.Active() {
+		b.publish(bulkhead.CallRejected, r, b.waited(p))
 	}
 	p.r.Reject(err)
 }
@@ -308,20 +355,36 @@ func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
 // before the callbacks run, as a Semaphore does; a Cancel that wins the
 // race after it is followed by CallCancelled.
 func (b *Bulkhead) grant(p *Permit) {
-	if p.a.Err() == bulkhead.ErrPending {
-		b.publish(bulkhead.CallPermitted, 0)
+	if p.a.Err() == bulkhead.ErrPending && b.pub.Active() {
+		b.publish(bulkhead.CallPermitted, 0, b.waited(p))
 	}
 	if !p.r.Grant() {
 		b.giveBack(p, false)
 	}
 }
 
+// waited is Event.Wait of p's decision: from AcquirePermissionAsync to
+// now, for a call that was queued (every call decided by a round trip, a
+// timer or the FailOver semaphore: a fleet call waits at least one round
+// trip), zero for one decided at once (closed, Redis away or refusing, the
+// process's queue full).
+func (b *Bulkhead) waited(p *Permit) time.Duration {
+	if !p.queued {
+		return 0
+	}
+	return max(0, b.sinceEpoch()-p.queuedAt)
+}
+
 // OnEvent registers f to receive the events of this bulkhead in this
 // process and returns a func that unregisters it. Events are the core's:
-// CallPermitted (before the grant's callbacks run), CallRejected
-// (Reason NoWait, QueueFull, WaitTimeout, or zero for a *StoreError),
-// CallFinished, CallCancelled. Listeners run synchronously on the
-// goroutine that caused the event, never under a lock; a panicking
+// CallPermitted (before the grant's callbacks run), CallRejected,
+// CallFinished, CallCancelled. A CallRejected's Reason is NoWait,
+// QueueFull or WaitTimeout as for a Semaphore, and zero for the fleet's
+// own rejections (a *StoreError: ErrUnavailable, ErrRefused; ErrClosed).
+// Event.Wait of a CallPermitted or CallRejected is the time from
+// AcquirePermissionAsync to the decision on the Store's Clock for every
+// call that was not decided at once (waited). Listeners run synchronously
+// on the goroutine that caused the event, never under a lock; a panicking
 // listener is recovered and ignored.
 func (b *Bulkhead) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	if f == nil {
@@ -330,10 +393,24 @@ func (b *Bulkhead) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	return b.pub.Add(f)
 }
 
-func (b *Bulkhead) publish(t bulkhead.EventType, r bulkhead.Reason) {
+func (b *Bulkhead) publish(t bulkhead.EventType, r bulkhead.Reason, wait time.Duration) {
 	if b.pub.Active() {
-		b.pub.Publish(bulkhead.Event{Type: t, Name: b.name, Time: b.s.cfg.Clock.Now(), Reason: r})
+		b.pub.Publish(b.event(t, r, wait))
 	}
+}
+
+func (b *Bulkhead) event(t bulkhead.EventType, r bulkhead.Reason, wait time.Duration) bulkhead.Event {
+	return bulkhead.Event{Type: t, Name: b.name, Time: b.s.cfg.Clock.Now(), Reason: r, Wait: wait}
+}
+
+// retire takes an evicted bulkhead out of service: it admits nothing more,
+// its name is free on the Store for a new bulkhead, and the Store drops it
+// once the releases and withdrawals it still owes Redis are sent (collect).
+func (b *Bulkhead) retire() {
+	b.mu.Lock()
+	b.retired = true
+	b.mu.Unlock()
+	b.s.retire(b)
 }
 
 var _ bulkhead.Bulkhead = (*Bulkhead)(nil)

@@ -3,6 +3,8 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,4 +223,39 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// A Permit's CallFinished carries its call's duration, grant to Finish,
+// on the Store's Clock; a bare FinishCall, which does not say which call
+// finished, carries none.
+func TestPermitFinishReportsTheCallDurationAndBareFinishCallNone(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	cfg := fastStore()
+	cfg.Clock = clock
+	s, _ := newStore(t, sharedServer(t), cfg)
+	b := newBulkhead(t, s, "p", fleetConfig(2, time.Hour))
+	var mu sync.Mutex
+	var finished []time.Duration
+	defer b.OnEvent(func(e bulkhead.Event) {
+		if e.Type == bulkhead.CallFinished {
+			mu.Lock()
+			finished = append(finished, e.CallDuration)
+			mu.Unlock()
+		}
+	})()
+	p := b.Acquire()
+	if err := await(t, p.Acquisition()); err != nil {
+		t.Fatal(err)
+	}
+	if err := await(t, b.AcquirePermissionAsync()); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(250 * time.Millisecond)
+	p.Finish()
+	b.FinishCall()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []time.Duration{250 * time.Millisecond, 0}; !slices.Equal(finished, want) {
+		t.Errorf("CallFinished durations %v, want %v", finished, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -50,6 +51,9 @@ type childParams struct {
 	Index      int   // eventloop: this child's share of the clients
 	Procs      int   // eventloop: number of children
 	Start      int64 // eventloop: common start, Unix nanoseconds
+	// KillAt (Unix ns): hammer: when the parent kills a server; the child
+	// reports when callers saw the fleet again after it.
+	KillAt int64
 }
 
 // childResult is what a child reports.
@@ -60,7 +64,15 @@ type childResult struct {
 	Tokens                                            []int64
 	Over                                              []int64 // Unix ns of counts above Permits (at most 5000)
 	Limit                                             int     // the bulkhead's fleet limit at the end
-	Err                                               string
+	// Unavailable counts the rejections matching ErrUnavailable (among
+	// Rejections); Other lists the other rejections' errors (at most 20).
+	Unavailable int64
+	Other       []string
+	// With KillAt: grants after it, the first one (Unix ns), and the last
+	// ErrUnavailable rejection (Unix ns).
+	GrantsAfterKill                      int64
+	FirstGrantAfterKill, LastUnavailable int64
+	Err                                  string
 }
 
 // startChild starts the test binary in role with p; the child is killed at
@@ -178,8 +190,10 @@ func hammerChild(p childParams) (childResult, error) {
 	if p.MaxAllowed > 0 {
 		allowed = p.MaxAllowed
 	}
-	var overMu sync.Mutex
+	var overMu sync.Mutex // and the fields below
 	var over []int64
+	var other []string
+	var unavailable, grantsAfter, firstAfter, lastUnavailable int64
 	var grants, cancels, timeouts, rejections, violations, maxHolders atomic.Int64
 	ctx := context.Background()
 	stop := time.Now().Add(p.Duration)
@@ -215,11 +229,28 @@ func hammerChild(p childParams) (childResult, error) {
 						timeouts.Add(1)
 					} else {
 						rejections.Add(1)
+						overMu.Lock()
+						if errors.Is(err, rxredis.ErrUnavailable) {
+							unavailable++
+							lastUnavailable = max(lastUnavailable, time.Now().UnixNano())
+						} else if len(other) < 20 {
+							other = append(other, err.Error())
+						}
+						overMu.Unlock()
 						time.Sleep(time.Millisecond) // Redis away: no busy loop
 					}
 					continue
 				}
 				grants.Add(1)
+				if p.KillAt > 0 {
+					if now := time.Now().UnixNano(); now > p.KillAt {
+						overMu.Lock()
+						if grantsAfter++; firstAfter == 0 || now < firstAfter {
+							firstAfter = now
+						}
+						overMu.Unlock()
+					}
+				}
 				n, err := counter.Incr(ctx, p.Counter).Result()
 				if err == nil {
 					if n > int64(allowed) {
@@ -261,7 +292,8 @@ func hammerChild(p childParams) (childResult, error) {
 	}
 	res = childResult{Grants: grants.Load(), Cancels: cancels.Load(), Timeouts: timeouts.Load(), Rejections: rejections.Load(),
 		Violations: violations.Load(), MaxHolders: maxHolders.Load(), LeasesLost: fm.LeasesLost,
-		Over: over, Limit: b.Config().MaxConcurrentCalls}
+		Over: over, Limit: b.Config().MaxConcurrentCalls,
+		Unavailable: unavailable, Other: other, GrantsAfterKill: grantsAfter, FirstGrantAfterKill: firstAfter, LastUnavailable: lastUnavailable}
 	return res, nil
 }
 

@@ -48,6 +48,7 @@ type Config struct {
 	//     queue, only with no wait; bulkhead.Unbounded: no bound); the
 	//     fleet-wide queue is the sum over the replicas.
 	//   - QueueOrder must be FIFO: the fleet grants the oldest ticket first.
+	//   - ShadowMode must be false: a fleet bulkhead has no shadow mode.
 	bulkhead.Config
 	// Unreachable is the policy while Redis cannot be reached (FailClosed,
 	// the zero value, or FailOver).
@@ -67,6 +68,8 @@ func (c Config) validateFor(name string) error {
 		switch {
 		case c.QueueOrder != bulkhead.FIFO:
 			err = &bulkhead.ConfigError{Field: "QueueOrder", Value: c.QueueOrder, Rule: "must be FIFO for a fleet bulkhead (the fleet grants the oldest ticket first)"}
+		case c.ShadowMode:
+			err = &bulkhead.ConfigError{Field: "ShadowMode", Value: c.ShadowMode, Rule: "is not supported by a fleet bulkhead (it would be ignored): try a limit with a Semaphore in shadow mode"}
 		case c.Unreachable != FailClosed && c.Unreachable != FailOver:
 			err = &bulkhead.ConfigError{Field: "Unreachable", Value: c.Unreachable, Rule: "must be FailClosed or FailOver"}
 		case c.Unreachable == FailOver && (!(c.LocalFraction > 0) || c.LocalFraction > 1):

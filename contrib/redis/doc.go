@@ -6,10 +6,17 @@
 //
 // A process creates one Store over its go-redis client and one Bulkhead per
 // partner (NewBulkhead, a Registry, or NewRegistryFromFile for the
-// configuration files of package fileconfig with store: redis). Acquiring never blocks and never
+// configuration files of package fileconfig with store: redis). For keys
+// you do not control (tenants, client ids), Registry.Acquire(key, opts) is the
+// keyed path: with WithIdleTimeout and WithMaxBulkheads the registry
+// evicts idle bulkheads (they leave the Store, and their keys in Redis
+// expire by themselves) and sends the keys beyond its cap to a shared
+// catch-all, never letting one key run two bulkheads at once in a
+// process. Acquiring never blocks and never
 // makes a round trip on the caller's goroutine: a waiting call is a record
 // in this process, sent to Redis with the others of the moment by the
-// Store's dispatcher, one pipelined round trip at a time. Redis keeps a
+// Store's dispatcher, one pipelined round trip at a time, on its own
+// goroutine (no goroutine is started per round trip). Redis keeps a
 // ticket per waiting call, so the oldest waiter of the whole fleet gets the
 // next permit; waiters are woken by a pub/sub message when a permit comes
 // back anywhere, and by a poll every StoreConfig.PollInterval because

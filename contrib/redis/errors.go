@@ -83,9 +83,17 @@ func unreachable(err error) bool {
 	}
 	var re goredis.Error
 	if errors.As(err, &re) {
-		// LOADING: a restarted server reading its data; treat as away.
+		// LOADING: a restarted server reading its data; CLUSTERDOWN: a
+		// cluster whose master of some slot failed and was not replaced
+		// yet; READONLY: a master demoted to a replica by a failover. Each
+		// passes: treat as away.
 		msg := re.Error()
-		return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN")
+		for _, p := range []string{"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY"} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
 	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||

@@ -287,3 +287,38 @@ func ExampleBulkhead_ChangeConfig() {
 	fmt.Println("fleet limit:", m.MaxConcurrentCalls)
 	// Output: fleet limit: 8
 }
+
+// Keys you do not control (tenants, client ids): the keyed path holds the
+// key's bulkhead from the call to Finish, so the registry can evict idle
+// bulkheads (their keys in Redis expire by themselves) and send the keys
+// beyond its cap to one shared catch-all, never letting a key run two
+// bulkheads at once.
+func ExampleRegistry_Acquire() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-keyed:"})
+	defer store.Close()
+
+	perTenant := rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 5}}
+	reg, err := rxredis.NewRegistry(store, perTenant,
+		rxredis.WithIdleTimeout(10*time.Minute),
+		rxredis.WithMaxBulkheads(1000, rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 50}}),
+	)
+	if err != nil {
+		panic(err)
+	}
+
+	p := reg.Acquire("tenant-42", bulkhead.CallOptions{}) // never blocks
+	<-p.Acquisition().Done()
+	if err := p.Acquisition().Err(); err != nil {
+		fmt.Println("rejected:", err)
+		return
+	}
+	fmt.Println("permitted by", p.Name())
+	p.Finish() // gives the permit back and lets the registry evict the bulkhead once idle
+	st := reg.Stats()
+	fmt.Println("bulkheads:", st.Bulkheads, "evictions:", st.Evictions, "catch-all calls:", st.CatchAllCalls)
+	// Output:
+	// permitted by tenant-42
+	// bulkheads: 2 evictions: 0 catch-all calls: 0
+}

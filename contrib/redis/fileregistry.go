@@ -64,13 +64,9 @@ func NewRegistryFromFile(s *Store, f fileconfig.File) (*Registry, error) {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
-		b, err := NewBulkhead(s, name, instances[name])
-		if err != nil {
-			return nil, err
+		if _, _, err := r.cat.PinWith(name, instances[name]); err != nil {
+			return nil, r.fullError(name, err)
 		}
-		r.cat.Lock()
-		r.cat.PutLocked(name, b)
-		r.cat.Unlock()
 	}
 	return r, nil
 }

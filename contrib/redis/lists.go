@@ -44,6 +44,7 @@ func (b *Bulkhead) unlinkQueueLocked(p *Permit) {
 
 func (b *Bulkhead) linkHeldLocked(p *Permit) {
 	p.state = stHeld
+	p.grantedAt = b.sinceEpoch()
 	p.prev, p.next = b.htail, nil
 	if b.htail != nil {
 		b.htail.next = p
@@ -52,7 +53,6 @@ func (b *Bulkhead) linkHeldLocked(p *Permit) {
 	}
 	b.htail = p
 	b.held++
-	b.byAcq[p.a] = p
 }
 
 func (b *Bulkhead) unlinkHeldLocked(p *Permit) {
@@ -68,5 +68,4 @@ func (b *Bulkhead) unlinkHeldLocked(p *Permit) {
 	}
 	p.prev, p.next = nil, nil
 	b.held--
-	delete(b.byAcq, p.a)
 }

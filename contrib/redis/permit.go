@@ -2,9 +2,11 @@ package redis
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/catalog"
 )
 
 // permitState is where a Permit is; it is guarded by its Bulkhead's mu.
@@ -29,21 +31,31 @@ const (
 // permit (not just any permit of the process), so the lease a call reads
 // with Lease is the one it holds until it gives it back.
 type Permit struct {
-	b *Bulkhead
+	b *Bulkhead // nil for a keyed call rejected before it reached a bulkhead
 	a *bulkhead.Acquisition
 	r *bulkhead.Resolver
+	// hold is the registry entry a keyed call holds (Registry.Acquire)
+	// until its outcome is a rejection or, once granted, until Finish or
+	// Release; whoever swaps it to nil ends the hold (leave).
+	hold atomic.Pointer[catalog.Entry[*Bulkhead]]
+	// queuedAt is when the call was queued in this process (offset from
+	// b.epoch, on the Store's Clock), for Event.Wait; written before the
+	// Permit is linked in the queue, read by whoever decides it.
+	queuedAt time.Duration
+	queued   bool // queuedAt is set: the call was not decided at once
 	// Fields below are guarded by b.mu.
-	n        uint64        // id number: the lease and ticket id is b.s.id(n)
-	seq      int64         // the ticket number while waiting, the fencing token once held
-	deadline time.Duration // offset from b.epoch; zero: the call may not wait
-	prev     *Permit       // in the queue or in the held list
-	next     *Permit
-	local    *bulkhead.Acquisition // stLocal: the FailOver acquisition
-	state    permitState
-	inFlight bool // sent in the round trip under way
-	isLocal  bool // stHeld: holds a FailOver permit, no lease
-	lost     bool // stHeld: the lease expired in Redis and could not be restored
-	typed    bool // made by Acquire: given back only by Finish or Release (immutable)
+	n         uint64        // id number: the lease and ticket id is b.s.id(n)
+	seq       int64         // the ticket number while waiting, the fencing token once held
+	deadline  time.Duration // offset from b.epoch; zero: the call may not wait
+	grantedAt time.Duration // stHeld: when the grant was decided (offset from b.epoch), for the call's duration
+	prev      *Permit       // in the queue or in the held list
+	next      *Permit
+	local     *bulkhead.Acquisition // stLocal: the FailOver acquisition
+	state     permitState
+	inFlight  bool // sent in the round trip under way
+	isLocal   bool // stHeld: holds a FailOver permit, no lease
+	lost      bool // stHeld: the lease expired in Redis and could not be restored
+	typed     bool // made by Acquire: given back only by Finish or Release (immutable)
 }
 
 // Lease is the grant of one permit: its id in Redis and its fencing token.
@@ -72,6 +84,9 @@ func (p *Permit) Acquisition() *bulkhead.Acquisition { return p.a }
 // back, and for a permit of the FailOver semaphore (which has no lease).
 func (p *Permit) Lease() (l Lease, ok bool) {
 	b := p.b
+	if b == nil {
+		return Lease{}, false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if p.state != stHeld || p.isLocal {
@@ -84,19 +99,41 @@ func (p *Permit) Lease() (l Lease, ok bool) {
 // in Redis and could not add it back because the fleet's permits were
 // taken: another call may hold it. A fenced resource refuses its token.
 func (p *Permit) Lost() bool {
+	if p.b == nil {
+		return false
+	}
 	p.b.mu.Lock()
 	defer p.b.mu.Unlock()
 	return p.state == stHeld && p.lost
 }
 
-// Finish gives back this permit after its call ran (CallFinished event).
-// It panics, naming the bulkhead, if the permit is not held (not granted
+// Name is the name of the bulkhead this request went to: the bulkhead's,
+// for a keyed call of a Registry the key or bulkhead.CatchAllName, and ""
+// for a keyed call rejected before it reached a bulkhead.
+func (p *Permit) Name() string {
+	if p.b == nil {
+		return ""
+	}
+	return p.b.name
+}
+
+// Finish gives back this permit after its call ran (CallFinished event),
+// then ends a keyed call's hold on its bulkhead (Registry.Acquire). It
+// panics, naming the bulkhead, if the permit is not held (not granted
 // yet, or already given back).
-func (p *Permit) Finish() { p.b.giveBack(p, true) }
+func (p *Permit) Finish() { p.giveBack(true) }
 
 // Release gives back this permit when its call did not run (no event). It
 // panics like Finish.
-func (p *Permit) Release() { p.b.giveBack(p, false) }
+func (p *Permit) Release() { p.giveBack(false) }
+
+func (p *Permit) giveBack(finished bool) {
+	if p.b == nil {
+		panic(fmt.Sprintf("redis: Permit.Finish or Release of a call that was never granted: %v", p.a.Err()))
+	}
+	p.b.giveBack(p, finished)
+	p.leave()
+}
 
 // withdraw runs on the goroutine whose Acquisition.Cancel won.
 func (p *Permit) withdraw() {
@@ -126,5 +163,5 @@ func (p *Permit) withdraw() {
 	if kick {
 		b.s.kick()
 	}
-	b.publish(bulkhead.CallCancelled, 0)
+	b.publish(bulkhead.CallCancelled, 0, 0)
 }

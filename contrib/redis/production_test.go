@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +123,72 @@ func testStalledRedisIsNoticedWithinTimeout(t *testing.T, ctxTimeouts bool) {
 	}
 }
 
+// goroutineIDs records, per command name, the goroutine that sent it.
+type goroutineIDs struct {
+	mu  sync.Mutex
+	ids map[string]map[string]bool
+}
+
+func (h *goroutineIDs) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h *goroutineIDs) record(name string) {
+	var buf [64]byte
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine "), " ")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ids[name] == nil {
+		h.ids[name] = map[string]bool{}
+	}
+	h.ids[name][id] = true
+}
+
+func (h *goroutineIDs) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		h.record(cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+
+func (h *goroutineIDs) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		h.record("pipeline")
+		return next(ctx, cmds)
+	}
+}
+
+// Issue 21's speed goal: the dispatcher makes its round trips on its own
+// goroutine (a watchdog replaces it only if one stalls), not on a new
+// goroutine per round trip, which cost a goroutine start and its stack's
+// growth through go-redis on every acquire (the old code: one goroutine id
+// per round trip).
+func TestRoundTripsRunOnTheDispatchersOwnGoroutine(t *testing.T) {
+	srv := sharedServer(t)
+	c := srv.client(t)
+	hook := &goroutineIDs{ids: map[string]map[string]bool{}}
+	c.AddHook(hook)
+	// Renewals every 3.3s: none in this test; a Timeout no loaded machine
+	// reaches, so that no watchdog replaces the dispatcher.
+	cfg := rxredis.StoreConfig{KeyPrefix: prefixFor(t), Timeout: 10 * time.Second}
+	flushKeys(t, c, cfg.KeyPrefix)
+	s, err := rxredis.NewStore(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := newBulkhead(t, s, "p", fleetConfig(2, time.Second))
+	for range 50 {
+		if err := await(t, b.AcquirePermissionAsync()); err != nil {
+			t.Fatal(err)
+		}
+		b.FinishCall()
+	}
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if n := len(hook.ids["evalsha"]); n != 1 {
+		t.Errorf("50 acquisitions' round trips ran on %d goroutines, want the dispatcher's alone", n)
+	}
+}
+
 // Regression (issue 21, item 2): an unauthenticated EVALSHA with more than
 // 10 arguments gets "unauthenticated multibulk length" and a closed
 // connection, the next round trip EOF, and the PING probe NOAUTH, counted
@@ -216,7 +283,7 @@ func TestRefusedCredentialsOrACLAreReportedOnEveryCallAndNeverAdmittedLocally(t 
 			}
 			// The ACL is fixed at run time: the next probe finds it.
 			// What the guide says the user needs, and no more.
-			if err := admin.Do(ctx, "ACL", "SETUSER", tc.user, "+@scripting", "+@pubsub", "+@sortedset", "+@string", "+@hash", "+time", "+type", "&*").Err(); err != nil {
+			if err := admin.Do(ctx, "ACL", "SETUSER", tc.user, "+@scripting", "+@pubsub", "+@sortedset", "+@string", "+@hash", "+time", "+type", "+pttl", "+pexpire", "&*").Err(); err != nil {
 				t.Fatal(err)
 			}
 			defer admin.Do(ctx, "ACL", "SETUSER", tc.user, "-@all", "+@connection", "resetchannels")
@@ -420,6 +487,10 @@ func TestWaitReplicasRejectsGrantsNoReplicaAcknowledged(t *testing.T) {
 	srv := withServer(t) // no replica
 	cfg := fastStore()
 	cfg.WaitReplicas = 1
+	// WAIT blocks Timeout/2: leave the loaded machine room for the rest
+	// of the round trip before the Store calls it a stall (which fails
+	// the call too, but without naming the replicas).
+	cfg.Timeout = 1200 * time.Millisecond // WAIT 600ms, under the client's 1s ReadTimeout
 	s, c := newStore(t, srv, cfg)
 	b := newBulkhead(t, s, "p", fleetConfig(2, 0))
 	err := await(t, b.AcquirePermissionAsync())

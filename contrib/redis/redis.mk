@@ -21,12 +21,12 @@ test-redis: redis-server
 test-valkey: valkey-server
 	cd contrib/redis && RXBULKHEAD_REDIS_SERVER=valkey-server RXBULKHEAD_REDIS_CLI=valkey-cli $(GO) test -race -count=1 ./...
 
-## soak-redis: the process, Cluster, Sentinel failover and ChangeConfig
+## soak-redis: the process, Cluster (slot migration, master kill), Sentinel failover and ChangeConfig
 ## tests under load REDIS_SOAK times longer (default 20: about 6 min)
 REDIS_SOAK ?= 20
 soak-redis: redis-server
 	cd contrib/redis && RXBULKHEAD_REDIS_SOAK=$(REDIS_SOAK) $(GO) test -race -count=1 -timeout 30m \
-		-run '^(TestSeveralProcessesNeverHoldMoreThanTheFleetLimit|TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad|TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing|TestChangeConfigReachesEveryReplicaUnderLoad)$$' -v ./... \
+		-run '^(TestSeveralProcessesNeverHoldMoreThanTheFleetLimit|TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad|TestClusterMasterKillUnderLoadKeepsTheLimitAndRecoversOnThePromotedReplica|TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing|TestChangeConfigReachesEveryReplicaUnderLoad)$$' -v ./... \
 		| grep -E '^(---|ok|FAIL|PASS)|processes|failover:'
 
 ## valkey-server: install valkey-server and valkey-cli from bookworm-backports
@@ -43,8 +43,8 @@ valkey-server:
 	@command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is missing and could not be installed"; exit 1; }
 
 ## bench-redis: contrib/redis benchmarks, fleet and peer interleaved round by
-## round (REDIS_BENCH_ROUNDS and REDIS_EL_ROUNDS rounds, about 2 min); prints
-## the median per-round ratios
+## round, on one server and on a 3-master cluster (REDIS_BENCH_ROUNDS and
+## REDIS_EL_ROUNDS rounds, about 6 min); prints the median per-round ratios
 bench-redis: redis-server
 	@mkdir -p $(BIN)
 	cd contrib/redis && $(GO) test -c -o $(BIN)/redis.test .
@@ -53,6 +53,8 @@ bench-redis: redis-server
 			$(BIN)/redis.test -test.run '^$$' -test.bench "^Benchmark$$b" -test.benchmem -test.benchtime 3000x -test.count 1 \
 				| grep '^Benchmark' >> $(REDIS_BENCH_TXT); \
 		done; \
+		$(BIN)/redis.test -test.run '^$$' -test.bench '^BenchmarkClusterAcquireRelease$$' -test.benchmem -test.benchtime 3000x -test.count 1 \
+			| grep '^Benchmark' >> $(REDIS_BENCH_TXT); \
 	done
 	@for i in $$(seq $(REDIS_EL_ROUNDS)); do \
 		for b in 'EventLoop/^semaphore$$' 'EventLoop/^fleet-3-processes$$'; do \
@@ -60,5 +62,5 @@ bench-redis: redis-server
 				| grep '^Benchmark' >> $(REDIS_BENCH_TXT); \
 		done; \
 	done
-	$(BIN)/redis.test -test.run '^$$' -test.bench '^Benchmark(QueuedWaiters|Renewal)$$' -test.benchtime 1x -test.count 1 | grep '^Benchmark' | tee -a $(REDIS_BENCH_TXT)
+	$(BIN)/redis.test -test.run '^$$' -test.bench '^Benchmark(QueuedWaiters|Renewal|RegistryKeyFlood)$$' -test.benchtime 1x -test.count 1 | grep '^Benchmark' | tee -a $(REDIS_BENCH_TXT)
 	@awk -f contrib/redis/benchratio.awk $(REDIS_BENCH_TXT)

@@ -1,7 +1,12 @@
 package redis
 
 import (
+	"errors"
 	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
@@ -10,12 +15,51 @@ import (
 // Registry keeps one fleet Bulkhead per name on one Store, created from
 // named configurations, as bulkhead.Registry does for Semaphores. It is
 // safe for concurrent use.
+//
+// Two ways in, as in bulkhead.Registry. Get, GetWithConfig and Find hand
+// out a *Bulkhead for a name you control; such a bulkhead is pinned: never
+// evicted. The keyed path, Acquire(key), is for keys you do not control
+// (tenants, client ids, hosts from user data): the registry counts each
+// keyed call as a user of its bulkhead until its Permit is given back, so
+// it can evict idle bulkheads (WithIdleTimeout) and cap their number
+// (WithMaxBulkheads) without ever letting one key run two bulkheads at
+// once in this process. An evicted bulkhead leaves the Store: no round
+// trip, renewal or notification concerns it any more, and its keys in
+// Redis expire by themselves (see the guide).
+//
+// Invariants (see also internal/catalog): the catalog's lock guards the
+// set of bulkheads, the listeners, the sweep timer and every creation and
+// eviction; a bulkhead's user count (owned by its catalog entry) decides,
+// by one CAS, between its eviction and a new keyed call or Get. The lock
+// order is the catalog's lock, then a Bulkhead's mu (the sweep reads
+// Metrics under it), then the Store's mu (retire); no Bulkhead callback
+// takes the catalog's lock.
 type Registry struct {
-	s   *Store
-	cat *catalog.Catalog[Config, *Bulkhead]
-	// listeners are guarded by cat's lock.
-	listeners []func(bulkhead.Event)
+	s      *Store
+	cat    *catalog.Catalog[Config, *Bulkhead]
+	optErr error // the first invalid RegistryOption, returned by NewRegistry
+
+	idle      time.Duration // 0: no eviction
+	max       int           // 0: no cap
+	catchAll  *Config       // the catch-all's configuration when max > 0
+	keyConfig func(key string) string
+
+	// Guarded by cat's lock: the listeners and the sweep fields.
+	listeners      []*registryListener
+	evictListeners []*evictListener
+	sweepArmed     bool // a sweep timer is pending
+	createdSince   bool // a bulkhead was created since the last sweep
 }
+
+// registryListener is one Registry.OnEvent registration: the func and its
+// subscription on every bulkhead, guarded by the catalog's lock.
+type registryListener struct {
+	f    func(bulkhead.Event)
+	subs map[*Bulkhead]func()
+}
+
+// evictListener is one Registry.OnEvict registration.
+type evictListener struct{ f func(name string) }
 
 // RegistryOption configures a Registry.
 type RegistryOption func(*Registry)
@@ -25,63 +69,242 @@ func WithConfig(name string, cfg Config) RegistryOption {
 	return func(r *Registry) { r.cat.SetConfig(name, cfg) }
 }
 
+// WithIdleTimeout makes the registry evict a bulkhead that has had no keyed
+// call in progress (none waiting, none holding a permit, in this process)
+// for idle: it leaves the registry and the Store, with its listeners'
+// subscriptions, and the next keyed call for its key creates it again
+// from its configuration. An evicted bulkhead sends the releases and
+// withdrawals it still owes Redis, then nothing: no renewal, no poll, no
+// notification; since it holds no lease and no ticket, its keys in Redis
+// expire by themselves once no replica uses the name (the longest of
+// LeaseTTL and TicketTTL after the last write, the counter twice that).
+// Bulkheads handed out by Get, GetWithConfig or Find are pinned and never
+// evicted.
+//
+// An idle bulkhead is evicted between idle and 1.5 idle after its last
+// keyed call ended: one sweep per registry runs every idle/2 on the
+// Store's Clock (StoreConfig.Clock), only while the registry holds
+// unpinned bulkheads, on the Clock's timer goroutine. idle must be
+// positive; NewRegistry fails otherwise.
+func WithIdleTimeout(idle time.Duration) RegistryOption {
+	return func(r *Registry) {
+		if idle <= 0 {
+			r.setOptErr(fmt.Errorf("redis: NewRegistry: WithIdleTimeout: idle timeout must be positive, got %v", idle))
+			return
+		}
+		r.idle = idle
+	}
+}
+
+// WithMaxBulkheads caps the number of bulkheads of this registry at max
+// (the catch-all not counted). Once it is reached, a keyed call whose key
+// has no bulkhead is admitted by the catch-all fleet bulkhead, named
+// bulkhead.CatchAllName and configured with catchAll, which all such keys
+// share, here and in every replica with the same KeyPrefix (one set of
+// keys in Redis): a flood of new keys competes for the catch-all's permits,
+// never for those of the keys that already have a bulkhead, and never goes
+// unlimited. Get and GetWithConfig of a new name fail with an error
+// wrapping bulkhead.ErrRegistryFull instead. Combine it with
+// WithIdleTimeout, or the cap, once reached, stays reached. max must be at
+// least 1 and catchAll valid; NewRegistry fails otherwise.
+func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
+	return func(r *Registry) {
+		if max < 1 {
+			r.setOptErr(fmt.Errorf("redis: NewRegistry: WithMaxBulkheads: max must be at least 1, got %d", max))
+			return
+		}
+		if err := catchAll.validateFor(bulkhead.CatchAllName); err != nil {
+			r.setOptErr(err)
+			return
+		}
+		r.max, r.catchAll = max, &catchAll
+	}
+}
+
+// WithKeyConfig makes a keyed call create the bulkhead of key from the
+// configuration named configName(key) rather than from the defaults.
+// configName runs only when a bulkhead is created, under the registry's
+// lock: it must not call into the registry. A name it returns that is not
+// a known configuration rejects the call with an error naming it. A nil
+// configName makes NewRegistry fail.
+func WithKeyConfig(configName func(key string) string) RegistryOption {
+	return func(r *Registry) {
+		if configName == nil {
+			r.setOptErr(errors.New("redis: NewRegistry: WithKeyConfig: configName func must not be nil"))
+			return
+		}
+		r.keyConfig = configName
+	}
+}
+
+func (r *Registry) setOptErr(err error) {
+	if r.optErr == nil {
+		r.optErr = err
+	}
+}
+
 // NewRegistry returns a Registry of bulkheads on s that use defaults
 // unless created with a named configuration. It validates every
 // configuration and fails with a *bulkhead.ConfigError naming the first
-// invalid one (bulkhead.DefaultConfigName for defaults).
+// invalid one (bulkhead.DefaultConfigName for defaults,
+// bulkhead.CatchAllName for WithMaxBulkheads' catch-all), and with an
+// error naming the option if another option is invalid.
 func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, error) {
 	if s == nil {
 		return nil, fmt.Errorf("redis: NewRegistry: store must not be nil")
 	}
 	r := &Registry{s: s, cat: catalog.New[Config, *Bulkhead]("config", bulkhead.DefaultConfigName, defaults)}
 	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("redis: NewRegistry: nil RegistryOption")
+		}
 		o(r)
+	}
+	if r.optErr != nil {
+		return nil, r.optErr
 	}
 	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
 		return nil, err
+	}
+	r.cat.SetCreate(r.createLocked)
+	if r.keyConfig != nil {
+		r.cat.SetKeyConfig(r.keyConfig)
+	}
+	if r.catchAll != nil {
+		b, err := NewBulkhead(s, bulkhead.CatchAllName, *r.catchAll)
+		if err != nil {
+			return nil, err
+		}
+		r.cat.SetMax(r.max)
+		r.cat.Lock()
+		r.cat.SetCatchAllLocked(bulkhead.CatchAllName, b)
+		r.cat.Unlock()
 	}
 	return r, nil
 }
 
 // Get returns the bulkhead named name, creating it with the defaults if it
-// does not exist yet.
+// does not exist yet, and pins it (it is never evicted). It fails with an
+// error wrapping bulkhead.ErrRegistryFull if the registry holds
+// WithMaxBulkheads bulkheads and name is not one of them.
 func (r *Registry) Get(name string) (*Bulkhead, error) {
 	return r.GetWithConfig(name, bulkhead.DefaultConfigName)
 }
 
 // GetWithConfig returns the bulkhead named name, creating it with the
 // configuration named configName if it does not exist yet (an existing
-// one is returned as it is). It fails if configName is unknown.
+// one is returned as it is), and pins it. It fails if configName is
+// unknown, and as Get does when the registry is full.
 func (r *Registry) GetWithConfig(name, configName string) (*Bulkhead, error) {
-	return r.cat.GetOrCreate(name, configName, func(name string, cfg Config) (*Bulkhead, error) {
-		b, err := NewBulkhead(r.s, name, cfg)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range r.listeners {
-			b.OnEvent(f)
-		}
-		r.cat.PutLocked(name, b)
-		return b, nil
-	})
+	b, err := r.cat.Pin(name, configName)
+	return b, r.fullError(name, err)
 }
 
-// Find returns the bulkhead named name if it exists.
+// fullError turns the catalog's ErrFull into an error naming the bulkhead.
+func (r *Registry) fullError(name string, err error) error {
+	if errors.Is(err, catalog.ErrFull) {
+		return fmt.Errorf("redis bulkhead %q: %w: it holds %d bulkheads (WithMaxBulkheads)", name, bulkhead.ErrRegistryFull, r.max)
+	}
+	return err
+}
+
+// createLocked creates a bulkhead, subscribing the registry's listeners
+// before anyone else can see it, so they miss none of its events, and
+// arms the idle sweep. The catalog stores it.
+func (r *Registry) createLocked(e *catalog.Entry[*Bulkhead], cfg Config) (*Bulkhead, error) {
+	b, err := NewBulkhead(r.s, e.Name(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range r.listeners {
+		l.subs[b] = b.OnEvent(l.f)
+	}
+	r.armSweepLocked()
+	return b, nil
+}
+
+// Find returns the bulkhead named name if it exists, and pins it.
 func (r *Registry) Find(name string) (*Bulkhead, bool) { return r.cat.Find(name) }
 
-// All returns the bulkheads, sorted by name.
+// All returns the bulkheads, the catch-all included, sorted by name. It
+// does not pin them: it is for reading (Name, Config, Metrics). Do not
+// acquire through a bulkhead from All in a registry with WithIdleTimeout:
+// an evicted one rejects every call (ErrClosed); use Get or Acquire.
 func (r *Registry) All() []*Bulkhead { return r.cat.All() }
 
+// AllMetrics yields the name and Metrics of every live bulkhead, the
+// catch-all included, in name order, for exporters (it satisfies
+// bulkhead.MetricsSource with OnEvent, OnEvict and Stats).
+func (r *Registry) AllMetrics() iter.Seq2[string, bulkhead.Metrics] {
+	return func(yield func(string, bulkhead.Metrics) bool) {
+		for _, b := range r.cat.All() {
+			if !yield(b.name, b.Metrics()) {
+				return
+			}
+		}
+	}
+}
+
 // OnEvent registers f on every bulkhead of the registry, present and
-// future. It panics if f is nil.
-func (r *Registry) OnEvent(f func(bulkhead.Event)) {
+// future (a bulkhead created later is subscribed before it is returned to
+// anyone), and returns a func that unregisters it everywhere
+// (idempotent). Evicting a bulkhead unsubscribes f from it. f runs as
+// described at Bulkhead.OnEvent. OnEvent panics if f is nil.
+func (r *Registry) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	if f == nil {
 		panic("redis: Registry.OnEvent called with a nil listener")
 	}
+	l := &registryListener{f: f, subs: map[*Bulkhead]func(){}}
 	r.cat.Lock()
-	defer r.cat.Unlock()
-	r.listeners = append(r.listeners, f)
 	for _, b := range r.cat.ItemsLocked() {
-		b.OnEvent(f)
+		l.subs[b] = b.OnEvent(f)
 	}
+	r.listeners = append(r.listeners, l)
+	r.cat.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.cat.Lock()
+			r.listeners = slices.DeleteFunc(r.listeners, func(x *registryListener) bool { return x == l })
+			subs := l.subs
+			l.subs = nil
+			r.cat.Unlock()
+			for _, unsubscribe := range subs {
+				unsubscribe()
+			}
+		})
+	}
+}
+
+// OnEvict registers f to be called with the name of every bulkhead the
+// registry evicts as idle, and returns a func that unregisters it
+// (idempotent). f runs on the sweeping goroutine (the Clock's timer
+// goroutine) under the registry's lock, after the bulkhead is gone from
+// the registry and before a new one of that name can be created: it must
+// be quick and must not call into the registry. Metrics use it to forget
+// the evicted bulkhead's series. A panic in f is recovered and ignored.
+// OnEvict panics if f is nil.
+func (r *Registry) OnEvict(f func(name string)) (remove func()) {
+	if f == nil {
+		panic("redis: Registry.OnEvict called with a nil func")
+	}
+	l := &evictListener{f: f}
+	r.cat.Lock()
+	r.evictListeners = append(r.evictListeners, l)
+	r.cat.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.cat.Lock()
+			defer r.cat.Unlock()
+			r.evictListeners = slices.DeleteFunc(r.evictListeners, func(x *evictListener) bool { return x == l })
+		})
+	}
+}
+
+// Stats returns the registry's counts: live bulkheads (the catch-all
+// included), evictions so far, and keyed calls the cap sent to the
+// catch-all. It takes no lock.
+func (r *Registry) Stats() bulkhead.RegistryStats {
+	return bulkhead.RegistryStats{Bulkheads: r.cat.Live(), Evictions: r.cat.Evictions(), CatchAllCalls: r.cat.CatchAllCalls()}
 }

@@ -28,17 +28,24 @@ type work struct {
 // (a release notification, the poll timer), and only the oldest
 // MaxConcurrentCalls of them: a younger one cannot be among the first free
 // tickets of the fleet.
-func (b *Bulkhead) collect() *work {
+//
+// gone reports a retired bulkhead that owes Redis nothing more: the Store
+// drops it.
+func (b *Bulkhead) collect() (w *work, gone bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.wake && b.ticketed == 0 {
 		b.wake = false
 	}
+	if b.retired && len(b.releases) == 0 && len(b.withdrawals) == 0 {
+		// Evicted with nothing held or queued: nothing will be.
+		return nil, !b.closed
+	}
 	if b.closed || (len(b.releases) == 0 && len(b.withdrawals) == 0 && !b.wake && b.fresh == 0 && !b.refresh) {
-		return nil
+		return nil, false
 	}
 	b.refresh = false
-	w := &work{b: b, rel: b.releases, wd: b.withdrawals}
+	w = &work{b: b, rel: b.releases, wd: b.withdrawals}
 	b.releases, b.withdrawals = nil, nil
 	wake := b.wake
 	b.wake = false
@@ -85,7 +92,7 @@ func (b *Bulkhead) collect() *work {
 	for i, p := range w.reqs {
 		w.args = append(w.args, s.id(p.n), kindArg[kinds[i]])
 	}
-	return w
+	return w, false
 }
 
 var kindArg = map[byte]string{'w': "w", 'n': "n", 't': "t"}
@@ -132,9 +139,9 @@ func (b *Bulkhead) apply(w *work) bool {
 		case codeNoWait, codeQueueFull:
 			b.unlinkQueueLocked(p)
 			p.state = stDone
-			err, r := b.errNoWait, bulkhead.NoWait
+			err, r := b.errs().noWait, bulkhead.NoWait
 			if code == codeQueueFull {
-				err, r = b.errQueueFull, bulkhead.QueueFull
+				err, r = b.errs().queueFull, bulkhead.QueueFull
 			}
 			out = append(out, delivery{p: p, err: err, reason: r})
 		}
@@ -270,7 +277,7 @@ func (b *Bulkhead) close() *work {
 		b.local.ReleasePermission()
 	}
 	for _, p := range rejected {
-		b.reject(p, b.errClosed, 0)
+		b.reject(p, b.errs().closed, 0)
 	}
 	if len(w.rel) == 0 && len(w.wd) == 0 {
 		return nil

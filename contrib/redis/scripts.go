@@ -28,28 +28,43 @@ import (
 // before, as long as fewer than one number per microsecond was issued on
 // average (Redis runs far fewer scripts) and the new server's clock is not
 // behind the old one's by more than the time the failover took.
+//
+// No key outlives its use: leases, queue and alive live as long as their
+// longest-lived member (each script that writes a member makes the key
+// live at least that member's TTL, never shortening it, whatever the TTLs
+// of the other replicas), seq twice the longest TTL after its last number
+// (the floor carries on from there). So the keys of a name nobody uses any
+// more (a bulkhead evicted from every Registry, a replica gone) expire by
+// themselves. config, set only by ChangeConfig, is kept: it is an
+// operator's setting.
 type keys struct {
-	leases, queue, alive, seq, config string
-	channel                           string
-	list                              []string // leases, queue, alive, seq, config: the KEYS of every script
+	channel string
+	list    []string // leases, queue, alive, seq, config: the KEYS of every script
 }
 
 // configPayload starts the release-channel message of a limit change (a
 // name cannot contain '{').
 const configPayload = "{config}"
 
+// newKeys makes the keys of name: six strings cut from one allocation,
+// since a Registry may hold many bulkheads.
 func newKeys(prefix, name string) keys {
 	base := prefix + "{" + name + "}:"
-	k := keys{
-		leases:  base + "leases",
-		queue:   base + "queue",
-		alive:   base + "alive",
-		seq:     base + "seq",
-		config:  base + "config",
-		channel: base + "released",
+	suffixes := [...]string{"leases", "queue", "alive", "seq", "config", "released"}
+	var b strings.Builder
+	b.Grow(len(suffixes)*len(base) + 34)
+	for _, x := range suffixes {
+		b.WriteString(base)
+		b.WriteString(x)
 	}
-	k.list = []string{k.leases, k.queue, k.alive, k.seq, k.config}
-	return k
+	all := b.String()
+	var cut [len(suffixes)]string
+	at := 0
+	for i, x := range suffixes {
+		n := len(base) + len(x)
+		cut[i], at = all[at:at+n], at+n
+	}
+	return keys{channel: cut[5], list: cut[:5:5]}
 }
 
 // channelPattern is the PSUBSCRIBE pattern that matches the release channel
@@ -87,13 +102,29 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- gives an error naming it (no TYPE call on the hot path).
 local purged = redis.pcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if type(purged) == 'table' then return typeerror(KEYS[1], 'zset') end
-local dead = redis.pcall('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
-if dead.err then return typeerror(KEYS[3], 'zset') end
 local queued = redis.pcall('ZCARD', KEYS[2])
 if type(queued) == 'table' then return typeerror(KEYS[2], 'zset') end
+-- queue and alive hold the same ids: with no ticket there is no dead one.
+local dead = {}
+if queued > 0 then
+  dead = redis.pcall('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+  if dead.err then return typeerror(KEYS[3], 'zset') end
+end
 for i = 1, #dead, 500 do
   queued = queued - redis.call('ZREM', KEYS[2], unpack(dead, i, math.min(i + 499, #dead)))
   redis.call('ZREM', KEYS[3], unpack(dead, i, math.min(i + 499, #dead)))
+end
+-- alive is read only while tickets exist: a write names its type.
+local function zaddalive(score, id)
+  local r = redis.pcall('ZADD', KEYS[3], score, id)
+  if type(r) == 'table' then error(typeerror(KEYS[3], 'zset')) end
+end
+-- keep makes key live at least ms more (never less than it already
+-- does): a key outlives every member written into it, whatever the TTLs
+-- of the replicas, and expires by itself once nobody writes it.
+local function keep(key, ms)
+  local ttl = redis.call('PTTL', key)
+  if ttl == -1 or (ttl >= 0 and ttl < ms) then redis.call('PEXPIRE', key, ms) end
 end
 -- The fleet limit: the one stored by ChangeConfig, else the caller's.
 local function fleetlimit(default)
@@ -105,7 +136,9 @@ local function fleetlimit(default)
   if l then return tonumber(l) end
   return default
 end
+local seqused = false
 local function nextseq()
+  seqused = true
   local n = redis.pcall('INCR', KEYS[4])
   if type(n) == 'table' then error(typeerror(KEYS[4], 'counter')) end
   -- Never below the server clock in µs: a counter lost in a restart, or
@@ -164,7 +197,9 @@ if free > 0 and queued > 0 then
   for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, free - 1)) do heads[m] = true end
 end
 local out = {0, 0, limit}
+local granted, ticketed = false, false
 local function grant(id)
+  granted = true
   redis.call('ZADD', KEYS[1], now + leasettl, id)
   held = held + 1
   free = free - 1
@@ -180,7 +215,8 @@ for j = i, #ARGV, 2 do
     heads[id] = nil
     grant(id)
   elseif kind == 'w' and redis.call('ZSCORE', KEYS[2], id) then
-    redis.call('ZADD', KEYS[3], now + tickettl, id)
+    zaddalive(now + tickettl, id)
+    ticketed = true
     out[#out + 1] = 3
     out[#out + 1] = 0
   elseif free > queued then
@@ -196,12 +232,23 @@ for j = i, #ARGV, 2 do
   else
     local n = nextseq()
     redis.call('ZADD', KEYS[2], n, id)
-    redis.call('ZADD', KEYS[3], now + tickettl, id)
+    zaddalive(now + tickettl, id)
+    ticketed = true
     queued = queued + 1
     if kind == 'n' and room > 0 then room = room - 1 end
     out[#out + 1] = 2
     out[#out + 1] = n
   end
+end
+if granted then keep(KEYS[1], leasettl) end
+if seqused then
+  -- The counter expires once unused for twice the longest TTL: by then
+  -- the floor is above every number it issued (see keys).
+  redis.call('PEXPIRE', KEYS[4], 2 * math.max(leasettl, tickettl))
+end
+if ticketed then
+  keep(KEYS[2], tickettl)
+  keep(KEYS[3], tickettl)
 end
 if changed and free > 0 and queued > 0 then
   redis.call('PUBLISH', ARGV[4], ARGV[5])
@@ -242,6 +289,11 @@ for j = 5 + nl, #ARGV do
     out[1] = out[1] + 1
   end
 end
+if nl > 0 then keep(KEYS[1], leasettl) end
+if #ARGV > 4 + nl then
+  keep(KEYS[2], tickettl)
+  keep(KEYS[3], tickettl)
+end
 return out
 `)
 
@@ -249,6 +301,8 @@ return out
 // dropping the expired ones, as every script does) and reads the stored
 // limit (ARGV[1] if none). Reply: held, queued, limit.
 var statsScript = goredis.NewScript(scriptPrelude + `
+local t3 = redis.call('TYPE', KEYS[3]).ok
+if t3 ~= 'none' and t3 ~= 'zset' then return typeerror(KEYS[3], 'zset') end
 local t4 = redis.call('TYPE', KEYS[4]).ok
 if t4 ~= 'none' and t4 ~= 'string' then return typeerror(KEYS[4], 'counter') end
 return {redis.call('ZCARD', KEYS[1]), queued, fleetlimit(tonumber(ARGV[1]))}

@@ -87,6 +87,9 @@ func replicaLinked(t *testing.T, addr string) {
 // fencing tokens never go back (the counter also never issues a number
 // below the server clock in µs).
 func TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing(t *testing.T) {
+	// Its own servers and processes: it runs beside the other long
+	// multi-process tests, after the rest (make test's time budget).
+	t.Parallel()
 	primary := withServer(t)
 	r1 := withServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
 	r2 := withServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))

@@ -7,6 +7,8 @@ import (
 	"io"
 	"syscall"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // The Store is in one of three states:
@@ -104,7 +106,15 @@ func (s *Store) markRefused(err error) {
 // (after refusing it) is tried once more on a new one. In the refused
 // state a PING is not enough (NOPERM may concern the scripts or the keys):
 // the probe also runs the stats script on the keys of every bulkhead.
+//
+// A ClusterClient is also asked to reload its map of slots: go-redis
+// refreshes it only on a MOVED reply or every 10 seconds, so after a
+// master's failure it would keep sending a slot's scripts to the dead
+// master long after a replica took over.
 func (s *Store) probe() bool {
+	if cc, ok := s.client.(*goredis.ClusterClient); ok {
+		cc.ReloadState(context.Background()) // in the background, once at a time
+	}
 	err := s.bounded(context.Background(), &s.probing, func(ctx context.Context) error {
 		err := s.ping(ctx)
 		if err == nil && s.refusal.Load() != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,9 +31,13 @@ import (
 //     pipelined round trip per RenewInterval;
 //   - the subscriber listens on the release channels (one PSUBSCRIBE).
 //
-// Each round trip runs on a short-lived goroutine of its own, bounded by
-// StoreConfig.Timeout whatever the client's options (bounded.go); the loop
-// that started it goes on after Timeout without it.
+// Every round trip is bounded by StoreConfig.Timeout whatever the client's
+// options. The dispatcher makes its round trips on its own goroutine,
+// watched by a timer that replaces it with a new goroutine if one stalls
+// (roundTrip); the other round trips (renewals, probes, Close,
+// FleetMetrics, ChangeConfig) each run on a short-lived goroutine of their
+// own (bounded.go). Either way the loop goes on after Timeout without the
+// stalled round trip.
 //
 // A Store does not own its client: Close stops the goroutines, and the
 // caller closes the client afterwards.
@@ -51,14 +56,19 @@ type Store struct {
 	done     chan struct{}
 	closed   atomic.Bool
 	wg       sync.WaitGroup
-	// lingering: a kickSoon timer is armed.
-	lingering atomic.Bool
+	// lingering: the linger timer is armed (kickSoon). lingered: a release
+	// waits for the next round trip; round clears it before collecting.
+	lingering, lingered atomic.Bool
+	linger              *time.Timer
 
 	mu        sync.Mutex
 	bulkheads map[string]*Bulkhead
 	list      atomic.Pointer[[]*Bulkhead] // copy-on-write, read by the loops
 
 	deliveries deliveryQueue
+	// ctx is the parent of the contexts of round trips: it carries the
+	// Store for Logger.
+	ctx context.Context
 }
 
 // NewStore returns a Store over client and starts its goroutines. It fails
@@ -86,11 +96,14 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 		bulkheads: make(map[string]*Bulkhead),
 	}
 	s.deliveries.init()
+	s.ctx = context.WithValue(context.Background(), storeKey{}, s)
+	s.linger = time.AfterFunc(time.Hour, s.lingerFired)
+	s.linger.Stop()
 	stores.Store(s, clientAddrs(client))
 	ctx, cancel := context.WithCancel(context.Background())
 	ps := client.PSubscribe(ctx) // no pattern yet: no I/O
 	s.wg.Add(5)
-	go func() { defer s.wg.Done(); s.dispatch() }()
+	s.startDispatcher(nil)
 	go func() { defer s.wg.Done(); s.deliveries.run(s.done) }()
 	go func() { defer s.wg.Done(); s.renewLoop() }()
 	go func() { defer s.wg.Done(); s.subscribe(ctx, ps) }()
@@ -126,6 +139,33 @@ func (s *Store) add(b *Bulkhead) error {
 	return nil
 }
 
+// retire frees the name of an evicted bulkhead (a new one may take it at
+// once) and wakes the dispatcher, which sends what b still owes Redis and
+// then drops it (round, drop).
+func (s *Store) retire(b *Bulkhead) {
+	s.mu.Lock()
+	if s.bulkheads[b.name] == b {
+		delete(s.bulkheads, b.name)
+	}
+	s.mu.Unlock()
+	s.kick()
+}
+
+// drop removes retired bulkheads from the loops' list (dispatcher
+// goroutine): no round trip, renewal or probe concerns them any more.
+func (s *Store) drop(gone []*Bulkhead) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.all()
+	l := make([]*Bulkhead, 0, len(cur))
+	for _, b := range cur {
+		if !slices.Contains(gone, b) {
+			l = append(l, b)
+		}
+	}
+	s.list.Store(&l)
+}
+
 func (s *Store) all() []*Bulkhead {
 	if l := s.list.Load(); l != nil {
 		return *l
@@ -145,13 +185,21 @@ func (s *Store) kick() {
 // when nobody is known to wait for the permit.
 const releaseLinger = time.Millisecond
 
-// kickSoon wakes the dispatcher within releaseLinger (one timer at a time).
+// kickSoon wakes the dispatcher within releaseLinger (one timer at a time,
+// reused), unless a round trip took the release meanwhile: the next
+// acquisition usually carries it, and then the dispatcher is not woken
+// for nothing.
 func (s *Store) kickSoon() {
+	s.lingered.Store(true)
 	if s.lingering.CompareAndSwap(false, true) {
-		time.AfterFunc(releaseLinger, func() {
-			s.lingering.Store(false)
-			s.kick()
-		})
+		s.linger.Reset(releaseLinger)
+	}
+}
+
+func (s *Store) lingerFired() {
+	s.lingering.Store(false)
+	if s.lingered.Load() {
+		s.kick()
 	}
 }
 
@@ -176,6 +224,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	close(s.done)
+	s.linger.Stop()
 	s.wg.Wait()
 	stores.Delete(s)
 	var works []*work
@@ -188,7 +237,7 @@ func (s *Store) Close() error {
 	// back by close, so they are rejected too.
 	for _, d := range s.deliveries.take() {
 		if d.err == nil {
-			d.err = d.p.b.errClosed
+			d.err = d.p.b.errs().closed
 		}
 		deliver(d)
 	}
@@ -205,14 +254,19 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// dispatch is the dispatcher goroutine. Polls and probes are due by the
+// dispatch is the dispatcher's loop. Polls and probes are due by the
 // clock, not by the timer alone, so that a steady stream of kicks cannot
-// postpone them.
-func (s *Store) dispatch() {
+// postpone them. It returns true when the Store closes, false when the
+// watchdog took the dispatcher's place from this goroutine (round): its
+// round trip stalled, and a new goroutine runs the loop (startDispatcher).
+func (s *Store) dispatch() bool {
 	t := time.NewTimer(s.cfg.PollInterval)
 	defer t.Stop()
 	nextPoll := time.Now().Add(s.cfg.PollInterval)
 	nextProbe := time.Now()
+	if s.down.Load() {
+		nextProbe = nextProbe.Add(s.cfg.ProbeInterval) // a replacement: the stall was just noticed
+	}
 	for {
 		due := nextPoll
 		if s.down.Load() {
@@ -221,7 +275,7 @@ func (s *Store) dispatch() {
 		t.Reset(max(0, time.Until(due)))
 		select {
 		case <-s.done:
-			return
+			return true
 		case <-s.kickc:
 		case <-t.C:
 		}
@@ -243,7 +297,14 @@ func (s *Store) dispatch() {
 				b.setWakeIfWaiting()
 			}
 		}
-		for s.round() {
+		for {
+			more, replaced := s.round()
+			if replaced {
+				return false
+			}
+			if !more {
+				break
+			}
 		}
 		if s.down.Load() {
 			nextProbe = time.Now().Add(s.cfg.ProbeInterval)
@@ -251,38 +312,94 @@ func (s *Store) dispatch() {
 	}
 }
 
+// startDispatcher starts a dispatcher goroutine, which holds one count of
+// s.wg until the Store closes. A replacement (stalled not nil) first
+// applies the failure of the round trip its predecessor is stuck in.
+func (s *Store) startDispatcher(stalled *roundTrip) {
+	go func() {
+		if stalled != nil {
+			s.failRound(stalled.works, stallError{s.cfg.Timeout})
+		}
+		if s.dispatch() {
+			s.wg.Done()
+		}
+		// Replaced: the count of s.wg went to the replacement.
+	}()
+}
+
+// roundTrip is one round trip of the dispatcher, watched for a stall.
+//
+// The dispatcher makes the round trip on its own goroutine: no goroutine
+// is started and no stack grows per round trip. Timeout is enforced by a
+// watchdog (context.AfterFunc on the round trip's context, whose deadline
+// is Timeout): if the round trip has not returned by then, the watchdog
+// takes the dispatcher's place: it starts a new dispatcher goroutine,
+// which fails the round's calls as an unreachable Redis and goes on with
+// the loop, while the stalled goroutine, once go-redis returns, gives back
+// by id what its round trip granted (late) and ends.
+//
+// One CAS on state decides between the two endings: the dispatcher's
+// (running -> finished, it applies the result) and the watchdog's
+// (running -> abandoned, a replacement applies the failure).
+type roundTrip struct {
+	works []*work
+	state atomic.Int32
+}
+
+const (
+	rtRunning int32 = iota
+	rtFinished
+	rtAbandoned
+)
+
 // round makes one round trip for every bulkhead with work and reports
-// whether more work is left at once.
-func (s *Store) round() bool {
+// whether more work is left at once, or that the watchdog replaced this
+// goroutine (replaced: it must stop dispatching).
+func (s *Store) round() (more, replaced bool) {
 	var works []*work
+	var gone []*Bulkhead
+	// Before collecting: a release appended after this is either taken by
+	// this round or sets the flag again (giveBack appends, then kickSoon).
+	s.lingered.Store(false)
 	for _, b := range s.all() {
-		if w := b.collect(); w != nil {
+		w, g := b.collect()
+		if w != nil {
 			works = append(works, w)
 		}
+		if g {
+			gone = append(gone, b)
+		}
+	}
+	if gone != nil {
+		s.drop(gone)
 	}
 	if len(works) == 0 {
-		return false
+		return false, false
 	}
-	var res []result
-	err := s.boundedLate(context.Background(), nil, func(ctx context.Context) error {
-		var err error
-		res, err = s.exec(ctx, works)
-		return err
-	}, func() {
-		// Abandoned, and run at last: what it granted is given back again.
+	rt := &roundTrip{works: works}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	stop := context.AfterFunc(ctx, func() {
+		if ctx.Err() == context.DeadlineExceeded && rt.state.CompareAndSwap(rtRunning, rtAbandoned) {
+			s.startDispatcher(rt)
+		}
+	})
+	res, err := s.exec(ctx, works)
+	stop()
+	cancel()
+	if !rt.state.CompareAndSwap(rtRunning, rtFinished) {
+		// Abandoned, and returned at last: whatever it may have granted
+		// (even with an error: the script may have run and the reply been
+		// lost) is given back by id again, now that it cannot run later.
 		for _, w := range works {
 			w.b.giveBackLate(w.reqs, nil)
 		}
 		s.kick()
-	})
-	if err != nil && unreachable(err) {
-		for _, w := range works {
-			w.b.fail(w, err)
-		}
-		s.markDown(err)
-		return false
+		return false, true
 	}
-	more := false
+	if err != nil && unreachable(err) {
+		s.failRound(works, err)
+		return false, false
+	}
 	var refusal error
 	for i, w := range works {
 		w.reply, w.err = res[i].reply, res[i].err
@@ -297,9 +414,17 @@ func (s *Store) round() bool {
 	}
 	if refusal != nil {
 		s.markRefused(refusal)
-		return false
+		return false, false
 	}
-	return more
+	return more, false
+}
+
+// failRound applies a round trip that found Redis unreachable.
+func (s *Store) failRound(works []*work, err error) {
+	for _, w := range works {
+		w.b.fail(w, err)
+	}
+	s.markDown(err)
 }
 
 // result is the outcome of one work's script.
@@ -311,7 +436,7 @@ type result struct {
 // exec runs the round script of every work in one pipeline and returns
 // their results in order. A transport error is returned; a script error is
 // left in its result. It reads works and writes nothing else, so that an
-// exec abandoned by bounded races with nobody.
+// exec abandoned by the watchdog (or by bounded) races with nobody.
 func (s *Store) exec(ctx context.Context, works []*work) ([]result, error) {
 	res := make([]result, len(works))
 	if err := s.run(ctx, works, res); err != nil {

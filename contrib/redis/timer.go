@@ -56,6 +56,6 @@ func (b *Bulkhead) onTimer(gen uint64) {
 		b.s.kick()
 	}
 	for _, p := range expired {
-		b.reject(p, b.errWaitTimeout, bulkhead.WaitTimeout)
+		b.reject(p, b.errs().waitTimeout, bulkhead.WaitTimeout)
 	}
 }

@@ -21,7 +21,15 @@
 // and writes a PNG chart of latency and rejections over time. It needs no
 // network beyond the loopback interface and no setup.
 //
-// Usage:
+// While it runs it serves the bulkheads of each run on
+// http://127.0.0.1:2112/metrics (-metrics; contrib/prometheus, one Collector
+// per run under the label run: the bulkheadhttp run's Registry and the
+// goroutine pool run's pool.Registry export the same metric set), and it
+// ends with walmart's lines of that exposition: its rejections by reason,
+// its waits, its call durations. The demo is a module of its own so that
+// the core module does not depend on client_golang.
 //
-//	go run ./examples/edihub [-partners 500] [-rate 2000] [-duration 6s] [-slow-after 2s] [-seed 1] [-chart $TMPDIR/edihub.png] [-pool=false] [-quiet]
+// Usage, from this directory (or make demo from the repository's root):
+//
+//	go run . [-partners 500] [-rate 2000] [-duration 6s] [-slow-after 2s] [-seed 1] [-chart $TMPDIR/edihub.png] [-pool=false] [-adaptive] [-metrics 127.0.0.1:2112] [-quiet]
 package main

@@ -26,6 +26,8 @@ type hub interface {
 	drain()
 	// leaked reports a bulkhead that still holds permits or waiters after drain.
 	leaked() error
+	// source is the hub's bulkheads, for /metrics.
+	source() bulkhead.MetricsSource
 }
 
 // env is what every hub of a run shares.
@@ -160,6 +162,8 @@ func (h *transportHub) drain() {
 	h.base.CloseIdleConnections()
 }
 
+func (h *transportHub) source() bulkhead.MetricsSource { return h.reg }
+
 func (h *transportHub) leaked() error {
 	for _, bh := range h.reg.All() {
 		if m := bh.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
@@ -228,6 +232,8 @@ func (h *poolHub) drain() {
 	}
 	h.base.CloseIdleConnections()
 }
+
+func (h *poolHub) source() bulkhead.MetricsSource { return h.reg.MetricsSource() }
 
 func (h *poolHub) leaked() error {
 	for _, pl := range h.pools {

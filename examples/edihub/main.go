@@ -38,6 +38,7 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 	pool := fs.Bool("pool", true, "also run the goroutine-pool bulkhead for comparison")
 	adaptiveRun := fs.Bool("adaptive", false, "also run bulkheadhttp with walmart's limit adaptive (package adaptive)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	metricsAddr := fs.String("metrics", "127.0.0.1:2112", "serve the runs' bulkheads on http://ADDR/metrics while the demo runs (empty: do not)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // usage already printed
@@ -56,6 +57,15 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 	}
 	if *adaptiveRun {
 		modes = append(modes, adaptiveMode)
+	}
+	if *metricsAddr != "" {
+		m, err := startMetrics(*metricsAddr)
+		if err != nil {
+			return err
+		}
+		defer m.close()
+		o.metrics = m
+		fmt.Fprintf(progress, "serving the bulkheads' metrics on %s while the demo runs\n", m.url)
 	}
 	ps := catalog(o.partners, o.seed, o.healthyRate)
 	servers, err := startPartners(nw, ps, o.seed)
@@ -77,6 +87,11 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 	fmt.Fprintln(out)
 	printReport(out, ps, runs)
 	printLimitTrace(out)
+	if o.metrics != nil {
+		if err := printMetrics(out, o.metrics, ps[slowPartner(ps)].name); err != nil {
+			return err
+		}
+	}
 	if *chart != "" {
 		f, err := os.Create(*chart)
 		if err != nil {

@@ -40,9 +40,10 @@ type options struct {
 	queue       int
 	maxWait     time.Duration
 	bin         time.Duration
-	tick        time.Duration // how often the sender wakes up
-	progress    io.Writer     // progress bar; nil: none
-	warmUp      bool          // a throwaway run: no pending-cost probe
+	tick        time.Duration  // how often the sender wakes up
+	progress    io.Writer      // progress bar; nil: none
+	warmUp      bool           // a throwaway run: no pending-cost probe
+	metrics     *metricsServer // serves each run's bulkheads on /metrics; nil: none
 }
 
 func defaultOptions() options {
@@ -133,6 +134,11 @@ func simulate(m mode, ps []*partner, servers []*partnerServer, nw network, o opt
 	if err != nil {
 		return nil, err
 	}
+	if o.metrics != nil && !o.warmUp {
+		if err := o.metrics.register(m.name, h.source()); err != nil {
+			return nil, err
+		}
+	}
 	slow := slowPartner(ps)
 	servers[slow].slowBy(1)
 
@@ -195,7 +201,7 @@ func simulate(m mode, ps []*partner, servers []*partnerServer, nw network, o opt
 // which the runs after it do not, and the comparison would favour them.
 func warmUp(m mode, ps []*partner, servers []*partnerServer, nw network, o options) error {
 	o.duration, o.slowAfter, o.slowBy = time.Second, 0, 1
-	o.progress, o.warmUp = nil, true
+	o.progress, o.warmUp, o.metrics = nil, true, nil
 	_, err := simulate(m, ps, servers, nw, o)
 	return err
 }

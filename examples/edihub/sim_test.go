@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -131,7 +132,7 @@ func TestRunPrintsTableAndWritesChart(t *testing.T) {
 	chart := filepath.Join(t.TempDir(), "hub.png")
 	var out, progress bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		err := runOn(newPipes(), []string{"-partners", "20", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart}, &out, &progress)
+		err := runOn(newPipes(), []string{"-partners", "20", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart, "-metrics", ""}, &out, &progress)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,13 +168,38 @@ func TestRunOverLoopbackHTTP(t *testing.T) {
 		t.Skip("real time: about 3 s")
 	}
 	var out, progress bytes.Buffer
-	err := run([]string{"-partners", "10", "-rate", "200", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", ""}, &out, &progress)
+	err := run([]string{"-partners", "10", "-rate", "200", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", "", "-metrics", "127.0.0.1:0"}, &out, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"EDI hub over loopback HTTP: 10 partner servers", "bulkheadhttp", "goroutine pool", "pending goroutines"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(progress.String(), "serving the bulkheads' metrics on http://127.0.0.1:") {
+		t.Errorf("the /metrics URL is not announced:\n%s", progress.String())
+	}
+	// The lines of the final scrape of /metrics, walmart's, for both runs:
+	// calls were timed, at most one per granted wait (a permit the drain
+	// withdrew before its request was sent is given back unused).
+	counts := map[string]string{}
+	for line := range strings.Lines(out.String()) {
+		line = strings.TrimSpace(line)
+		for _, metric := range []string{"bulkhead_call_duration_seconds_count", "bulkhead_wait_duration_seconds_count"} {
+			for _, run := range []string{"bulkheadhttp", "goroutine pool"} {
+				prefix := metric + `{name="walmart",`
+				if strings.HasPrefix(line, prefix) && strings.Contains(line, `run="`+run+`"`) {
+					counts[metric+" "+run] = line[strings.LastIndex(line, " ")+1:]
+				}
+			}
+		}
+	}
+	for _, run := range []string{"bulkheadhttp", "goroutine pool"} {
+		calls, _ := strconv.Atoi(counts["bulkhead_call_duration_seconds_count "+run])
+		waits, _ := strconv.Atoi(counts["bulkhead_wait_duration_seconds_count "+run])
+		if calls == 0 || calls > waits {
+			t.Errorf("%s: walmart's timed calls %d, granted waits %d; want 0 < calls <= waits:\n%s", run, calls, waits, out.String())
 		}
 	}
 }
@@ -197,6 +223,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{[]string{"-slow-after", "9s", "-duration", "5s"}, "slow-after must be in [0, duration)"},
 		{[]string{"-slow-by", "0.5"}, "slow-by must be >= 1"},
 		{[]string{"-nope"}, "flag provided but not defined"},
+		{[]string{"-metrics", "127.0.0.1:99999"}, "-metrics 127.0.0.1:99999"},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(tc.args, &out, &errOut)

@@ -10,36 +10,34 @@ import (
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
 )
 
-func newCatalog() (*catalog.Catalog[int, string], func(name string, cfg int) (string, error), *int) {
+func newCatalog() (*catalog.Catalog[int, string], *int) {
 	c := catalog.New[int, string]("config", "default", 1)
 	c.SetConfig("big", 50)
 	created := new(int)
-	create := func(name string, cfg int) (string, error) {
+	c.SetCreate(func(e *catalog.Entry[string], cfg int) (string, error) {
 		*created++
-		return name + "/" + string(rune('0'+cfg%10)), nil
-	}
-	return c, create, created
+		return e.Name() + "/" + string(rune('0'+cfg%10)), nil
+	})
+	return c, created
 }
 
-func defaultName(string) string { return "default" }
-
 func TestPinCreatesOncePerNameFromTheNamedConfig(t *testing.T) {
-	c, create, created := newCatalog()
-	a, err := c.Pin("a", "default", create)
+	c, created := newCatalog()
+	a, err := c.Pin("a", "default")
 	if err != nil || a != "a/1" {
 		t.Fatalf("Pin = %q, %v", a, err)
 	}
-	again, _ := c.Pin("a", "big", create)
+	again, _ := c.Pin("a", "big")
 	if again != a || *created != 1 {
 		t.Fatalf("second Pin = %q after %d creations, want the existing item", again, *created)
 	}
-	if _, err := c.Pin("b", "huge", create); err == nil || err.Error() != `bulkhead "b": unknown config "huge" (known: big, default)` {
+	if _, err := c.Pin("b", "huge"); err == nil || err.Error() != `bulkhead "b": unknown config "huge" (known: big, default)` {
 		t.Fatalf("unknown config: %v", err)
 	}
 	if _, ok := c.Find("b"); ok {
 		t.Fatal("a failed creation registered an item")
 	}
-	c.Pin("0", "big", create)
+	c.Pin("0", "big")
 	if all := c.All(); !slices.Equal(all, []string{"0/0", "a/1"}) {
 		t.Fatalf("All = %v, want sorted by name", all)
 	}
@@ -55,13 +53,13 @@ func TestPinCreatesOncePerNameFromTheNamedConfig(t *testing.T) {
 func never(string) bool { return false }
 
 func TestSweepEvictsOnlyEntriesWithoutUsersIdleForTheGivenTicks(t *testing.T) {
-	c, create, _ := newCatalog()
+	c, _ := newCatalog()
 	var evicted []string
 	onEvict := func(name string, _ string) { evicted = append(evicted, name) }
-	idle, _ := c.Enter("idle", defaultName, create)
+	idle, _ := c.Enter("idle", "")
 	idle.Leave()
-	held, _ := c.Enter("held", defaultName, create)
-	c.Pin("pinned", "default", create)
+	held, _ := c.Enter("held", "")
+	c.Pin("pinned", "default")
 	c.Sweep(2, never, onEvict) // tick 1
 	c.Sweep(2, never, onEvict) // tick 2
 	if len(evicted) != 0 {
@@ -86,8 +84,8 @@ func TestSweepEvictsOnlyEntriesWithoutUsersIdleForTheGivenTicks(t *testing.T) {
 }
 
 func TestSweepKeepsAnEntryVetoedOrUsedSinceTheCheck(t *testing.T) {
-	c, create, _ := newCatalog()
-	e, _ := c.Enter("k", defaultName, create)
+	c, _ := newCatalog()
+	e, _ := c.Enter("k", "")
 	e.Leave()
 	for range 5 {
 		c.Sweep(2, func(string) bool { return true }, func(string, string) { t.Fatal("evicted a vetoed entry") })
@@ -99,22 +97,22 @@ func TestSweepKeepsAnEntryVetoedOrUsedSinceTheCheck(t *testing.T) {
 }
 
 func TestEnterFailsWithErrFullAtTheCapAndPinnedPutsDoNotCount(t *testing.T) {
-	c, create, _ := newCatalog()
+	c, _ := newCatalog()
 	c.SetMax(2)
 	c.Lock()
 	c.PutPinnedLocked("catch-all", "ca")
 	c.Unlock()
-	a, err := c.Enter("a", defaultName, create)
+	a, err := c.Enter("a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Pin("b", "default", create); err != nil {
+	if _, err := c.Pin("b", "default"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Enter("c", defaultName, create); !errors.Is(err, catalog.ErrFull) {
+	if _, err := c.Enter("c", ""); !errors.Is(err, catalog.ErrFull) {
 		t.Fatalf("Enter beyond the cap = %v, want ErrFull", err)
 	}
-	if again, err := c.Enter("a", defaultName, create); err != nil || again != a {
+	if again, err := c.Enter("a", ""); err != nil || again != a {
 		t.Fatalf("Enter of an existing name at the cap = %v, %v", again, err)
 	}
 	a.Leave()
@@ -122,14 +120,14 @@ func TestEnterFailsWithErrFullAtTheCapAndPinnedPutsDoNotCount(t *testing.T) {
 	for range 3 {
 		c.Sweep(2, never, func(string, string) {})
 	}
-	if _, err := c.Enter("c", defaultName, create); err != nil {
+	if _, err := c.Enter("c", ""); err != nil {
 		t.Fatalf("Enter after an eviction freed room: %v", err)
 	}
 }
 
 func TestLeaveWithoutEnterPanics(t *testing.T) {
-	c, create, _ := newCatalog()
-	e, _ := c.Enter("a", defaultName, create)
+	c, _ := newCatalog()
+	e, _ := c.Enter("a", "")
 	e.Leave()
 	defer func() {
 		if recover() == nil {
@@ -145,7 +143,7 @@ func TestLeaveWithoutEnterPanics(t *testing.T) {
 // live entries), and TryEnter never revives an evicted one.
 func TestEnterAndSweepNeverHandOutAnEvictedEntry(t *testing.T) {
 	c := catalog.New[int, *int]("config", "default", 1)
-	create := func(string, int) (*int, error) { return new(int), nil }
+	c.SetCreate(func(*catalog.Entry[*int], int) (*int, error) { return new(int), nil })
 	names := []string{"a", "b", "c"}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -159,7 +157,7 @@ func TestEnterAndSweepNeverHandOutAnEvictedEntry(t *testing.T) {
 				default:
 				}
 				name := names[(i+w)%len(names)]
-				e, err := c.Enter(name, defaultName, create)
+				e, err := c.Enter(name, "")
 				if err != nil {
 					t.Error(err)
 					return

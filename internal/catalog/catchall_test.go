@@ -3,7 +3,7 @@ package catalog_test
 import "testing"
 
 func TestEnterOrCatchAllSendsTheCatchAllsNameAndNamesBeyondTheCapToIt(t *testing.T) {
-	c, create, _ := newCatalog()
+	c, _ := newCatalog()
 	c.SetMax(1)
 	c.Lock()
 	c.SetCatchAllLocked("catch-all", "ca")
@@ -11,12 +11,12 @@ func TestEnterOrCatchAllSendsTheCatchAllsNameAndNamesBeyondTheCapToIt(t *testing
 	if !c.IsCatchAll("catch-all") || c.IsCatchAll("a") {
 		t.Fatal("IsCatchAll does not tell the catch-all's name from another")
 	}
-	a, err := c.EnterOrCatchAll("a", defaultName, create)
+	a, err := c.EnterOrCatchAll("a", "")
 	if err != nil || a.Item() == "ca" {
 		t.Fatalf("EnterOrCatchAll under the cap = %v, %v; want a's own entry", a, err)
 	}
 	for _, name := range []string{"b", "catch-all", "c"} {
-		e, err := c.EnterOrCatchAll(name, defaultName, create)
+		e, err := c.EnterOrCatchAll(name, "")
 		if err != nil || e.Item() != "ca" {
 			t.Fatalf("EnterOrCatchAll(%q) = %v, %v; want the catch-all", name, e, err)
 		}

@@ -2,111 +2,206 @@ package catalog
 
 import (
 	"hash/maphash"
-	"sync"
+	"sync/atomic"
 )
 
-// shardCount is the number of shards of an item map: enough that two
-// cores rarely read the same shard's lock, few enough that an empty
-// catalog stays small.
-const shardCount = 64
+// shardBits is log2 of the number of shards of the item table. Shards keep
+// a growth short: a table that outgrows its slots is copied whole, so at a
+// million names one growth copies about 16,000 slots, not a million, while
+// the catalog's lock is held.
+const (
+	shardBits  = 6
+	shardCount = 1 << shardBits
+)
 
-// shards is the name -> entry map of a Catalog, split into shards by a
-// hash of the name so that readers of different names on different cores
-// touch different locks. Each shard is a plain Go map (one or two cache
-// misses per lookup at a million names) under a read-write lock held only
-// for the lookup or the change itself. Changes also need the catalog's
-// mu (see the package invariants); a shard's lock only keeps its map
-// consistent for concurrent readers.
+// shards is the name -> entry table of a Catalog: an open-addressing hash
+// table (linear probing) per shard, read without any lock.
+//
+// Invariants:
+//   - Writers (store, remove) run under the catalog's mu, one at a time;
+//     readers (load, each) take no lock at all.
+//   - A name is hashed once per lookup: the top shardBits bits of the hash
+//     pick the shard, the low bits the first slot to probe.
+//   - A slot only ever goes nil -> entry -> tomb -> entry -> tomb ...; its
+//     hash is stored before its entry, so a reader that loads an entry
+//     then its hash sees at least that entry's hash. A reader that loads a
+//     slot while it is reused may compare a name with an entry that is
+//     being removed, or skip one: that is a lookup ordered before or after
+//     the change, and every caller that acts on a miss, or on a removed
+//     (dead) entry, does it again under mu.
+//   - A table that would have fewer than a quarter of its slots nil is
+//     replaced by a new one (entries copied, tombstones dropped) published
+//     with one atomic store; readers of the old one still see every entry
+//     it held until then, and misses fall back to mu as above. So every
+//     probe ends at a nil slot.
 type shards[B any] struct {
-	seed maphash.Seed
-	s    [shardCount]shard[B]
+	seed   maphash.Seed
+	tomb   *Entry[B] // marks a removed entry's slot
+	tables [shardCount]atomic.Pointer[table[B]]
 }
 
-type shard[B any] struct {
-	mu sync.RWMutex
-	m  map[string]slot[B]
-	_  [64 - 32]byte // one cache line per shard's lock and map pointer
+// table is one shard's slots. Its counts are the writers'.
+type table[B any] struct {
+	mask  uint64
+	live  int // entries
+	used  int // entries and tombstones
+	slots []tableSlot[B]
 }
 
-// slot is what the map holds for a name: the entry, and a copy of its item
-// and of its pinned flag, so that the fast path of Get (a pinned item)
-// reads the map alone, without touching the entry.
-type slot[B any] struct {
-	e      *Entry[B]
-	item   B
-	pinned bool
+type tableSlot[B any] struct {
+	hash atomic.Uint64
+	e    atomic.Pointer[Entry[B]]
 }
 
-func (m *shards[B]) init() { m.seed = maphash.MakeSeed() }
+const minSlots = 8
 
-func (m *shards[B]) shard(name string) *shard[B] {
-	return &m.s[maphash.String(m.seed, name)%shardCount]
+func (m *shards[B]) init() {
+	m.seed = maphash.MakeSeed()
+	m.tomb = new(Entry[B])
 }
 
-// load returns the slot of name.
-func (m *shards[B]) load(name string) (slot[B], bool) {
-	sh := m.shard(name)
-	sh.mu.RLock()
-	s, ok := sh.m[name]
-	sh.mu.RUnlock()
-	return s, ok
-}
+func (m *shards[B]) hash(name string) uint64 { return maphash.String(m.seed, name) }
 
-// store sets the entry of name and returns the one it replaced.
-func (m *shards[B]) store(name string, e *Entry[B]) (old *Entry[B], replaced bool) {
-	sh := m.shard(name)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.m == nil {
-		sh.m = map[string]slot[B]{}
+// load returns the entry of name, or nil. It takes no lock and writes no
+// memory.
+func (m *shards[B]) load(name string) *Entry[B] {
+	h := m.hash(name)
+	t := m.tables[h>>(64-shardBits)].Load()
+	if t == nil {
+		return nil
 	}
-	prev, ok := sh.m[name]
-	sh.m[name] = slot[B]{e: e, item: e.item, pinned: e.pinned.Load()}
-	return prev.e, ok
-}
-
-// markPinned records in the slot of name that e is pinned, if e is still
-// the entry of name.
-func (m *shards[B]) markPinned(name string, e *Entry[B]) {
-	sh := m.shard(name)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if s, ok := sh.m[name]; ok && s.e == e && !s.pinned {
-		s.pinned = true
-		sh.m[name] = s
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		s := &t.slots[i]
+		e := s.e.Load()
+		if e == nil {
+			return nil
+		}
+		if s.hash.Load() == h && e.name == name && e != m.tomb {
+			return e
+		}
 	}
 }
 
-// remove deletes name and returns its entry.
+// store sets the entry of name (e.name) and returns the one it replaced.
+// The caller holds the catalog's mu.
+func (m *shards[B]) store(e *Entry[B]) (old *Entry[B], replaced bool) {
+	h := m.hash(e.name)
+	sh := &m.tables[h>>(64-shardBits)]
+	t := sh.Load()
+	if t == nil || (t.used+1)*4 > len(t.slots)*3 {
+		t = m.regrow(t)
+		sh.Store(t)
+	}
+	free := -1
+	i := h & t.mask
+	for ; ; i = (i + 1) & t.mask {
+		s := &t.slots[i]
+		x := s.e.Load()
+		if x == nil {
+			break
+		}
+		if x == m.tomb {
+			if free < 0 {
+				free = int(i)
+			}
+			continue
+		}
+		if s.hash.Load() == h && x.name == e.name {
+			s.e.Store(e)
+			return x, true
+		}
+	}
+	if free >= 0 {
+		i = uint64(free)
+	} else {
+		t.used++
+	}
+	t.live++
+	t.slots[i].hash.Store(h)
+	t.slots[i].e.Store(e)
+	return nil, false
+}
+
+// regrow returns a new table for the live entries of t and one more, at
+// most half full.
+func (m *shards[B]) regrow(t *table[B]) *table[B] {
+	n := minSlots
+	live := 0
+	if t != nil {
+		live = t.live
+	}
+	for n < (live+1)*2 {
+		n *= 2
+	}
+	nt := &table[B]{mask: uint64(n - 1), slots: make([]tableSlot[B], n)}
+	if t == nil {
+		return nt
+	}
+	for i := range t.slots {
+		s := &t.slots[i]
+		if e := s.e.Load(); e != nil && e != m.tomb {
+			h := s.hash.Load()
+			j := h & nt.mask
+			for nt.slots[j].e.Load() != nil {
+				j = (j + 1) & nt.mask
+			}
+			nt.slots[j].hash.Store(h)
+			nt.slots[j].e.Store(e)
+			nt.live++
+			nt.used++
+		}
+	}
+	return nt
+}
+
+// remove deletes name and returns its entry. The caller holds the
+// catalog's mu.
 func (m *shards[B]) remove(name string) (*Entry[B], bool) {
-	sh := m.shard(name)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	s, ok := sh.m[name]
-	delete(sh.m, name)
-	return s.e, ok
+	h := m.hash(name)
+	t := m.tables[h>>(64-shardBits)].Load()
+	if t == nil {
+		return nil, false
+	}
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		s := &t.slots[i]
+		e := s.e.Load()
+		if e == nil {
+			return nil, false
+		}
+		if e != m.tomb && s.hash.Load() == h && e.name == name {
+			s.e.Store(m.tomb)
+			t.live--
+			return e, true
+		}
+	}
 }
 
-// each calls f with every name and entry, one shard at a time, from a
-// snapshot of the shard taken under its read lock, so f may take the
-// catalog's mu and change the map. Names stored or removed meanwhile may
-// or may not be visited.
-func (m *shards[B]) each(f func(name string, e *Entry[B])) {
-	type named struct {
-		name string
-		e    *Entry[B]
-	}
-	var snap []named
-	for i := range m.s {
-		sh := &m.s[i]
+// each calls f with every entry, one shard at a time, from a snapshot of
+// the shard's table taken without a lock, so f may take the catalog's mu
+// and change the table. Entries stored or removed meanwhile may or may not
+// be visited.
+func (m *shards[B]) each(f func(e *Entry[B])) {
+	var snap []*Entry[B]
+	for i := range m.tables {
+		t := m.tables[i].Load()
+		if t == nil {
+			continue
+		}
 		snap = snap[:0]
-		sh.mu.RLock()
-		for name, s := range sh.m {
-			snap = append(snap, named{name, s.e})
+		for j := range t.slots {
+			if e := t.slots[j].e.Load(); e != nil && e != m.tomb {
+				snap = append(snap, e)
+			}
 		}
-		sh.mu.RUnlock()
-		for _, n := range snap {
-			f(n.name, n.e)
+		for _, e := range snap {
+			f(e)
 		}
 	}
+}
+
+// count returns the number of entries, read without a lock.
+func (m *shards[B]) count() int {
+	n := 0
+	m.each(func(*Entry[B]) { n++ })
+	return n
 }

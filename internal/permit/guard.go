@@ -20,9 +20,16 @@ const (
 // acquisition was never granted) ignores both. A Guard is safe for concurrent
 // use; the state word is the only thing its methods share, and one CAS on it
 // decides which caller gives the permit back.
+//
+// A Guard over a bulkhead.CallTimer (a Semaphore, an adaptive bulkhead)
+// takes the call's start when it starts holding the permit and finishes
+// with FinishCallStarted, so the CallFinished event carries the call's
+// duration; start is written before the state store that shares the
+// Guard and read by the winner of take's CAS.
 type Guard struct {
 	b     bulkhead.Bulkhead
 	state atomic.Uint32
+	start bulkhead.CallStart
 }
 
 // NewGuard returns a Guard that owns one permit already acquired from b.
@@ -35,7 +42,22 @@ func NewGuard(b bulkhead.Bulkhead) *Guard {
 // hold makes g own one permit of b. It must happen before g is shared.
 func (g *Guard) hold(b bulkhead.Bulkhead) {
 	g.b = b
+	if t, ok := b.(bulkhead.CallTimer); ok {
+		g.start = t.StartCall()
+	}
 	g.state.Store(guardHeld)
+}
+
+// finish gives the permit of a call that ran back, with its start if the
+// Guard took one.
+func (g *Guard) finish() {
+	if g.start != (bulkhead.CallStart{}) {
+		if t, ok := g.b.(bulkhead.CallTimer); ok {
+			t.FinishCallStarted(g.start)
+			return
+		}
+	}
+	g.b.FinishCall()
 }
 
 // MarkRan records that the call delivered something (an element, a value):
@@ -56,7 +78,7 @@ func (g *Guard) Release() bool {
 		return false
 	}
 	if s&guardRan != 0 {
-		g.b.FinishCall()
+		g.finish()
 	} else {
 		g.b.ReleasePermission()
 	}
@@ -69,7 +91,7 @@ func (g *Guard) Complete() bool {
 	if _, ok := g.take(); !ok {
 		return false
 	}
-	g.b.FinishCall()
+	g.finish()
 	return true
 }
 

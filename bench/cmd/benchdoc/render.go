@@ -287,7 +287,7 @@ func (d *document) eventLoop() error {
 }
 
 // demo links the chart of the EDI hub demo when it is in the image
-// directory (written by `go run ./examples/edihub -chart docs/img/edihub.png`).
+// directory (written by `go run . -chart ../../docs/img/edihub.png` in examples/edihub).
 func (d *document) demo() {
 	if _, err := os.Stat(filepath.Join(d.imgDir, "edihub.png")); err != nil {
 		return

@@ -1,4 +1,4 @@
-package waitstats_test
+package callstats_test
 
 import (
 	"testing"

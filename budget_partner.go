@@ -1,0 +1,219 @@
+package bulkhead
+
+import (
+	"context"
+	"fmt"
+)
+
+// BudgetPartner is a partner's place in a Budget (Budget.Partner, or
+// Budget.Flow for calls that need the budget only). It is a Bulkhead for
+// both levels at once: its calls are of the partner's class (see
+// PartnerOptions.Class) and weight 1; Call gives one for another class or
+// weight. It is safe for concurrent use.
+type BudgetPartner struct {
+	b     *Budget
+	flow  *budgetFlow
+	part  Bulkhead     // the partner's own bulkhead; nil for a Flow
+	class *budgetClass // the class of calls that name none
+}
+
+// Name returns the partner's name (its bulkhead's).
+func (p *BudgetPartner) Name() string { return p.flow.name }
+
+// Budget returns the budget p belongs to.
+func (p *BudgetPartner) Budget() *Budget { return p.b }
+
+// Bulkhead returns the partner's own bulkhead, nil for a Flow.
+func (p *BudgetPartner) Bulkhead() Bulkhead { return p.part }
+
+// Call returns the Bulkhead of p's calls of class c (the zero Class: p's
+// class) and weight permits of the budget. A call still takes one permit of
+// the partner's bulkhead. It panics if weight is below 1 or c is a class of
+// another budget.
+func (p *BudgetPartner) Call(c Class, weight int) BudgetCall {
+	if weight < 1 {
+		panic(fmt.Sprintf("bulkhead: BudgetPartner.Call: weight %d must be >= 1", weight))
+	}
+	cl := p.class
+	if c.c != nil {
+		if c.c.b != p.b {
+			panic(fmt.Sprintf("bulkhead: BudgetPartner.Call: class %q belongs to budget %q, not %q", c.c.name, c.c.b.name, p.b.name))
+		}
+		cl = c.c
+	}
+	return BudgetCall{p: p, c: cl, k: weight}
+}
+
+// AcquirePermissionAsync is Call(Class{}, 1).AcquirePermissionAsync.
+func (p *BudgetPartner) AcquirePermissionAsync() *Acquisition {
+	return BudgetCall{p: p, c: p.class, k: 1}.AcquirePermissionAsync()
+}
+
+// AcquirePermission is Call(Class{}, 1).AcquirePermission.
+func (p *BudgetPartner) AcquirePermission(ctx context.Context) error {
+	return BudgetCall{p: p, c: p.class, k: 1}.AcquirePermission(ctx)
+}
+
+// ReleasePermission is Call(Class{}, 1).ReleasePermission.
+func (p *BudgetPartner) ReleasePermission() { BudgetCall{p: p, c: p.class, k: 1}.ReleasePermission() }
+
+// FinishCall is Call(Class{}, 1).FinishCall.
+func (p *BudgetPartner) FinishCall() { BudgetCall{p: p, c: p.class, k: 1}.FinishCall() }
+
+// BudgetCall is the Bulkhead (and BlockingBulkhead) of a partner's calls of
+// one class and weight (BudgetPartner.Call): a permit of the partner's
+// bulkhead, then Weight permits of the budget. Its permits go back with its
+// own FinishCall or ReleasePermission (same class and weight). It is a
+// small value: make one per call, or keep one per kind of call. The zero
+// BudgetCall is not usable.
+type BudgetCall struct {
+	p *BudgetPartner
+	c *budgetClass
+	k int
+}
+
+// Name returns the partner's name.
+func (c BudgetCall) Name() string { return c.p.flow.name }
+
+// Class returns the call's class.
+func (c BudgetCall) Class() Class { return Class{c.c} }
+
+// Weight returns the budget permits the call takes.
+func (c BudgetCall) Weight() int { return c.k }
+
+// AcquirePermissionAsync asks for the partner's permit, then for the
+// budget's, without blocking, and returns one Acquisition for both.
+//
+// Granted at once by both levels, it returns the shared granted
+// Acquisition and allocates nothing. Rejected at once by the partner, it
+// returns the partner's Acquisition (its *FullError); rejected by the
+// budget, the partner's permit is given back first and the error is a
+// *BudgetError (errors.Is ErrBulkheadFull) or a *WeightError. Otherwise the
+// call waits, as one record, for its partner and then in the budget, and
+// the returned Acquisition is decided when both have granted it (its
+// callbacks then run on the goroutine whose permit granted it last), or
+// when either level rejects it. Cancel withdraws it from whichever level it
+// waits for; no permit of either level is kept by a withdrawn or rejected
+// call (docs/design.md, "One decision per record, and who owns each
+// permit").
+func (c BudgetCall) AcquirePermissionAsync() *Acquisition {
+	p := c.p
+	if p.part == nil {
+		return p.b.admit(p, c.c, c.k, nil)
+	}
+	pa := p.part.AcquirePermissionAsync()
+	switch err := pa.Err(); err {
+	case nil:
+		return p.b.admit(p, c.c, c.k, nil)
+	case ErrPending:
+	default:
+		return pa
+	}
+	w := &budgetWaiter{p: p, class: c.c, pa: pa, k: int32(c.k)}
+	w.acq.owner = w
+	if afterPartnerPending != nil {
+		afterPartnerPending(pa)
+	}
+	c.registerPartnerDone(w, pa)
+	return &w.acq
+}
+
+// afterPartnerPending, if set (by tests, before any Budget is used), runs
+// between the check that the partner's acquisition is pending and the
+// registration of partnerDone on it. It costs one load on that path.
+var afterPartnerPending func(pa *Acquisition)
+
+// registerPartnerDone registers partnerDone on the partner's acquisition.
+// If that was decided meanwhile, partnerDone runs here, inline, takes the
+// call to the budget and delivers what the budget decided, all before the
+// call's Acquisition is returned; if user code run by that delivery panics
+// or calls runtime.Goexit, nobody will ever hold the call, so it is
+// withdrawn first (and if a grant won that race, both its permits are
+// given back), as a newcomer of admit is.
+func (c BudgetCall) registerPartnerDone(w *budgetWaiter, pa *Acquisition) {
+	registered := false
+	defer func() {
+		if !registered && !w.acq.Cancel() && w.acq.cell.Load()&outcomeMask == stateGranted {
+			c.ReleasePermission()
+		}
+	}()
+	pa.OnDone(w.partnerDone)
+	registered = true
+}
+
+// partnerDone runs once with the outcome of the partner's acquisition, on
+// the goroutine that decided it: it is the one place that handles the
+// partner's outcome. A rejection rejects the call (unless its Cancel won,
+// which is then the partner's ErrCancelled); a grant takes the call on to
+// the budget, where admit gives the permit back if the call's Cancel won
+// meanwhile (see budgetWaiter.withdraw for the other side of that race).
+func (w *budgetWaiter) partnerDone(err error) {
+	if err != nil {
+		if w.acq.decide(stateRejected, err) {
+			w.acq.settle()
+			w.acq.runCallbacks()
+		}
+		return
+	}
+	w.p.b.admit(w.p, w.class, int(w.k), w)
+}
+
+// AcquirePermission blocks until both levels grant the call (nil), either
+// rejects it, or ctx ends (ctx.Err(); the call is withdrawn, and a grant
+// that raced it is given back). It panics if ctx is nil.
+func (c BudgetCall) AcquirePermission(ctx context.Context) error {
+	if ctx == nil {
+		panic("bulkhead: BudgetCall.AcquirePermission called with a nil context")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a := c.AcquirePermissionAsync()
+	if err := a.Err(); err != ErrPending {
+		return err
+	}
+	select {
+	case <-a.Done():
+		return a.Err()
+	case <-ctx.Done():
+		if a.Cancel() {
+			return ctx.Err()
+		}
+		<-a.Done()
+		if a.Err() == nil {
+			c.ReleasePermission()
+			return ctx.Err()
+		}
+		return a.Err()
+	}
+}
+
+// ReleasePermission gives back the permits of a call that did not run: the
+// budget's first, then the partner's (no CallFinished). Waiters granted by
+// them have their callbacks run as for any release (see
+// Acquisition.OnDone); the partner's permit goes back even if one of them
+// panics. It panics, naming the budget, the partner and the class, if the
+// partner holds fewer permits of the class than the call's weight.
+func (c BudgetCall) ReleasePermission() {
+	if part := c.p.part; part != nil {
+		defer part.ReleasePermission()
+	}
+	c.p.b.release(c.p, c.c, c.k, false)
+}
+
+// FinishCall gives back the permits of a call that ran, as
+// ReleasePermission does, with a CallFinished event at both levels.
+func (c BudgetCall) FinishCall() {
+	if part := c.p.part; part != nil {
+		defer part.FinishCall()
+	}
+	c.p.b.release(c.p, c.c, c.k, true)
+}
+
+// Compile-time checks.
+var (
+	_ Bulkhead         = (*BudgetPartner)(nil)
+	_ BlockingBulkhead = (*BudgetPartner)(nil)
+	_ Bulkhead         = BudgetCall{}
+	_ BlockingBulkhead = BudgetCall{}
+)

@@ -1,0 +1,34 @@
+package testkit
+
+import (
+	"testing"
+
+	bulkhead "github.com/rxbulkhead/bulkhead"
+)
+
+// CheckBudget registers a t.Cleanup that fails the test if b holds a permit
+// (Metrics().InUse != 0) or has a waiting call (Metrics().Queued != 0) when
+// the test ends: the permit-leak check of a bulkhead.Budget, as
+// CheckPermits is a Semaphore's. The failure names the budget, both counts
+// and the classes that hold or wait. It panics if b is nil.
+func CheckBudget(t testing.TB, b *bulkhead.Budget) {
+	t.Helper()
+	if b == nil {
+		panic("testkit: CheckBudget called with a nil budget")
+	}
+	t.Cleanup(func() {
+		t.Helper()
+		m := b.Metrics()
+		if m.InUse == 0 && m.Queued == 0 {
+			return
+		}
+		var classes []bulkhead.ClassMetrics
+		for _, c := range m.Classes {
+			if c.InUse != 0 || c.Queued != 0 {
+				classes = append(classes, c)
+			}
+		}
+		t.Errorf("testkit: budget %q: leaked at the end of the test: %d permit(s) in use, %d call(s) queued (want 0 and 0); by class: %+v",
+			b.Name(), m.InUse, m.Queued, classes)
+	})
+}
