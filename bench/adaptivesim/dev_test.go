@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/adaptive"
 )
 
@@ -78,7 +76,7 @@ func TestDev(t *testing.T) {
 			for s := range *devSeeds {
 				jobs = append(jobs, func() {
 					sc := c.Scenario(uint64(s + 1))
-					res[s] = Measure(sc, Simulate(sc, ct.Name, ct.New(sc.Initial)), c.Band(), p99)
+					res[s] = Measure(sc, Simulate(sc, ct.Name, ct.New(sc)), c.Band(), p99)
 				})
 			}
 		}
@@ -124,7 +122,7 @@ func TestDevTrace(t *testing.T) {
 		if !only.MatchString(ct.Name) || ct.Bubble {
 			continue
 		}
-		run := Simulate(sc, ct.Name, ct.New(sc.Initial))
+		run := Simulate(sc, ct.Name, ct.New(sc))
 		r := Measure(sc, run, c.Band(), p99)
 		fmt.Printf("%s: goodput %.1f p99 %.2f conv %v rejected %d/%d floor %v\n", ct.Name, r.Goodput, r.P99, r.Converge, r.RejectedUnderload, r.Rejected, r.AtFloor)
 		avg := movingAverage(run.Limits, 100)
@@ -147,9 +145,8 @@ type logAlg struct {
 func (l *logAlg) Update(limit float64, s adaptive.Sample) float64 {
 	next := l.c.Update(limit, s)
 	if next != limit || *devAll {
-		cv, cc, known, learning := l.c.DebugState()
-		fmt.Printf("%6.2fs limit %5.1f -> %5.1f  rtt %5.1fms dev %5.1f n %3d infl %3d drops %d noLoad %5.2fms cv %.2f C %.1f %v %v\n",
-			l.clock().Seconds(), limit, next, float64(s.RTT)/1e6, float64(s.RTTDev)/1e6, s.N, s.InFlight, s.Drops, l.c.NoLoadRTT()/1e6, cv, cc, known, learning)
+		fmt.Printf("%6.2fs limit %5.1f -> %5.1f  rtt %5.1fms dev %5.1f n %3d infl %3d drops %d noLoad %5.2fms\n",
+			l.clock().Seconds(), limit, next, float64(s.RTT)/1e6, float64(s.RTTDev)/1e6, s.N, s.InFlight, s.Drops, l.c.NoLoadRTT()/1e6)
 	}
 	return next
 }
@@ -167,16 +164,6 @@ func TestDevLog(t *testing.T) {
 		api = Plain
 	}
 	a = NewAdaptive(adaptive.Config{Algorithm: func() adaptive.Algorithm { return la }}, api, sc.Initial)
-	if *devDebug != "" {
-		var lo, hi float64
-		fmt.Sscanf(*devDebug, "%g-%g", &lo, &hi)
-		adaptive.DebugHook = func(m string) {
-			if t := la.clock().Seconds(); t >= lo && t <= hi {
-				fmt.Printf("%6.2fs %s\n", t, m)
-			}
-		}
-		defer func() { adaptive.DebugHook = nil }()
-	}
 	fmt.Println("mean service", sc.Partner.Mean())
 	Simulate(sc, "x", a)
 }
@@ -229,24 +216,6 @@ func TestDevBand(t *testing.T) {
 	}
 }
 
-// oracle holds k × the capacity in force.
-type oracle struct {
-	sem *bulkhead.Semaphore
-	sc  Scenario
-	k   float64
-}
-
-func (o *oracle) Advance(now time.Duration) {
-	n := max(1, int(math.Round(o.k*float64(o.sc.segment(now).Capacity))))
-	if cfg := o.sem.Config(); cfg.MaxConcurrentCalls != n {
-		cfg.MaxConcurrentCalls = n
-		_ = o.sem.ChangeConfig(cfg)
-	}
-}
-func (o *oracle) Try() (any, bool) { return nil, o.sem.TryAcquirePermission() }
-func (o *oracle) Done(any, bool)   { o.sem.FinishCall() }
-func (o *oracle) Limit() int       { return o.sem.Config().MaxConcurrentCalls }
-
 var devOracle = flag.String("dev.oracle", "", "TestDevOracle: comma-separated k")
 
 func TestDevOracle(t *testing.T) {
@@ -282,8 +251,7 @@ func TestDevOracle(t *testing.T) {
 			for s := range *devSeeds {
 				jobs = append(jobs, func() {
 					sc := c.Scenario(uint64(s + 1))
-					sem, _ := bulkhead.New("o", bulkhead.Config{MaxConcurrentCalls: 1})
-					res[s] = Measure(sc, Simulate(sc, "oracle", &oracle{sem: sem, sc: sc, k: k}), c.Band(), p99)
+					res[s] = Measure(sc, Simulate(sc, "oracle", NewOracle(sc, k)), c.Band(), p99)
 				})
 			}
 			parallel(jobs)
@@ -331,7 +299,7 @@ func TestDevScan(t *testing.T) {
 		for s := range *devSeeds {
 			jobs = append(jobs, func() {
 				sc := c.Scenario(uint64(s + 1))
-				r := Measure(sc, Simulate(sc, ct.Name, ct.New(sc.Initial)), c.Band(), p99)
+				r := Measure(sc, Simulate(sc, ct.Name, ct.New(sc)), c.Band(), p99)
 				g := Check(r, st.Static[s])
 				if strings.Contains(missed(g), *devScan) {
 					mu.Lock()

@@ -31,7 +31,7 @@ func TestDefaultHoldsOnHealthyPartners(t *testing.T) {
 		for seed := uint64(1); seed <= checkSeeds; seed++ {
 			sc := c.Scenario(seed)
 			p99 := c.Partner.UnloadedP99()
-			run := Simulate(sc, def.Name, def.New(sc.Initial))
+			run := Simulate(sc, def.Name, def.New(sc))
 			r := Measure(sc, run, c.Band(), p99)
 			static := Measure(sc, Simulate(sc, "static", NewStatic(5*NominalC)), c.Band(), p99)
 			sum, n := 0, 0
@@ -80,7 +80,7 @@ func TestPlainInterfaceDoesNotSitAtTheFloor(t *testing.T) {
 		c := mustCell(t, name)
 		for seed := uint64(1); seed <= checkSeeds; seed++ {
 			sc := c.Scenario(seed)
-			r := Measure(sc, Simulate(sc, plain.Name, plain.New(sc.Initial)), c.Band(), c.Partner.UnloadedP99())
+			r := Measure(sc, Simulate(sc, plain.Name, plain.New(sc)), c.Band(), c.Partner.UnloadedP99())
 			t.Logf("%s, seed %d: at the floor for %v, goodput %.0f/s", c, seed, r.AtFloor, r.Goodput)
 			if r.AtFloor > time.Second {
 				t.Errorf("%s, seed %d: at the floor for %v", c, seed, r.AtFloor)
@@ -99,7 +99,7 @@ func TestDefaultGrowsPastANoLoadRTTMeasuredLow(t *testing.T) {
 	def := Contenders()[0]
 	c := mustCell(t, "σ 0.3, load 1.0×, steady, start C/5")
 	sc := c.Scenario(18)
-	run := Simulate(sc, def.Name, def.New(sc.Initial))
+	run := Simulate(sc, def.Name, def.New(sc))
 	avg := movingAverage(run.Limits, int(time.Second/sc.Trace))
 	reached := time.Duration(-1)
 	for k, l := range avg {
