@@ -96,6 +96,34 @@ func TestWatchTakesExactRTTsFromCallDurations(t *testing.T) {
 	exact(alg.samples[1])
 }
 
+// The keyed Lease that bulkheadhttp's Transport and contrib/grpc hold
+// keeps its call's start, so WatchRegistry times their calls exactly.
+func TestWatchRegistryTakesExactRTTsFromLeases(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	require.NoError(t, err)
+	testkit.CheckRegistry(t, reg)
+	alg := &fixed{next: 10}
+	ar, err := adaptive.WatchRegistry(reg, adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{MinSamples: 2}}, adaptive.WithClock(clock))
+	require.NoError(t, err)
+	defer ar.Stop()
+
+	first, err := reg.TryAcquirePermission("walmart", bulkhead.CallOptions{})
+	require.NoError(t, err)
+	clock.Advance(100 * ms)
+	second, err := reg.TryAcquirePermission("walmart", bulkhead.CallOptions{})
+	require.NoError(t, err)
+	clock.Advance(50 * ms)
+	second.FinishCall()
+	clock.Advance(150 * ms)
+	first.FinishCall()
+	require.Len(t, alg.samples, 1)
+	s := alg.samples[0]
+	assert.False(t, s.Matched)
+	assert.Equal(t, 175*ms, s.RTT)
+	assert.InDelta(t, 250*float64(ms)/math.Sqrt2, float64(s.RTTDev), 10, "the spread of 50 and 300 ms")
+}
+
 func TestWatchedBulkheadMethodsAreCountedOnce(t *testing.T) {
 	clock := testkit.NewVirtualClock(epoch)
 	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
