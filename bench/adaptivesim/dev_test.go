@@ -1,3 +1,10 @@
+// The dev harness: tests that run only with their -dev.* flag and print
+// what they measure (they assert nothing), for working on an algorithm
+// with parts of the matrix, e.g. the default on every cell, 20 seeds:
+//
+//	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^capacity' -dev.seeds 20
+//
+// The best static limits are cached in /tmp/dev/static.json.
 package adaptivesim
 
 import (
@@ -167,8 +174,6 @@ func TestDevLog(t *testing.T) {
 	fmt.Println("mean service", sc.Partner.Mean())
 	Simulate(sc, "x", a)
 }
-
-var devDebug = flag.String("dev.debug", "", "TestDevLog: time range lo-hi for the debug hook")
 
 var devAll = flag.Bool("dev.all", false, "TestDevLog: every window")
 
