@@ -61,6 +61,11 @@ type Budget struct {
 	// inline counts the deliveries running on their deciding goroutines
 	// (maxInlineDeliveries, as a Semaphore).
 	inline atomic.Int32
+	// decidedHook, nil but in tests (export_test.go), is called on the
+	// deciding goroutine with each queued call's Acquisition in decision
+	// order, after its outcome is visible and before any of its callbacks:
+	// callbacks of one pass may run on several goroutines in any order.
+	decidedHook func(*Acquisition)
 
 	mu      sync.Mutex
 	cfg     BudgetConfig // validated, owns its slices

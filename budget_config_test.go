@@ -140,7 +140,7 @@ func TestBudgetChangeConfigGrowsAndShrinksLive(t *testing.T) {
 	cfg := budgetConfig(2, 0, class("a", 0, 0))
 	b := newBudget(t, cfg, clk)
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, x := range []string{"c1", "c2", "c3", "c4"} {
 		g.ask(x, f.Call(bulkhead.Class{}, 1))
 	}
@@ -203,7 +203,7 @@ func TestBudgetGroupDroppedByChangeConfigLeavesItsPartnersWithoutShare(t *testin
 	b := newBudget(t, cfg, clk)
 	gold := mustFlow(t, b, "gp", bulkhead.PartnerOptions{Group: "gold"})
 	x := mustFlow(t, b, "x", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("x1", x.Call(bulkhead.Class{}, 2))
 	g.ask("x2", x.Call(bulkhead.Class{}, 1)) // waits: 2 are reserved for gold
 	expectOrder(t, g.order(), "x1")

@@ -132,6 +132,11 @@ func (b *Budget) deliver(d *budgetDecided) {
 			}
 			d.phase, d.cur = 3, d.head
 		case 3:
+			if h := b.decidedHook; h != nil {
+				for w := d.head; w != nil; w = w.cnext {
+					h(&w.acq)
+				}
+			}
 			if b.events.Active() {
 				for w := d.cur; w != nil; w = d.cur {
 					d.cur = w.cnext

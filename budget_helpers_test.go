@@ -56,30 +56,62 @@ func mustFlow(t testing.TB, b *bulkhead.Budget, name string, opts bulkhead.Partn
 	return p
 }
 
-// grantLog records, in order, the labels of the acquisitions granted (and
-// "label:error" for the others), and holds the calls to release them.
+// grantLog records the labels of the calls decided, in the order the
+// budget decided them ("label:error" for a rejection), and holds the calls
+// to release them. A call queued in the budget is recorded by the budget's
+// decided hook on the deciding goroutine (the callbacks of the calls one
+// pass decides run on several goroutines, in any order); a call decided
+// without being queued (at once, or by its partner) by its callback.
 type grantLog struct {
 	mu    sync.Mutex
-	seen  []string
+	seq   []*logged
+	byAcq map[*bulkhead.Acquisition]*logged
 	calls map[string]bulkhead.BudgetCall
 }
 
-func newGrantLog() *grantLog { return &grantLog{calls: map[string]bulkhead.BudgetCall{}} }
+// logged is one decided call; label is empty while the hook has seen its
+// Acquisition before ask returned it.
+type logged struct {
+	label    string
+	a        *bulkhead.Acquisition
+	recorded bool // in seq now or earlier
+}
 
-// ask starts c under label and records its outcome when it comes.
+func newGrantLog(b *bulkhead.Budget) *grantLog {
+	g := &grantLog{byAcq: map[*bulkhead.Acquisition]*logged{}, calls: map[string]bulkhead.BudgetCall{}}
+	bulkhead.SetBudgetDecidedHook(b, func(a *bulkhead.Acquisition) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		l := g.byAcq[a]
+		if l == nil {
+			l = &logged{a: a}
+			g.byAcq[a] = l
+		}
+		l.recorded = true
+		g.seq = append(g.seq, l)
+	})
+	return g
+}
+
+// ask starts c under label and records its outcome when it is decided.
 func (g *grantLog) ask(label string, c bulkhead.BudgetCall) *bulkhead.Acquisition {
 	a := c.AcquirePermissionAsync()
 	g.mu.Lock()
 	g.calls[label] = c
+	l := g.byAcq[a]
+	if l == nil || l.label != "" { // new, or an Acquisition shared by calls decided at once
+		l = &logged{a: a}
+		g.byAcq[a] = l
+	}
+	l.label = label
 	g.mu.Unlock()
-	a.OnDone(func(err error) {
+	a.OnDone(func(error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if err != nil {
-			g.seen = append(g.seen, label+":"+err.Error())
-			return
+		if !l.recorded { // not by the hook: decided without being queued
+			l.recorded = true
+			g.seq = append(g.seq, l)
 		}
-		g.seen = append(g.seen, label)
 	})
 	return a
 }
@@ -93,12 +125,24 @@ func (g *grantLog) finish(label string) {
 	c.FinishCall()
 }
 
-// order returns the labels seen so far and forgets them.
+// order returns the labels of the calls decided since the last call, in
+// decision order, and forgets them.
 func (g *grantLog) order() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := g.seen
-	g.seen = nil
+	var s []string
+	for _, l := range g.seq {
+		delete(g.byAcq, l.a)
+		if l.label == "" {
+			continue // a call the test made without ask
+		}
+		if err := l.a.Err(); err != nil {
+			s = append(s, l.label+":"+err.Error())
+		} else {
+			s = append(s, l.label)
+		}
+	}
+	g.seq = nil
 	return s
 }
 

@@ -37,7 +37,7 @@ func TestBudgetGrantsWaitersAsPermitsComeBack(t *testing.T) {
 	clk := newClock()
 	b := newBudget(t, budgetConfig(2, 0, class("only", 0, 0)), clk)
 	a, c := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "c", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("a1", a.Call(bulkhead.Class{}, 1))
 	g.ask("a2", a.Call(bulkhead.Class{}, 1))
 	g.ask("c1", c.Call(bulkhead.Class{}, 1))
@@ -58,7 +58,7 @@ func TestBudgetHigherClassGoesBeforeALowerOneThatWaitedLonger(t *testing.T) {
 	b := newBudget(t, budgetConfig(1, 0, class("hi", 0, 0), class("lo", 0, 0)), clk)
 	hi, lo := mustClass(t, b, "hi"), mustClass(t, b, "lo")
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("held", f.Call(lo, 1))
 	g.ask("lo", f.Call(lo, 1))
 	g.ask("hi", f.Call(hi, 1))
@@ -75,7 +75,7 @@ func TestBudgetClassBelowItsShareGoesBeforeHigherClasses(t *testing.T) {
 	b := newBudget(t, budgetConfig(3, 0, class("hi", 0, 0), class("lo", 1, 0)), clk)
 	hi, lo := mustClass(t, b, "hi"), mustClass(t, b, "lo")
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("h1", f.Call(hi, 1))
 	g.ask("h2", f.Call(hi, 1))
 	g.ask("h3", f.Call(hi, 1)) // the low class's share is lent while it is unused
@@ -97,7 +97,7 @@ func TestBudgetLowerClassesLeaveTheHeadroomOfHigherOnesFree(t *testing.T) {
 	b := newBudget(t, budgetConfig(4, 0, class("crit", 0, 2), class("batch", 0, 0)), clk)
 	crit, batch := mustClass(t, b, "crit"), mustClass(t, b, "batch")
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, l := range []string{"b1", "b2", "b3"} {
 		g.ask(l, f.Call(batch, 1))
 	}
@@ -126,7 +126,7 @@ func TestBudgetLowerClassMayUseHeadroomForWhatItMissesOfItsShare(t *testing.T) {
 	b := newBudget(t, budgetConfig(4, 0, class("crit", 0, 2), class("batch", 3, 0)), clk)
 	batch := mustClass(t, b, "batch")
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, l := range []string{"b1", "b2", "b3", "b4"} {
 		g.ask(l, f.Call(batch, 1))
 	}
@@ -140,7 +140,7 @@ func TestBudgetPartnerHoldingFewerPermitsGoesFirst(t *testing.T) {
 	clk := newClock()
 	b := newBudget(t, budgetConfig(4, 0, class("only", 0, 0)), clk)
 	a, c := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "c", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, l := range []string{"a1", "a2", "a3"} {
 		g.ask(l, a.Call(bulkhead.Class{}, 1))
 	}
@@ -209,7 +209,7 @@ func TestBudgetGroupBelowItsNominalGoesFirstWithinItsClass(t *testing.T) {
 	b := newBudget(t, cfg, clk)
 	gold := mustFlow(t, b, "gold-partner", bulkhead.PartnerOptions{Group: "gold"})
 	x, y := mustFlow(t, b, "x", bulkhead.PartnerOptions{}), mustFlow(t, b, "y", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("g1", gold.Call(bulkhead.Class{}, 1))
 	g.ask("x1", x.Call(bulkhead.Class{}, 1)) // gold's lendable share is lent
 	g.ask("x2", x.Call(bulkhead.Class{}, 1))
@@ -230,7 +230,7 @@ func TestBudgetKeepsAGroupsReserveFreeForIt(t *testing.T) {
 	b := newBudget(t, cfg, clk)
 	gold := mustFlow(t, b, "gold-partner", bulkhead.PartnerOptions{Group: "gold"})
 	x := mustFlow(t, b, "x", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, l := range []string{"x1", "x2", "x3"} {
 		g.ask(l, x.Call(bulkhead.Class{}, 1))
 	}
@@ -255,7 +255,7 @@ func TestBudgetGroupAtItsBorrowingLimitWaitsWithoutHoldingOthersBack(t *testing.
 	b := newBudget(t, cfg, clk)
 	gold := mustFlow(t, b, "gold-partner", bulkhead.PartnerOptions{Group: "gold"})
 	x := mustFlow(t, b, "x", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("g1", gold.Call(bulkhead.Class{}, 1))
 	g.ask("g2", gold.Call(bulkhead.Class{}, 1))
 	g.ask("g3", gold.Call(bulkhead.Class{}, 1)) // above Nominal + BorrowingLimit = 2

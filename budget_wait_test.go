@@ -20,7 +20,7 @@ func TestBudgetWaitEndsAtTheClassesMaxWaitDurationOnOneTimer(t *testing.T) {
 	b := newBudget(t, cfg, clk)
 	hi, lo := mustClass(t, b, "hi"), mustClass(t, b, "lo")
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("held", f.Call(hi, 1))
 	var waiters []*bulkhead.Acquisition
 	for range 50 {
@@ -61,7 +61,7 @@ func TestBudgetChangedMaxWaitDurationAppliesToCallsAlreadyWaiting(t *testing.T) 
 	cfg := budgetConfig(1, 0, class("only", 0, 0))
 	b := newBudget(t, cfg, clk)
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("held", f.Call(bulkhead.Class{}, 1))
 	w := g.ask("w", f.Call(bulkhead.Class{}, 1))
 	clk.Advance(10 * time.Second)
@@ -96,7 +96,7 @@ func TestBudgetClassThatNeverWaitsIsGrantedOnlyIfItComesFirstAndFits(t *testing.
 	b := newBudget(t, cfg, clk)
 	now, batch := mustClass(t, b, "now"), mustClass(t, b, "batch")
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("b1", f.Call(batch, 2))
 	g.ask("b2", f.Call(batch, 4)) // waits: 2 free
 	g.ask("n1", f.Call(now, 1))   // first in line (higher class) and fits
@@ -117,7 +117,7 @@ func TestBudgetClassQueueBoundRejectsNewcomers(t *testing.T) {
 	cfg.Classes[0].MaxQueuedCalls = 2
 	b := newBudget(t, cfg, clk)
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("held", f.Call(bulkhead.Class{}, 1))
 	g.ask("w1", f.Call(bulkhead.Class{}, 1))
 	g.ask("w2", f.Call(bulkhead.Class{}, 1))
@@ -139,7 +139,7 @@ func TestBudgetFullQueueShedsTheLowestClassFirst(t *testing.T) {
 	b := newBudget(t, cfg, clk)
 	crit, normal, batch := mustClass(t, b, "crit"), mustClass(t, b, "normal"), mustClass(t, b, "batch")
 	f := mustFlow(t, b, "f", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("held", f.Call(crit, 1))
 	g.ask("batch1", f.Call(batch, 1))
 	g.ask("batch2", f.Call(batch, 1))

@@ -19,7 +19,7 @@ func TestBudgetWithoutBypassAHeavyCallHoldsBackLighterOnes(t *testing.T) {
 	clk := newClock()
 	b := newBudget(t, budgetConfig(4, 0, class("only", 0, 0)), clk)
 	a, h, l := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "h", bulkhead.PartnerOptions{}), mustFlow(t, b, "l", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, x := range []string{"a1", "a2", "a3"} {
 		g.ask(x, a.Call(bulkhead.Class{}, 1))
 	}
@@ -48,7 +48,7 @@ func TestBudgetLightCallsPassAHeavyOneForAtMostMaxBypassPermits(t *testing.T) {
 	const bypass, k = 2, 4
 	b := newBudget(t, budgetConfig(4, bypass, class("only", 0, 0)), clk)
 	a, h, l := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "h", bulkhead.PartnerOptions{}), mustFlow(t, b, "l", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, x := range []string{"a1", "a2", "a3"} {
 		g.ask(x, a.Call(bulkhead.Class{}, 1))
 	}
@@ -131,7 +131,7 @@ func TestBudgetWaiterMadeTooHeavyByChangeConfigIsRejected(t *testing.T) {
 	cfg := budgetConfig(6, 0, class("only", 0, 0))
 	b := newBudget(t, cfg, clk)
 	a, h := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "h", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	g.ask("a", a.Call(bulkhead.Class{}, 2))
 	heavy := g.ask("heavy", h.Call(bulkhead.Class{}, 5))
 	expectOrder(t, g.order(), "a")
@@ -158,7 +158,7 @@ func TestBudgetEveryBlockedWaiterIsPassedByAtMostMaxBypassPermits(t *testing.T) 
 	a := mustFlow(t, b, "a", bulkhead.PartnerOptions{})
 	h1, h2 := mustFlow(t, b, "h1", bulkhead.PartnerOptions{}), mustFlow(t, b, "h2", bulkhead.PartnerOptions{})
 	l := mustFlow(t, b, "l", bulkhead.PartnerOptions{})
-	g := newGrantLog()
+	g := newGrantLog(b)
 	for _, x := range []string{"a1", "a2", "a3", "a4"} {
 		g.ask(x, a.Call(bulkhead.Class{}, 1))
 	}

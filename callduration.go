@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -36,9 +37,13 @@ import (
 // the permit is granted, and give it back with FinishCallStarted. The zero
 // CallStart is an unknown start (StartCall returns it while no listener is
 // registered), which FinishCallStarted treats as FinishCall does. A
-// CallStart is a small value; it means something only to the Semaphore
-// that returned it.
-type CallStart struct{ at int64 }
+// CallStart is a small value (two words) that means something only to the
+// Semaphore that returned it: FinishCallStarted of another Semaphore
+// refuses it.
+type CallStart struct {
+	ep *time.Time // the epoch of the stamps of the Semaphore that returned it
+	at int64      // a stamp: an offset from *ep plus one; 0 for the zero CallStart
+}
 
 // CallTimer is a Bulkhead whose CallFinished events can carry the call's
 // duration (Event.CallDuration): *Semaphore implements it, and so does
@@ -71,15 +76,27 @@ func (s *Semaphore) StartCall() CallStart {
 	if !s.events.active() {
 		return CallStart{}
 	}
-	return CallStart{s.events.last.Load()}
+	at := s.events.last.Load()
+	if at == 0 {
+		return CallStart{}
+	}
+	return CallStart{s.events.epoch.Load(), at} // set before any stamp
 }
 
 // FinishCallStarted gives back the permit of a call that ran, as
 // FinishCall does, and its CallFinished event carries the call's duration,
 // from start (StartCall) to now on the Semaphore's Clock. With the zero
 // CallStart it is FinishCall. It panics, naming the bulkhead, if more
-// permits are released than were acquired.
-func (s *Semaphore) FinishCallStarted(start CallStart) { s.release(true, start) }
+// permits are released than were acquired (so also when one call's start
+// is given back twice and no other call holds a permit), and, once the
+// permit is given back and CallFinished published without a duration, if
+// start was returned by another Semaphore.
+func (s *Semaphore) FinishCallStarted(start CallStart) {
+	s.release(true, start)
+	if start.ep != nil && start.ep != s.events.epoch.Load() {
+		panic(fmt.Sprintf("bulkhead %q: FinishCallStarted given the CallStart of another bulkhead", s.name))
+	}
+}
 
 // publishFinished publishes the CallFinished of a call that started at
 // start (the zero CallStart: unknown). A listener must be registered.
@@ -112,14 +129,14 @@ func (st *stamps) setEpoch(t time.Time) *time.Time {
 	return st.epoch.Load()
 }
 
-// since returns the time from start to now (zero for the zero CallStart,
-// and never negative).
+// since returns the time from start to now: zero for the zero CallStart
+// and for one of another Semaphore (whose epoch is not these stamps'), and
+// never negative.
 func (st *stamps) since(start CallStart, now time.Time) time.Duration {
-	if start.at == 0 {
+	if start.at == 0 || start.ep != st.epoch.Load() {
 		return 0
 	}
-	ep := st.epoch.Load() // set before the stamp that start holds
-	return time.Duration(max(offset(now, *ep)-start.at, 0))
+	return time.Duration(max(offset(now, *start.ep)-start.at, 0))
 }
 
 // offset encodes t as a stamp: its offset from epoch plus one, at least

@@ -2,6 +2,7 @@ package bulkhead_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -392,4 +393,97 @@ func TestRegistryAllMetricsYieldsEveryBulkheadInNameOrder(t *testing.T) {
 	}
 	var src bulkhead.MetricsSource = r
 	assert.Equal(t, 4, src.Stats().Bulkheads)
+}
+
+// A CallStart given to another Semaphore's FinishCallStarted: the permit
+// is given back and CallFinished published (without a duration), then it
+// panics naming the bulkhead. Before, a Semaphore that had never stamped a
+// grant (its listener registered after the grant) dereferenced a nil epoch
+// in the release path, and one that had reported a duration measured from
+// the other Semaphore's epoch.
+func TestFinishCallStartedRefusesTheCallStartOfAnotherSemaphore(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	a := newSemaphore(t, "a", bulkhead.Config{MaxConcurrentCalls: 1}, bulkhead.WithClock(clock))
+	recordDurations(t, a)
+	clock.Advance(time.Hour)
+	require.True(t, a.TryAcquirePermission())
+	foreign := a.StartCall()
+	require.NotEqual(t, bulkhead.CallStart{}, foreign)
+	defer a.FinishCallStarted(foreign)
+
+	for _, tc := range []struct {
+		name          string
+		stampedBefore bool // the Semaphore has stamps of its own
+	}{{"never stamped", false}, {"stamped", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newSemaphore(t, "b", bulkhead.Config{MaxConcurrentCalls: 1}, bulkhead.WithClock(clock))
+			if tc.stampedBefore {
+				remove := b.OnEvent(func(bulkhead.Event) {})
+				require.True(t, b.TryAcquirePermission())
+				b.FinishCall()
+				remove()
+			}
+			require.True(t, b.TryAcquirePermission())
+			d := recordDurations(t, b) // after the grant: b's own start would be zero
+			clock.Advance(time.Second)
+			msg := func() (msg string) {
+				defer func() { msg = fmt.Sprint(recover()) }()
+				b.FinishCallStarted(foreign)
+				return "no panic"
+			}()
+			assert.Equal(t, `bulkhead "b": FinishCallStarted given the CallStart of another bulkhead`, msg)
+			assert.Equal(t, []time.Duration{0}, d.all(), "CallFinished, without a duration")
+			assert.Equal(t, 1, b.Metrics().AvailableConcurrentCalls, "the permit was given back")
+		})
+	}
+}
+
+// One call's start given back twice: the second is one release too many
+// and panics naming the bulkhead, and the Semaphore stays consistent.
+func TestFinishCallStartedTwicePanicsNamingTheBulkheadAndLeavesItConsistent(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	s := newSemaphore(t, "twice", bulkhead.Config{MaxConcurrentCalls: 1}, bulkhead.WithClock(clock))
+	d := recordDurations(t, s)
+	require.True(t, s.TryAcquirePermission())
+	start := s.StartCall()
+	clock.Advance(time.Second)
+	s.FinishCallStarted(start)
+	assert.PanicsWithValue(t, `bulkhead "twice": released more permits than were acquired`, func() { s.FinishCallStarted(start) })
+	assert.Equal(t, []time.Duration{time.Second}, d.all(), "one CallFinished")
+	assert.Equal(t, 1, s.Metrics().AvailableConcurrentCalls)
+	require.True(t, s.TryAcquirePermission())
+	s.FinishCall()
+}
+
+// jumpingClock is a virtual clock whose readings can be set back.
+type jumpingClock struct {
+	*testkit.VirtualClock
+	mu   sync.Mutex
+	back time.Duration
+}
+
+func (c *jumpingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.VirtualClock.Now().Add(-c.back)
+}
+
+func (c *jumpingClock) jumpBack(d time.Duration) { c.mu.Lock(); c.back += d; c.mu.Unlock() }
+
+// A Clock that jumps back between a grant and its finish (a Clock of the
+// caller's, without Go's monotonic reading) gives a duration of zero, never
+// a negative one, before and after the first stamp (its epoch).
+func TestAClockThatJumpsBackNeverGivesANegativeCallDuration(t *testing.T) {
+	clock := &jumpingClock{VirtualClock: testkit.NewVirtualClock(time.Unix(1e6, 0))}
+	s := newSemaphore(t, "jumps", bulkhead.Config{MaxConcurrentCalls: 2}, bulkhead.WithClock(clock))
+	d := recordDurations(t, s)
+	require.True(t, s.TryAcquirePermission()) // the epoch
+	first := s.StartCall()
+	clock.Advance(time.Second)
+	require.True(t, s.TryAcquirePermission())
+	second := s.StartCall()
+	clock.jumpBack(time.Hour) // before the epoch
+	s.FinishCallStarted(second)
+	s.FinishCallStarted(first)
+	assert.Equal(t, []time.Duration{0, 0}, d.all())
 }

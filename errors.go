@@ -34,6 +34,14 @@ const (
 	// Evicted: in LIFO order, a newer call took this waiter's place in a
 	// full queue.
 	Evicted
+	// Unavailable: the bulkhead could not decide, so it refused the call
+	// without counting it against its limit: the store that holds its
+	// permits (Redis, for a fleet bulkhead of contrib/redis) was
+	// unreachable or refused the request, or the bulkhead was closed. The
+	// call's error says which; it is not a *FullError (a fleet bulkhead's
+	// *StoreError matches its ErrUnavailable or ErrRefused, a closed one
+	// its ErrClosed). A Semaphore and a Pool never reject for it.
+	Unavailable
 )
 
 // String returns the reason as it appears in error messages and events.
@@ -47,6 +55,8 @@ func (r Reason) String() string {
 		return "wait timeout"
 	case Evicted:
 		return "evicted"
+	case Unavailable:
+		return "unavailable"
 	case 0:
 		return "none"
 	}

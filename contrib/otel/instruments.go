@@ -36,7 +36,8 @@ const ScopeName = "github.com/rxbulkhead/bulkhead/contrib/otel"
 //	bulkhead.call.duration                 Float64Histogram (s)    time calls held their permit, grant
 //	                                                               to finish (Event.CallDuration)
 //	bulkhead.rejected_calls                Int64ObservableCounter  rejections, by attribute reason =
-//	                                                               no_wait, queue_full, wait_timeout, evicted
+//	                                                               no_wait, queue_full, wait_timeout, evicted,
+//	                                                               unavailable (bulkhead.Unavailable)
 //	bulkhead.shadowed_calls                Int64ObservableCounter  calls let through in shadow mode, by
 //	                                                               attribute reason = would_wait, no_wait,
 //	                                                               queue_full, evicted (only for a bulkhead
@@ -51,7 +52,8 @@ const ScopeName = "github.com/rxbulkhead/bulkhead/contrib/otel"
 //
 // The two histograms are recorded by the goroutine that publishes each
 // event: bulkhead.wait.duration for every CallPermitted and CallRejected
-// (a permit granted at once, a rejection NoWait or QueueFull, with zero),
+// (a permit granted at once, a rejection NoWait or QueueFull, with zero;
+// a fleet bulkhead's calls all wait for their round trip to Redis),
 // bulkhead.call.duration for every CallFinished whose finish knew its
 // start (see bulkhead.Event.CallDuration), with explicit boundaries
 // DefaultWaitBuckets and DefaultCallDurationBuckets unless WithWaitBuckets
@@ -112,7 +114,7 @@ type attrSets struct {
 	name    metric.MeasurementOption
 	kinds   [len(callstats.Kinds)]metric.MeasurementOption
 	reasons [len(callstats.Reasons)]metric.MeasurementOption
-	shadows [1 + len(callstats.Reasons)]metric.MeasurementOption
+	shadows [1 + len(callstats.ShadowReasons)]metric.MeasurementOption
 }
 
 func newAttrSets(name string) *attrSets {
@@ -191,7 +193,7 @@ func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	in.queued = gauge("bulkhead.queued_calls", "{call}", "Number of calls waiting for a permit.")
 	in.maxQueued = gauge("bulkhead.max_queued_calls", "{call}", "Configured bound of the wait queue (MaxQueuedCalls); 0 means no queue, bulkhead.Unbounded (MaxInt) no bound.")
 	in.calls = counter("bulkhead.calls", "{call}", "Calls of the bulkhead by kind (permitted, rejected, finished, cancelled), counted since the instruments started.")
-	in.rejections = counter("bulkhead.rejected_calls", "{call}", "Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted.")
+	in.rejections = counter("bulkhead.rejected_calls", "{call}", "Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted, unavailable.")
 	in.shadowed = counter("bulkhead.shadowed_calls", "{call}", "Calls a bulkhead in shadow mode let through that it would have queued (would_wait) or rejected (no_wait, queue_full, evicted).")
 	in.bulkheads = gauge("bulkhead.registry.bulkheads", "{bulkhead}", "Number of live bulkheads of the registry, the catch-all included.")
 	in.evictions = counter("bulkhead.registry.evictions", "{bulkhead}", "Number of bulkheads the registry evicted as idle.")
@@ -203,7 +205,7 @@ func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	}
 	// The tables count; the histograms are the SDK's (nil bounds).
 	hooks := callstats.Hooks{Event: in.record, Evict: func(name string) { in.records.Delete(name) }}
-	for _, s := range append([]bulkhead.MetricsSource{src}, cfg.sources...) {
+	for _, s := range callstats.Distinct(append([]bulkhead.MetricsSource{src}, cfg.sources...)) {
 		in.watches = append(in.watches, callstats.NewWatch(s, nil, nil, hooks))
 	}
 	in.reg, err = meter.RegisterCallback(in.observe, in.available, in.maxAllowed, in.queued, in.maxQueued, in.calls,
@@ -215,11 +217,12 @@ func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	return in, nil
 }
 
-// bounds checks the bucket bounds of an option (the defaults if nil) and
-// returns them in seconds.
-func bounds(option string, ds, defaults []time.Duration) ([]float64, error) {
-	if ds == nil {
-		ds = defaults
+// bounds checks the bucket bounds of an option (the defaults if the
+// option was not given) and returns them in seconds.
+func bounds(option string, given *[]time.Duration, defaults []time.Duration) ([]float64, error) {
+	ds := defaults
+	if given != nil {
+		ds = *given
 	}
 	if err := callstats.CheckBuckets(ds); err != nil {
 		return nil, fmt.Errorf("bulkhead/contrib/otel: %s: %w", option, err)
@@ -304,18 +307,11 @@ func (in *Instruments) observeCounts(o metric.Observer, a *attrSets, s *callstat
 	for i := range callstats.Reasons {
 		o.ObserveInt64(in.rejections, int64(s.Rejections[i].Load()), a.reasons[i])
 	}
-	var counts [len(s.Shadowed)]uint64
-	for i := range s.Shadowed {
-		counts[i] = s.Shadowed[i].Load()
-		shadow = shadow || counts[i] > 0
-	}
-	if !shadow {
+	counts, export := s.ShadowCounts(shadow)
+	if !export {
 		return
 	}
 	for i, n := range counts {
-		if i == int(bulkhead.WaitTimeout) { // shadow mode never reports a wait timeout
-			continue
-		}
 		o.ObserveInt64(in.shadowed, int64(n), a.shadows[i])
 	}
 }

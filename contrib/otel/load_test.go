@@ -15,65 +15,10 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	bulkheadotel "github.com/rxbulkhead/bulkhead/contrib/otel"
+	"github.com/rxbulkhead/bulkhead/internal/metricstest"
 	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
-
-// histogramOf counts durations into the buckets of bounds, from the test's
-// own listeners, as the SDK does for explicit boundaries (a value equal to
-// a bound falls in that bound's bucket).
-type histogramOf struct {
-	mu     sync.Mutex
-	bounds []time.Duration
-	counts []uint64 // per bucket, the last +Inf
-}
-
-func newHistogramOf(bounds []time.Duration) *histogramOf {
-	return &histogramOf{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
-}
-
-func (h *histogramOf) add(d time.Duration) {
-	i, _ := slices.BinarySearch(h.bounds, d)
-	h.mu.Lock()
-	h.counts[i]++
-	h.mu.Unlock()
-}
-
-func (h *histogramOf) snapshot() []uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.counts)
-}
-
-// quantile is histogram_quantile over per-bucket counts and their bounds in
-// seconds (the last count is +Inf), as Prometheus computes it from an
-// exported histogram.
-func quantile(q float64, bounds []float64, counts []uint64) float64 {
-	var total uint64
-	cum := make([]uint64, len(counts))
-	for i, n := range counts {
-		total += n
-		cum[i] = total
-	}
-	rank := q * float64(total)
-	i := slices.IndexFunc(cum, func(c uint64) bool { return float64(c) >= rank })
-	if i == len(bounds) {
-		return bounds[len(bounds)-1]
-	}
-	lower, below := 0.0, 0.0
-	if i > 0 {
-		lower, below = bounds[i-1], float64(cum[i-1])
-	}
-	return lower + (bounds[i]-lower)*(rank-below)/(float64(cum[i])-below)
-}
-
-func seconds(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Seconds()
-	}
-	return out
-}
 
 // collected is one collection of the manual reader, flattened.
 type collected struct {
@@ -137,13 +82,13 @@ func TestOTelReaderAnswersAboutTheLoadTheTestRan(t *testing.T) {
 		reports, _ := preg.Get("reports")
 
 		// What the test saw, from its own listeners.
-		waits := newHistogramOf(waitBuckets)
-		durations := map[string]*histogramOf{}
+		waits := metricstest.NewHistogram(waitBuckets)
+		durations := map[string]*metricstest.Histogram{}
 		var mu sync.Mutex
 		kinds := map[string]map[bulkhead.EventType]int64{}
 		reasons := map[bulkhead.Reason]int64{}
 		for _, name := range []string{"handoff", "mixed", "reports"} {
-			durations[name] = newHistogramOf(durationBuckets)
+			durations[name] = metricstest.NewHistogram(durationBuckets)
 			kinds[name] = map[bulkhead.EventType]int64{}
 		}
 		listen := func(e bulkhead.Event) {
@@ -154,10 +99,10 @@ func TestOTelReaderAnswersAboutTheLoadTheTestRan(t *testing.T) {
 			}
 			mu.Unlock()
 			if e.Name == "handoff" && e.Type == bulkhead.CallPermitted {
-				waits.add(e.Wait)
+				waits.Add(e.Wait)
 			}
 			if e.Type == bulkhead.CallFinished && e.CallDuration > 0 {
-				durations[e.Name].add(e.CallDuration)
+				durations[e.Name].Add(e.CallDuration)
 			}
 		}
 		handoff.OnEvent(listen)
@@ -262,24 +207,24 @@ func TestOTelReaderAnswersAboutTheLoadTheTestRan(t *testing.T) {
 		}
 		// The 99th percentile of handoff's waits.
 		w := got.hists["bulkhead.wait.duration{name=handoff,outcome=granted}"]
-		if !slices.Equal(w.Bounds, seconds(waitBuckets)) || !slices.Equal(w.BucketCounts, waits.snapshot()) {
-			t.Errorf("handoff's waits: bounds %v counts %v, the test's %v", w.Bounds, w.BucketCounts, waits.snapshot())
+		if !slices.Equal(w.Bounds, metricstest.Seconds(waitBuckets)) || !slices.Equal(w.BucketCounts, waits.Counts()) {
+			t.Errorf("handoff's waits: bounds %v counts %v, the test's %v", w.Bounds, w.BucketCounts, waits.Counts())
 		}
-		if p, want := quantile(0.99, w.Bounds, w.BucketCounts), quantile(0.99, seconds(waitBuckets), waits.snapshot()); math.Abs(p-want) > 1e-9*want || w.Count == 0 {
+		if p, want := metricstest.Quantile(0.99, w.Bounds, metricstest.Cumulative(w.BucketCounts)), metricstest.Quantile(0.99, metricstest.Seconds(waitBuckets), metricstest.Cumulative(waits.Counts())); math.Abs(p-want) > 1e-9*want || w.Count == 0 {
 			t.Errorf("p99 of handoff's waits: reader %v, the test %v", p, want)
 		}
 		// The call durations: every finished call timed, and the 99th
 		// percentile of each bulkhead's.
 		for _, name := range []string{"handoff", "mixed", "reports"} {
 			d := got.hists["bulkhead.call.duration{name="+name+"}"]
-			mine := durations[name].snapshot()
+			mine := durations[name].Counts()
 			if !slices.Equal(d.BucketCounts, mine) {
 				t.Errorf("%s's call durations: counts %v, the test's %v", name, d.BucketCounts, mine)
 			}
 			if int64(d.Count) != kinds[name][bulkhead.CallFinished] || d.Count == 0 {
 				t.Errorf("%s: %d timed calls of %d finished", name, d.Count, kinds[name][bulkhead.CallFinished])
 			}
-			if p, want := quantile(0.99, d.Bounds, d.BucketCounts), quantile(0.99, seconds(durationBuckets), mine); math.Abs(p-want) > 1e-9*want {
+			if p, want := metricstest.Quantile(0.99, d.Bounds, metricstest.Cumulative(d.BucketCounts)), metricstest.Quantile(0.99, metricstest.Seconds(durationBuckets), metricstest.Cumulative(mine)); math.Abs(p-want) > 1e-9*want {
 				t.Errorf("p99 of %s's call durations: reader %v, the test %v", name, p, want)
 			}
 		}

@@ -16,7 +16,7 @@ type Option interface{ apply(*config) }
 
 type config struct {
 	provider                     metric.MeterProvider
-	waitBuckets, durationBuckets []time.Duration          // nil: the defaults
+	waitBuckets, durationBuckets *[]time.Duration         // nil: the defaults
 	sources                      []bulkhead.MetricsSource // WithSources, WithPools
 }
 
@@ -34,14 +34,14 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // bulkhead.wait.duration. They must be positive and strictly increasing
 // (Start fails otherwise). The default is DefaultWaitBuckets.
 func WithWaitBuckets(bounds ...time.Duration) Option {
-	return optionFunc(func(c *config) { c.waitBuckets = slices.Clone(bounds) })
+	return optionFunc(func(c *config) { b := slices.Clone(bounds); c.waitBuckets = &b })
 }
 
 // WithCallDurationBuckets sets the explicit bucket boundaries of
 // bulkhead.call.duration, with the rules of WithWaitBuckets. The default is
 // DefaultCallDurationBuckets.
 func WithCallDurationBuckets(bounds ...time.Duration) Option {
-	return optionFunc(func(c *config) { c.durationBuckets = slices.Clone(bounds) })
+	return optionFunc(func(c *config) { b := slices.Clone(bounds); c.durationBuckets = &b })
 }
 
 // DefaultWaitBuckets returns the default boundaries of bulkhead.wait.duration:
@@ -63,8 +63,9 @@ func DefaultCallDurationBuckets() []time.Duration {
 // like one of an earlier source is left out of the observed instruments
 // (its series would clash), and its waits and call durations are recorded
 // into the earlier one's histogram series: name them apart. The
-// registry-wide instruments observe the sums over the sources. Start
-// panics if a source is nil.
+// registry-wide instruments observe the sums over the sources. A source
+// given twice (here, to Start or WithPools) is observed once. Start panics
+// if a source is nil.
 func WithSources(srcs ...bulkhead.MetricsSource) Option {
 	return optionFunc(func(c *config) {
 		for _, s := range srcs {
@@ -78,18 +79,17 @@ func WithSources(srcs ...bulkhead.MetricsSource) Option {
 
 // WithPools makes Start also observe the pools of preg (its MetricsSource:
 // see pool.Registry.MetricsSource for what a pool's data points mean), as
-// WithSources does. A nil preg is ignored.
+// WithSources does. Start panics if preg is nil, as NewCollector of
+// contrib/prometheus does.
 func WithPools(preg *pool.Registry) Option {
 	return optionFunc(func(c *config) {
-		if preg != nil {
-			c.sources = append(c.sources, preg.MetricsSource())
+		if preg == nil {
+			panic("bulkhead/contrib/otel: WithPools called with a nil *pool.Registry")
 		}
+		c.sources = append(c.sources, preg.MetricsSource())
 	})
 }
 
-// isNil reports whether src is nil or a nil *bulkhead.Registry (the
-// source most often given).
-func isNil(src bulkhead.MetricsSource) bool {
-	r, ok := src.(*bulkhead.Registry)
-	return src == nil || ok && r == nil
-}
+// isNil reports whether src is nil, or a nil pointer such as a nil
+// *bulkhead.Registry.
+func isNil(src bulkhead.MetricsSource) bool { return callstats.IsNil(src) }

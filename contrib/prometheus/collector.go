@@ -27,7 +27,9 @@ import (
 //	bulkhead_call_duration_seconds          histogram time calls held their permit,
 //	                                                  grant to finish (Event.CallDuration)
 //	bulkhead_rejected_calls_total{reason}   counter   rejections, reason = no_wait,
-//	                                                  queue_full, wait_timeout or evicted
+//	                                                  queue_full, wait_timeout, evicted or
+//	                                                  unavailable (bulkhead.Unavailable: a
+//	                                                  fleet bulkhead's store away or refusing)
 //	bulkhead_shadowed_calls_total{reason}   counter   calls let through in shadow mode
 //	                                                  (bulkhead.Config.ShadowMode), reason =
 //	                                                  would_wait, no_wait, queue_full or
@@ -45,12 +47,14 @@ import (
 //
 // The wait histogram counts every permitted call (a permit granted at
 // once falls in the first bucket, with a wait of zero) and every rejected
-// one (NoWait and QueueFull with a wait of zero), so its count is the
-// number of permitted, respectively rejected, calls. The call-duration
-// histogram counts the finished calls whose finish knew their start: all
-// of a pool's tasks, and a Semaphore's calls given back through a Lease,
-// FinishCallStarted, the reactive operators, iterate or an adaptive Call
-// (a bare Semaphore.FinishCall does not say which call finished; see
+// one (NoWait and QueueFull with a wait of zero, except for a fleet
+// bulkhead, whose calls all wait for their round trip to Redis), so its
+// count is the number of permitted, respectively rejected, calls. The
+// call-duration histogram counts the finished calls whose finish knew
+// their start: all of a pool's tasks, a Semaphore's calls given back
+// through a Lease, FinishCallStarted, the reactive operators, iterate or
+// an adaptive Call, and a fleet bulkhead's given back through
+// Permit.Finish (a bare FinishCall does not say which call finished; see
 // bulkhead.Event.CallDuration). Their buckets are DefaultWaitBuckets and
 // DefaultCallDurationBuckets unless WithWaitBuckets or
 // WithCallDurationBuckets say otherwise. The adaptive bulkheads of an
@@ -98,7 +102,7 @@ func NewCollector(src bulkhead.MetricsSource, opts ...Option) *Collector {
 	}
 	o := newOptions("NewCollector", opts)
 	c := &Collector{descs: newDescs(o)}
-	for _, s := range append([]bulkhead.MetricsSource{src}, o.sources...) {
+	for _, s := range callstats.Distinct(append([]bulkhead.MetricsSource{src}, o.sources...)) {
 		c.watches = append(c.watches, callstats.NewWatch(s, o.waitBuckets, o.durationBuckets, callstats.Hooks{}))
 	}
 	return c

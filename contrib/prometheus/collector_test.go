@@ -124,8 +124,8 @@ func TestCollectorForgetsRemovedBulkheadsAndContinuesTheirName(t *testing.T) {
 	defer c.Close()
 	old.TryAcquirePermission()
 	old.FinishCall()
-	if n := testutil.CollectAndCount(c); n != 33 {
-		t.Fatalf("two bulkheads gave %d metrics, want 2*15 and the registry's 3", n)
+	if n := testutil.CollectAndCount(c); n != 35 {
+		t.Fatalf("two bulkheads gave %d metrics, want 2*16 and the registry's 3", n)
 	}
 
 	r.Remove("p")

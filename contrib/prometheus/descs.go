@@ -41,7 +41,7 @@ func newDescs(o options) descs {
 			"Time calls held their permit, from the grant to the finish, for the calls whose finish knew their start.",
 			name, nil),
 		rejections: prometheus.NewDesc("bulkhead_rejected_calls_total",
-			"Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted.",
+			"Calls rejected, by reason: no_wait, queue_full, wait_timeout, evicted, unavailable.",
 			[]string{"name", "reason"}, nil),
 		shadowed: prometheus.NewDesc("bulkhead_shadowed_calls_total",
 			"Calls a bulkhead in shadow mode let through that it would have queued (would_wait) or rejected (no_wait, queue_full, evicted).",
@@ -119,18 +119,11 @@ func (d *descs) collectCalls(ch chan<- prometheus.Metric, name string, s *callst
 	for i, r := range callstats.Reasons {
 		ch <- prometheus.MustNewConstMetric(d.rejections, prometheus.CounterValue, float64(s.Rejections[i].Load()), name, callstats.ReasonLabel(r))
 	}
-	var counts [len(s.Shadowed)]uint64
-	for i := range s.Shadowed {
-		counts[i] = s.Shadowed[i].Load()
-		shadow = shadow || counts[i] > 0
-	}
-	if !shadow {
+	counts, export := s.ShadowCounts(shadow)
+	if !export {
 		return
 	}
 	for i, n := range counts {
-		if i == int(bulkhead.WaitTimeout) { // index 1+reason-1
-			continue // shadow mode never reports a wait timeout
-		}
 		ch <- prometheus.MustNewConstMetric(d.shadowed, prometheus.CounterValue, float64(n), name, callstats.ShadowLabel(i))
 	}
 }

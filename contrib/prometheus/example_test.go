@@ -65,6 +65,7 @@ func ExampleNewCollector() {
 	// bulkhead_rejected_calls_total name=walmart reason=evicted 0
 	// bulkhead_rejected_calls_total name=walmart reason=no_wait 0
 	// bulkhead_rejected_calls_total name=walmart reason=queue_full 0
+	// bulkhead_rejected_calls_total name=walmart reason=unavailable 0
 	// bulkhead_rejected_calls_total name=walmart reason=wait_timeout 0
 	// bulkhead_wait_duration_seconds name=walmart outcome=granted 2
 	// bulkhead_wait_duration_seconds name=walmart outcome=rejected 0

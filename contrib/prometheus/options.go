@@ -65,8 +65,9 @@ func WithResilience4jNames() Option {
 // the same names, after those of the source given to NewCollector. A
 // bulkhead named like one of an earlier source is left out of the scrape
 // (two series cannot share a name and labels): name them apart. The
-// registry-wide metrics are the sums over the sources. NewCollector panics
-// if a source is nil.
+// registry-wide metrics are the sums over the sources. A source given
+// twice (here, to NewCollector or WithPools) is reported once. NewCollector
+// panics if a source is nil.
 func WithSources(srcs ...bulkhead.MetricsSource) Option {
 	return optionFunc(func(o *options) {
 		for _, s := range srcs {
@@ -107,9 +108,6 @@ func newOptions(caller string, opts []Option) options {
 	return o
 }
 
-// isNil reports whether src is nil or a nil *bulkhead.Registry (the
-// source most often given).
-func isNil(src bulkhead.MetricsSource) bool {
-	r, ok := src.(*bulkhead.Registry)
-	return src == nil || ok && r == nil
-}
+// isNil reports whether src is nil, or a nil pointer such as a nil
+// *bulkhead.Registry.
+func isNil(src bulkhead.MetricsSource) bool { return callstats.IsNil(src) }

@@ -3,7 +3,6 @@ package prometheus_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -14,24 +13,10 @@ import (
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/adaptive"
 	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
+	"github.com/rxbulkhead/bulkhead/internal/metricstest"
 	"github.com/rxbulkhead/bulkhead/pool"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
-
-// requireTool returns the path of a binary of Debian's prometheus package
-// (make prometheus installs it). Without it the test is skipped, unless CI
-// is set: then it fails, so that CI cannot pass without the real tools.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed and CI is set: run `make prometheus`", name)
-		}
-		t.Skipf("%s is not installed (make prometheus)", name)
-	}
-	return path
-}
 
 // exposition renders what c exposes in the text format Prometheus scrapes.
 func textExposition(t *testing.T, c prometheus.Collector) []byte {
@@ -56,7 +41,7 @@ func textExposition(t *testing.T, c prometheus.Collector) []byte {
 // durations, rejections of each reason, shadowed calls, pools, adaptive
 // bulkheads, resilience4j names), passes promtool's linter.
 func TestPromtoolChecksTheExpositionOfEveryCollector(t *testing.T) {
-	promtool := requireTool(t, "promtool")
+	promtool := metricstest.RequireTool(t, "promtool")
 	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	r, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 10 * time.Millisecond, MaxQueuedCalls: 1},
 		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)),

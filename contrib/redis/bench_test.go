@@ -260,7 +260,7 @@ func BenchmarkEventLoop(b *testing.B) {
 			start := time.Now().Add(700 * time.Millisecond)
 			var waits []func() childResult
 			for i := range procs {
-				_, sc := startChild(b, "eventloop", childParams{Addr: srv.addr(), Prefix: prefix, Index: i, Procs: procs, Start: start.UnixNano(),
+				_, sc := startChild(b, "eventloop", childParams{Addr: srv.Addr(), Prefix: prefix, Index: i, Procs: procs, Start: start.UnixNano(),
 					LeaseTTL: 10 * time.Second, Renew: 3 * time.Second})
 				waits = append(waits, func() childResult { return readResult(b, sc) })
 			}

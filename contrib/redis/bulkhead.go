@@ -183,6 +183,11 @@ func (b *Bulkhead) Acquire() *Permit { return b.acquire(true) }
 func (b *Bulkhead) acquire(typed bool) *Permit {
 	p := &Permit{b: b, typed: typed}
 	p.a, p.r = bulkhead.PendingAcquisition(p.withdraw)
+	// CallCancelled is published by the first callback rather than by
+	// withdraw: a listener that calls runtime.Goexit then ends the goroutine
+	// of Cancel with the Acquisition's other callbacks handed to a fresh
+	// goroutine (see Acquisition.OnDone), not left unrun.
+	p.a.OnDone(p.done)
 	b.mu.Lock()
 	switch {
 	case b.closed || b.retired:
@@ -192,13 +197,13 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 			err = b.errs().evicted
 		}
 		b.mu.Unlock()
-		b.reject(p, err, 0)
+		b.reject(p, err, bulkhead.Unavailable)
 		return p
 	case b.s.down.Load():
 		if err := b.s.refusalError(b.name); err != nil {
 			p.state = stDone
 			b.mu.Unlock()
-			b.reject(p, err, 0)
+			b.reject(p, err, bulkhead.Unavailable)
 			return p
 		}
 		if b.local != nil {
@@ -210,7 +215,7 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 		}
 		p.state = stDone
 		b.mu.Unlock()
-		b.reject(p, b.unavailable(), 0)
+		b.reject(p, b.unavailable(), bulkhead.Unavailable)
 		return p
 	case b.cfg.MaxWaitDuration > 0 && b.ticketed >= b.cfg.MaxQueuedCalls:
 		p.state = stDone
@@ -342,10 +347,18 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 
 // reject delivers a rejection on the calling goroutine. CallRejected is
 // published before the callbacks run, as a Semaphore does (a Cancel that
-// wins the race after it is followed by CallCancelled).
+// wins the race after it is followed by CallCancelled). If a listener calls
+// runtime.Goexit, the rejection is delivered by a fresh goroutine.
 func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
 	if p.a.Err() == bulkhead.ErrPending && b.pub.Active() {
+		published := false
+		defer func() {
+			if !published {
+				go p.r.Reject(err)
+			}
+		}()
 		b.publish(bulkhead.CallRejected, r, b.waited(p))
+		published = true
 	}
 	p.r.Reject(err)
 }
@@ -353,11 +366,25 @@ func (b *Bulkhead) reject(p *Permit, err error, r bulkhead.Reason) {
 // grant delivers a grant decided by this process on the calling goroutine;
 // if Cancel won first, the permit is given back. CallPermitted is published
 // before the callbacks run, as a Semaphore does; a Cancel that wins the
-// race after it is followed by CallCancelled.
+// race after it is followed by CallCancelled. If a listener calls
+// runtime.Goexit, the grant is delivered by a fresh goroutine.
 func (b *Bulkhead) grant(p *Permit) {
 	if p.a.Err() == bulkhead.ErrPending && b.pub.Active() {
+		published := false
+		defer func() {
+			if !published {
+				go b.handOver(p)
+			}
+		}()
 		b.publish(bulkhead.CallPermitted, 0, b.waited(p))
+		published = true
 	}
+	b.handOver(p)
+}
+
+// handOver decides p's grant and runs its callbacks, or gives the permit
+// back if Cancel came first.
+func (b *Bulkhead) handOver(p *Permit) {
 	if !p.r.Grant() {
 		b.giveBack(p, false)
 	}
@@ -379,8 +406,10 @@ func (b *Bulkhead) waited(p *Permit) time.Duration {
 // process and returns a func that unregisters it. Events are the core's:
 // CallPermitted (before the grant's callbacks run), CallRejected,
 // CallFinished, CallCancelled. A CallRejected's Reason is NoWait,
-// QueueFull or WaitTimeout as for a Semaphore, and zero for the fleet's
-// own rejections (a *StoreError: ErrUnavailable, ErrRefused; ErrClosed).
+// QueueFull or WaitTimeout as for a Semaphore, and bulkhead.Unavailable
+// for the fleet's own rejections (a *StoreError matching ErrUnavailable
+// or ErrRefused; ErrClosed, also for a bulkhead evicted from its
+// Registry), so that the exporters count them as reason="unavailable".
 // Event.Wait of a CallPermitted or CallRejected is the time from
 // AcquirePermissionAsync to the decision on the Store's Clock for every
 // call that was not decided at once (waited). Listeners run synchronously

@@ -30,7 +30,7 @@ func TestChangeConfigReachesEveryReplicaUnderLoad(t *testing.T) {
 		t.Fatalf("fleet metrics after ChangeConfig(4): %+v, %v", m, err)
 	}
 	const procs = 3
-	p := childParams{Addr: srv.addr(), Prefix: cfg.KeyPrefix, Name: "partner", Permits: 2, MaxAllowed: 4,
+	p := childParams{Addr: srv.Addr(), Prefix: cfg.KeyPrefix, Name: "partner", Permits: 2, MaxAllowed: 4,
 		Duration: soak(3 * time.Second), Workers: 6, Counter: cfg.KeyPrefix + "holders", LeaseTTL: 10 * time.Second, Renew: time.Second}
 	var children []func() childResult
 	for i := range procs {

@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
+	"github.com/rxbulkhead/bulkhead/internal/redistest"
 )
 
 // cliEnv names the redis-cli the cluster tests use (valkey-cli for make
@@ -59,7 +60,7 @@ type cluster struct {
 func (c *cluster) addrs() []string {
 	var a []string
 	for _, n := range c.nodes {
-		a = append(a, n.addr())
+		a = append(a, n.Addr())
 	}
 	return a
 }
@@ -80,13 +81,13 @@ func startCluster(t testing.TB, n, replicas int) *cluster {
 	c := &cluster{}
 	for range n * (1 + replicas) {
 		dir := t.TempDir()
-		s := &server{bin: redisServerPath(), port: clusterPort(t), dir: dir, args: []string{
+		s := &server{&redistest.Server{Bin: redisServerPath(), Port: clusterPort(t), Dir: dir, Args: []string{
 			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "1000"}}
-		if err := s.start(); err != nil {
+			"--cluster-node-timeout", "1000"}}}
+		if err := s.Run(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(s.kill)
+		t.Cleanup(s.Kill)
 		c.nodes = append(c.nodes, s)
 	}
 	args := append([]string{"--cluster", "create"}, c.addrs()...)
@@ -98,7 +99,7 @@ func startCluster(t testing.TB, n, replicas int) *cluster {
 	}
 	eventually(t, 20*time.Second, "cluster state ok on every node, replicas in sync", func() bool {
 		for _, s := range c.nodes {
-			nc := goredis.NewClient(&goredis.Options{Addr: s.addr()})
+			nc := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
 			info, err := nc.ClusterInfo(context.Background()).Result()
 			repl, err2 := nc.Info(context.Background(), "replication").Result()
 			nc.Close()
@@ -123,7 +124,7 @@ func (c *cluster) client(t testing.TB) *goredis.ClusterClient {
 
 // nodeClient is a plain client of node i.
 func (c *cluster) nodeClient(t testing.TB, i int) *goredis.Client {
-	nc := goredis.NewClient(&goredis.Options{Addr: c.nodes[i].addr()})
+	nc := goredis.NewClient(&goredis.Options{Addr: c.nodes[i].Addr()})
 	t.Cleanup(func() { nc.Close() })
 	return nc
 }
@@ -156,7 +157,7 @@ func (c *cluster) ownerAsSeenBy(t testing.TB, asker int, slot int64) (int, error
 					continue
 				}
 				for i, s := range c.nodes {
-					if int64(s.port) == n.Port {
+					if int64(s.Port) == n.Port {
 						return i, nil
 					}
 				}
@@ -194,7 +195,7 @@ func (c *cluster) migrateSlot(t testing.TB, slot int64, from, to int) {
 		if len(keys) == 0 {
 			break
 		}
-		args := []any{"MIGRATE", "127.0.0.1", c.nodes[to].port, "", 0, 5000, "KEYS"}
+		args := []any{"MIGRATE", "127.0.0.1", c.nodes[to].Port, "", 0, 5000, "KEYS"}
 		for _, k := range keys {
 			args = append(args, k)
 		}
@@ -321,7 +322,7 @@ func TestClusterMasterKillUnderLoadKeepsTheLimitAndRecoversOnThePromotedReplica(
 	victim := cl.owner(t, slot)
 	killAt := time.Now().Add(2 * time.Second) // the children are running by then
 	p := childParams{Addrs: cl.addrs(), Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(10 * time.Second),
-		Workers: 6, Counter: "holders", CounterAddr: counterSrv.addr(), LeaseTTL: 6 * time.Second, Renew: time.Second,
+		Workers: 6, Counter: "holders", CounterAddr: counterSrv.Addr(), LeaseTTL: 6 * time.Second, Renew: time.Second,
 		KillAt: killAt.UnixNano()}
 	var children []func() childResult
 	for i := range procs {
@@ -330,7 +331,7 @@ func TestClusterMasterKillUnderLoadKeepsTheLimitAndRecoversOnThePromotedReplica(
 		children = append(children, func() childResult { return readResult(t, sc) })
 	}
 	time.Sleep(time.Until(killAt))
-	cl.nodes[victim].kill()
+	cl.nodes[victim].Kill()
 	killed := time.Now()
 	asker := (victim + 1) % len(cl.nodes)
 	var promoted time.Time

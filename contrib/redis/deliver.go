@@ -22,6 +22,10 @@ type deliveryQueue struct {
 	pending []delivery
 	spare   []delivery
 	signal  chan struct{}
+	// rest is what remains of the batch being delivered, owned by the
+	// delivery goroutine: if user code ends that goroutine, the one that
+	// takes its place (Store.runDeliveries) starts there.
+	rest []delivery
 }
 
 func (q *deliveryQueue) init() { q.signal = make(chan struct{}, 1) }
@@ -48,19 +52,26 @@ func (q *deliveryQueue) take() []delivery {
 }
 
 // run delivers until done is closed; outcomes left then are delivered by
-// Store.Close.
+// Store.Close. It starts with the rest of a batch whose delivery ended the
+// goroutine before (q.rest).
 func (q *deliveryQueue) run(done <-chan struct{}) {
 	for {
-		select {
-		case <-done:
-			return
-		case <-q.signal:
+		ds := q.rest
+		if ds == nil {
+			select {
+			case <-done:
+				return
+			case <-q.signal:
+			}
+			ds = q.take()
 		}
-		ds := q.take()
-		for i, d := range ds {
-			deliver(d)
+		for i := range ds {
+			d := ds[i]
 			ds[i] = delivery{}
+			q.rest = ds[i+1:]
+			deliver(d)
 		}
+		q.rest = nil
 		q.mu.Lock()
 		if q.spare == nil {
 			q.spare = ds[:0]

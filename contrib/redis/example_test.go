@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -15,7 +16,7 @@ import (
 )
 
 // redisAddr is the address of the redis-server the tests started.
-func redisAddr() string { return shared.addr() }
+func redisAddr() string { return shared.Addr() }
 
 // One limit for every replica: each process creates a Store over its
 // go-redis client and a Bulkhead per partner, with the same name and limit.
@@ -321,4 +322,37 @@ func ExampleRegistry_Acquire() {
 	// Output:
 	// permitted by tenant-42
 	// bulkheads: 2 evictions: 0 catch-all calls: 0
+}
+
+// A key taken from user data can be of any length. With the cap of
+// WithMaxBulkheads, a key longer than WithMaxKeyLength (256 bytes by
+// default) that has no bulkhead is admitted by the catch-all, so it names
+// no bulkhead, and no key in Redis, of its length.
+func ExampleWithMaxKeyLength() {
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	defer client.Close()
+	store, _ := rxredis.NewStore(client, rxredis.StoreConfig{KeyPrefix: "example-keylen:"})
+	defer store.Close()
+
+	perClient := rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 5}}
+	reg, err := rxredis.NewRegistry(store, perClient,
+		rxredis.WithMaxBulkheads(1000, rxredis.Config{Config: bulkhead.Config{MaxConcurrentCalls: 50}}),
+		rxredis.WithMaxKeyLength(64),
+	)
+	if err != nil {
+		panic(err)
+	}
+	for _, key := range []string{"client-7", strings.Repeat("x", 100_000)} {
+		p := reg.Acquire(key, bulkhead.CallOptions{})
+		<-p.Acquisition().Done()
+		if err := p.Acquisition().Err(); err != nil {
+			fmt.Println("rejected:", err)
+			return
+		}
+		fmt.Printf("a key of %d bytes: permitted by %s\n", len(key), p.Name())
+		p.Finish()
+	}
+	// Output:
+	// a key of 8 bytes: permitted by client-7
+	// a key of 100000 bytes: permitted by catch-all
 }

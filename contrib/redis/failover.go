@@ -29,7 +29,7 @@ func (b *Bulkhead) localDone(p *Permit, err error) {
 	if err != nil {
 		p.state = stDone
 		b.mu.Unlock()
-		r := bulkhead.Reason(0)
+		r := bulkhead.Unavailable // not the local semaphore's own rejection
 		if fe, ok := err.(*bulkhead.FullError); ok {
 			r = fe.Reason
 		}

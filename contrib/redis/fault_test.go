@@ -74,11 +74,11 @@ func TestFailClosedWhileRedisIsPausedRejectsWithErrUnavailableThenRecovers(t *te
 	waiter := o.watch(b.AcquirePermissionAsync())
 	eventually(t, outcomeTimeout, "waiter queued", func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 1 })
 
-	srv.pause()
+	srv.Pause()
 	paused := true
 	defer func() {
 		if paused {
-			srv.resume()
+			srv.Resume()
 		}
 	}()
 	// The poll round trip of the waiter times out: the store is down.
@@ -100,7 +100,7 @@ func TestFailClosedWhileRedisIsPausedRejectsWithErrUnavailableThenRecovers(t *te
 		}
 	}
 
-	srv.resume()
+	srv.Resume()
 	paused = false
 	eventually(t, outcomeTimeout, "store available again", s.Available)
 	after := b.Acquire()
@@ -124,7 +124,7 @@ func TestFailOverAdmitsTheLocalFractionWhileRedisIsDownThenReturnsToTheFleet(t *
 	if err := await(t, before.Acquisition()); err != nil {
 		t.Fatal(err)
 	}
-	srv.kill()
+	srv.Kill()
 	// The first round trip after the kill fails and moves the calls it
 	// carried to the local semaphore of 2 permits (half of 4).
 	o := newOutcomes()
@@ -152,7 +152,7 @@ func TestFailOverAdmitsTheLocalFractionWhileRedisIsDownThenReturnsToTheFleet(t *
 		t.Fatalf("third call after a local release: %v", err)
 	}
 
-	if err := srv.start(); err != nil {
+	if err := srv.Run(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, outcomeTimeout, "store available again", s.Available)
@@ -185,7 +185,7 @@ func TestRestartWithoutPersistenceRestoresHeldLeasesAndKeepsTokensIncreasing(t *
 		last = max(last, l.Token)
 		held = append(held, p)
 	}
-	if err := srv.restart(); err != nil {
+	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	// The renewal loop adds the running calls' leases back, so a call that
@@ -222,7 +222,7 @@ func TestRestartWithoutPersistenceRestoresHeldLeasesAndKeepsTokensIncreasing(t *
 func TestUnreachableRedisFailsClosedWithAnErrorThatSaysSo(t *testing.T) {
 	requireServer(t)
 	srv := withServer(t)
-	srv.kill() // nothing listens on its port now
+	srv.Kill() // nothing listens on its port now
 	s, _ := newStore(t, srv, fastStore())
 	b := newBulkhead(t, s, "p", fleetConfig(2, time.Second))
 	var calls atomic.Int32
@@ -258,10 +258,10 @@ func TestRecoveryIsNotPostponedByASteadyStreamOfReleases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv.kill()
+	srv.Kill()
 	held[0].Finish() // the round trip that fails: the store is down
 	eventually(t, outcomeTimeout, "store down", func() bool { return !s.Available() })
-	if err := srv.start(); err != nil {
+	if err := srv.Run(); err != nil {
 		t.Fatal(err)
 	}
 	// One release every 5ms for about 500ms: ten times the probe interval.

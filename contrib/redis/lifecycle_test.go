@@ -3,7 +3,9 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,6 +85,15 @@ func TestCloseRejectsWaitersAndGivesBackEveryLease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var mu sync.Mutex
+	var reasons []bulkhead.Reason
+	b.OnEvent(func(e bulkhead.Event) {
+		if e.Type == bulkhead.CallRejected {
+			mu.Lock()
+			reasons = append(reasons, e.Reason)
+			mu.Unlock()
+		}
+	})
 	o := newOutcomes()
 	w := o.watch(b.AcquirePermissionAsync())
 	eventually(t, outcomeTimeout, "waiter queued", func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 1 })
@@ -100,6 +111,13 @@ func TestCloseRejectsWaitersAndGivesBackEveryLease(t *testing.T) {
 	}
 	if m := b.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
 		t.Errorf("after Close: %+v", m)
+	}
+	// The waiter rejected by Close and the call after it: rejections the
+	// exporters count as reason="unavailable".
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []bulkhead.Reason{bulkhead.Unavailable, bulkhead.Unavailable}; !slices.Equal(reasons, want) {
+		t.Errorf("reasons of the rejections at and after Close: %v, want %v", reasons, want)
 	}
 }
 

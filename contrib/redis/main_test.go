@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	if shared != nil {
-		shared.close()
+		shared.Close()
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

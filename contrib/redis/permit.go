@@ -163,5 +163,13 @@ func (p *Permit) withdraw() {
 	if kick {
 		b.s.kick()
 	}
-	b.publish(bulkhead.CallCancelled, 0, 0)
+}
+
+// done is the first callback of every Acquisition of a Bulkhead: it
+// publishes the CallCancelled of a withdrawn call, on the goroutine of
+// Cancel, before the caller's callbacks run.
+func (p *Permit) done(err error) {
+	if err == bulkhead.ErrCancelled {
+		p.b.publish(bulkhead.CallCancelled, 0, 0)
+	}
 }

@@ -36,7 +36,7 @@ func TestSeveralProcessesNeverHoldMoreThanTheFleetLimit(t *testing.T) {
 	prefix := prefixFor(t)
 	flushKeys(t, c, prefix)
 	const permits, procs = 3, 3
-	p := childParams{Addr: srv.addr(), Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(3 * time.Second),
+	p := childParams{Addr: srv.Addr(), Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(3 * time.Second),
 		Workers: 8, Counter: prefix + "holders", LeaseTTL: 10 * time.Second, Renew: time.Second}
 	var children []func() childResult
 	for i := range procs {
@@ -77,7 +77,7 @@ func TestPermitsOfAKilledHolderComeBackWithinTTLPlusOneRenewal(t *testing.T) {
 	cfg.KeyPrefix = prefixFor(t)
 	s, c := newStore(t, srv, cfg)
 	const permits = 3
-	p := childParams{Addr: srv.addr(), Prefix: cfg.KeyPrefix, Name: "partner", Permits: permits, Hold: 2,
+	p := childParams{Addr: srv.Addr(), Prefix: cfg.KeyPrefix, Name: "partner", Permits: permits, Hold: 2,
 		LeaseTTL: time.Second, Renew: 200 * time.Millisecond}
 	cmd, sc := startChild(t, "holder", p)
 	held := readResult(t, sc)

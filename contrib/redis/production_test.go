@@ -91,8 +91,8 @@ func testStalledRedisIsNoticedWithinTimeout(t *testing.T, ctxTimeouts bool) {
 		t.Fatal(err)
 	}
 
-	srv.pause()
-	defer srv.resume()
+	srv.Pause()
+	defer srv.Resume()
 	start := time.Now()
 	waiter := b.AcquirePermissionAsync()
 	err = await(t, waiter)
@@ -232,7 +232,9 @@ func TestRefusedCredentialsOrACLAreReportedOnEveryCallAndNeverAdmittedLocally(t 
 				defer mu.Unlock()
 				switch e.Type {
 				case bulkhead.CallRejected:
-					rejected++
+					if e.Reason == bulkhead.Unavailable { // counted as reason="unavailable"
+						rejected++
+					}
 				case bulkhead.CallPermitted:
 					permitted++
 				}
@@ -266,7 +268,7 @@ func TestRefusedCredentialsOrACLAreReportedOnEveryCallAndNeverAdmittedLocally(t 
 			}
 			mu.Lock()
 			if rejected != calls || permitted != 0 {
-				t.Errorf("events: %d rejected, %d permitted, want %d and 0", rejected, permitted, calls)
+				t.Errorf("events: %d rejected with Reason Unavailable, %d permitted, want %d and 0", rejected, permitted, calls)
 			}
 			mu.Unlock()
 			if e, ok := evs.first(rxredis.StoreRefused); !ok || !errors.Is(&rxredis.StoreError{Err: e.Err}, rxredis.ErrRefused) {
@@ -316,7 +318,7 @@ func TestTicketsOfAKilledReplicaStopBlockingTheFleetWithinTicketTTL(t *testing.T
 	}
 	// The child queues 3 calls behind the held permit; its Store uses the
 	// default TicketTTL (2s with a LeaseTTL of 10s).
-	p := childParams{Addr: srv.addr(), Prefix: cfg.KeyPrefix, Name: "partner", Permits: 1, Hold: 3,
+	p := childParams{Addr: srv.Addr(), Prefix: cfg.KeyPrefix, Name: "partner", Permits: 1, Hold: 3,
 		LeaseTTL: 10 * time.Second, Renew: time.Second}
 	cmd, sc := startChild(t, "queuer", p)
 	readResult(t, sc)
@@ -398,7 +400,7 @@ func TestFinishCallNeverGivesBackAPermitOfAcquire(t *testing.T) {
 // instead of the process's log.
 func TestGoRedisDialLogsOfAStoreGoToItsListenersWithLogger(t *testing.T) {
 	srv := withServer(t)
-	srv.kill() // nothing listens on its port now
+	srv.Kill() // nothing listens on its port now
 	var mu sync.Mutex
 	var elsewhere []string
 	goredis.SetLogger(rxredis.Logger(loggerFunc(func(msg string) {
@@ -498,7 +500,7 @@ func TestWaitReplicasRejectsGrantsNoReplicaAcknowledged(t *testing.T) {
 		t.Fatalf("a grant without a replica: %v, want ErrUnavailable saying no replica acknowledged it", err)
 	}
 	fleetIdle(t, c, prefixFor(t), "p", outcomeTimeout)
-	if _, err := rxredis.NewStore(goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{srv.addr()}}), cfg); err == nil || !strings.Contains(err.Error(), "WaitReplicas") {
+	if _, err := rxredis.NewStore(goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{srv.Addr()}}), cfg); err == nil || !strings.Contains(err.Error(), "WaitReplicas") {
 		t.Errorf("NewStore with a ClusterClient and WaitReplicas: %v, want an error naming WaitReplicas", err)
 	}
 }

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/catalog"
+	"github.com/rxbulkhead/bulkhead/internal/fanout"
 )
 
 // Registry keeps one fleet Bulkhead per name on one Store, created from
@@ -18,7 +17,7 @@ import (
 //
 // Two ways in, as in bulkhead.Registry. Get, GetWithConfig and Find hand
 // out a *Bulkhead for a name you control; such a bulkhead is pinned: never
-// evicted. The keyed path, Acquire(key), is for keys you do not control
+// evicted. The keyed path, Acquire(key, opts), is for keys you do not control
 // (tenants, client ids, hosts from user data): the registry counts each
 // keyed call as a user of its bulkhead until its Permit is given back, so
 // it can evict idle bulkheads (WithIdleTimeout) and cap their number
@@ -42,24 +41,17 @@ type Registry struct {
 	idle      time.Duration // 0: no eviction
 	max       int           // 0: no cap
 	catchAll  *Config       // the catch-all's configuration when max > 0
+	maxKeyLen int           // WithMaxKeyLength's; 0: bulkhead.DefaultMaxKeyLength
 	keyConfig func(key string) string
 
-	// Guarded by cat's lock: the listeners and the sweep fields.
-	listeners      []*registryListener
-	evictListeners []*evictListener
-	sweepArmed     bool // a sweep timer is pending
-	createdSince   bool // a bulkhead was created since the last sweep
-}
+	// fan holds the registry-wide listeners (OnEvent, OnEvict), guarded by
+	// cat's lock, as those of pool.Registry.
+	fan *fanout.Set[*Bulkhead, bulkhead.Event]
 
-// registryListener is one Registry.OnEvent registration: the func and its
-// subscription on every bulkhead, guarded by the catalog's lock.
-type registryListener struct {
-	f    func(bulkhead.Event)
-	subs map[*Bulkhead]func()
+	// Guarded by cat's lock: the sweep fields.
+	sweepArmed   bool // a sweep timer is pending
+	createdSince bool // a bulkhead was created since the last sweep
 }
-
-// evictListener is one Registry.OnEvict registration.
-type evictListener struct{ f func(name string) }
 
 // RegistryOption configures a Registry.
 type RegistryOption func(*Registry)
@@ -105,8 +97,12 @@ func WithIdleTimeout(idle time.Duration) RegistryOption {
 // never for those of the keys that already have a bulkhead, and never goes
 // unlimited. Get and GetWithConfig of a new name fail with an error
 // wrapping bulkhead.ErrRegistryFull instead. Combine it with
-// WithIdleTimeout, or the cap, once reached, stays reached. max must be at
-// least 1 and catchAll valid; NewRegistry fails otherwise.
+// WithIdleTimeout, or the cap, once reached, stays reached. A key longer
+// than the registry's maximum key length (WithMaxKeyLength,
+// bulkhead.DefaultMaxKeyLength by default) that has no bulkhead goes to
+// the catch-all too, so that long keys grow neither the registry nor the
+// names of the keys in Redis. max must be at least 1 and catchAll valid;
+// NewRegistry fails otherwise.
 func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 	return func(r *Registry) {
 		if max < 1 {
@@ -121,12 +117,36 @@ func WithMaxBulkheads(max int, catchAll Config) RegistryOption {
 	}
 }
 
-// WithKeyConfig makes a keyed call create the bulkhead of key from the
+// WithMaxKeyLength sets the length in bytes of the longest key a keyed call
+// creates a fleet bulkhead for in a registry with WithMaxBulkheads
+// (default bulkhead.DefaultMaxKeyLength): a longer key that has no
+// bulkhead is admitted by the catch-all (and counted in
+// RegistryStats.CatchAllCalls), so a flood of long keys (a megabyte
+// header) holds at most max bulkheads of bounded size here and writes no
+// key of that length to Redis. Bulkheads created with Get or
+// GetWithConfig are not bound by it. n must be at least 1, and the option
+// needs WithMaxBulkheads; NewRegistry fails otherwise.
+func WithMaxKeyLength(n int) RegistryOption {
+	return func(r *Registry) {
+		if n < 1 {
+			r.setOptErr(fmt.Errorf("redis: NewRegistry: WithMaxKeyLength: length must be at least 1, got %d", n))
+			return
+		}
+		r.maxKeyLen = n
+	}
+}
+
+// WithKeyConfig makes a keyed call that names no configuration
+// (CallOptions.ConfigName "") create the bulkhead of key from the
 // configuration named configName(key) rather than from the defaults.
-// configName runs only when a bulkhead is created, under the registry's
-// lock: it must not call into the registry. A name it returns that is not
-// a known configuration rejects the call with an error naming it. A nil
-// configName makes NewRegistry fail.
+// configName runs on the calling goroutine, without any lock of the
+// registry, when a keyed call finds no live bulkhead for key (so it may
+// run more than once for one creation, and never once the cap of
+// WithMaxBulkheads sends key to the catch-all); it may call into the
+// registry. If it panics or calls runtime.Goexit, Acquire does so too,
+// holding nothing. A name it returns that is not a known configuration
+// rejects the call with an error naming it. A nil configName makes
+// NewRegistry fail.
 func WithKeyConfig(configName func(key string) string) RegistryOption {
 	return func(r *Registry) {
 		if configName == nil {
@@ -154,6 +174,7 @@ func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, 
 		return nil, fmt.Errorf("redis: NewRegistry: store must not be nil")
 	}
 	r := &Registry{s: s, cat: catalog.New[Config, *Bulkhead]("config", bulkhead.DefaultConfigName, defaults)}
+	r.fan = fanout.New(r.cat, r.cat.ItemsLocked)
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("redis: NewRegistry: nil RegistryOption")
@@ -162,6 +183,12 @@ func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, 
 	}
 	if r.optErr != nil {
 		return nil, r.optErr
+	}
+	if r.maxKeyLen != 0 && r.catchAll == nil {
+		return nil, errors.New("redis: NewRegistry: WithMaxKeyLength needs WithMaxBulkheads (its catch-all admits the longer keys)")
+	}
+	if r.maxKeyLen == 0 {
+		r.maxKeyLen = bulkhead.DefaultMaxKeyLength
 	}
 	if err := r.cat.Configs(func(name string, cfg Config) error { return cfg.validateFor(name) }); err != nil {
 		return nil, err
@@ -178,6 +205,7 @@ func NewRegistry(s *Store, defaults Config, opts ...RegistryOption) (*Registry, 
 		r.cat.SetMax(r.max)
 		r.cat.Lock()
 		r.cat.SetCatchAllLocked(bulkhead.CatchAllName, b)
+		r.cat.SetMaxNameLenLocked(r.maxKeyLen)
 		r.cat.Unlock()
 	}
 	return r, nil
@@ -216,9 +244,7 @@ func (r *Registry) createLocked(e *catalog.Entry[*Bulkhead], cfg Config) (*Bulkh
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range r.listeners {
-		l.subs[b] = b.OnEvent(l.f)
-	}
+	r.fan.AddedLocked(b)
 	r.armSweepLocked()
 	return b, nil
 }
@@ -254,26 +280,7 @@ func (r *Registry) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	if f == nil {
 		panic("redis: Registry.OnEvent called with a nil listener")
 	}
-	l := &registryListener{f: f, subs: map[*Bulkhead]func(){}}
-	r.cat.Lock()
-	for _, b := range r.cat.ItemsLocked() {
-		l.subs[b] = b.OnEvent(f)
-	}
-	r.listeners = append(r.listeners, l)
-	r.cat.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.cat.Lock()
-			r.listeners = slices.DeleteFunc(r.listeners, func(x *registryListener) bool { return x == l })
-			subs := l.subs
-			l.subs = nil
-			r.cat.Unlock()
-			for _, unsubscribe := range subs {
-				unsubscribe()
-			}
-		})
-	}
+	return r.fan.OnEvent(f)
 }
 
 // OnEvict registers f to be called with the name of every bulkhead the
@@ -282,24 +289,14 @@ func (r *Registry) OnEvent(f func(bulkhead.Event)) (remove func()) {
 // goroutine) under the registry's lock, after the bulkhead is gone from
 // the registry and before a new one of that name can be created: it must
 // be quick and must not call into the registry. Metrics use it to forget
-// the evicted bulkhead's series. A panic in f is recovered and ignored.
-// OnEvict panics if f is nil.
+// the evicted bulkhead's series. A panic in f is recovered and ignored; if
+// f calls runtime.Goexit, the listeners after it are still told and the
+// sweeps go on. OnEvict panics if f is nil.
 func (r *Registry) OnEvict(f func(name string)) (remove func()) {
 	if f == nil {
 		panic("redis: Registry.OnEvict called with a nil func")
 	}
-	l := &evictListener{f: f}
-	r.cat.Lock()
-	r.evictListeners = append(r.evictListeners, l)
-	r.cat.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.cat.Lock()
-			defer r.cat.Unlock()
-			r.evictListeners = slices.DeleteFunc(r.evictListeners, func(x *evictListener) bool { return x == l })
-		})
-	}
+	return r.fan.OnEvict(f)
 }
 
 // Stats returns the registry's counts: live bulkheads (the catch-all

@@ -9,8 +9,9 @@ import (
 
 // Acquire requests a fleet permit for key without blocking, from the
 // bulkhead of key (created from its configuration, see WithKeyConfig, on
-// first use or after an eviction) or, once WithMaxBulkheads is reached and
-// key has no bulkhead, from the catch-all. It returns the Permit: its
+// first use or after an eviction) or, if key has no bulkhead and
+// WithMaxBulkheads is reached or key is longer than WithMaxKeyLength, from
+// the catch-all. It returns the Permit: its
 // Acquisition (outcome, callbacks, Cancel), its Lease once granted, and
 // Finish and Release to give the permit back with.
 //
@@ -26,7 +27,8 @@ import (
 // the configuration to create key's bulkhead from if it has none ("": the
 // one WithKeyConfig picks, or the defaults); an existing bulkhead is used
 // as it is. An empty key, or a configuration that is unknown, yields a
-// Permit already rejected with an error naming it (Name "").
+// Permit already rejected with an error naming it (Name ""), except that a
+// key the catch-all admits (see above) goes there whatever opts names.
 func (r *Registry) Acquire(key string, opts bulkhead.CallOptions) *Permit {
 	if key == "" {
 		return rejectedPermit(errEmptyKey)
@@ -95,7 +97,19 @@ func (r *Registry) sweep() {
 		r.cat.Unlock()
 		return
 	}
+	swept := false
+	defer func() {
+		if !swept {
+			// An OnEvict listener called runtime.Goexit, ending this
+			// goroutine within Sweep (which released the lock): sweep
+			// again later, or no bulkhead would ever be evicted again.
+			r.cat.Lock()
+			r.s.cfg.Clock.AfterFunc(r.idle/2, r.sweep)
+			r.cat.Unlock()
+		}
+	}()
 	unpinned := r.cat.Sweep(idleTicks, busy, r.evictedLocked)
+	swept = true
 	r.cat.Lock()
 	defer r.cat.Unlock()
 	if unpinned > 0 || r.createdSince {
@@ -116,20 +130,9 @@ func busy(b *Bulkhead) bool {
 	return m.InFlightCalls != 0 || m.QueuedCalls != 0
 }
 
-// evictedLocked unsubscribes the registry's listeners from an evicted
-// bulkhead, takes it out of the Store, and tells the OnEvict listeners.
+// evictedLocked takes an evicted bulkhead out of the Store, unsubscribes
+// the registry's listeners from it and tells the OnEvict listeners.
 func (r *Registry) evictedLocked(name string, b *Bulkhead) {
-	for _, l := range r.listeners {
-		if unsubscribe, ok := l.subs[b]; ok {
-			delete(l.subs, b)
-			unsubscribe()
-		}
-	}
 	b.retire()
-	for _, l := range r.evictListeners {
-		func() {
-			defer func() { _ = recover() }()
-			l.f(name)
-		}()
-	}
+	r.fan.EvictedLocked(name, b)
 }

@@ -334,7 +334,7 @@ func TestEvictionSkipsBusyAndPinnedBulkheads(t *testing.T) {
 // The fleet Registry's events for the exporters: OnEvent reaches present
 // and future bulkheads and its remove unsubscribes everywhere; Event.Wait
 // is set for calls decided after a round trip; the fleet's own rejections
-// carry Reason zero.
+// carry Reason Unavailable.
 func TestRegistryEventsCarryWaitAndReasonAndRemoveUnsubscribes(t *testing.T) {
 	srv := withServer(t)
 	s, _ := newStore(t, srv, fastStore())
@@ -366,14 +366,14 @@ func TestRegistryEventsCarryWaitAndReasonAndRemoveUnsubscribes(t *testing.T) {
 	if ev[2].Type != bulkhead.CallFinished {
 		t.Errorf("third event %+v, want CallFinished", ev[2])
 	}
-	srv.kill()
+	srv.Kill()
 	down := reg.Acquire("k", bulkhead.CallOptions{})
 	if err := await(t, down.Acquisition()); !errors.Is(err, rxredis.ErrUnavailable) {
 		t.Fatalf("with Redis away: %v", err)
 	}
 	eventually(t, outcomeTimeout, "the rejection's event", func() bool { return len(events()) == 4 })
-	if e := events()[3]; e.Type != bulkhead.CallRejected || e.Reason != 0 {
-		t.Errorf("a rejection for Redis away: %+v, want CallRejected with Reason zero", e)
+	if e := events()[3]; e.Type != bulkhead.CallRejected || e.Reason != bulkhead.Unavailable {
+		t.Errorf("a rejection for Redis away: %+v, want CallRejected with Reason Unavailable", e)
 	}
 	remove()
 	remove()

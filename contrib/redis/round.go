@@ -180,7 +180,7 @@ func (b *Bulkhead) fail(w *work, err error) {
 		}
 		b.unlinkQueueLocked(p)
 		p.state = stDone
-		out = append(out, delivery{p: p, err: serr})
+		out = append(out, delivery{p: p, err: serr, reason: bulkhead.Unavailable})
 	}
 	b.mu.Unlock()
 	b.s.deliveries.push(out)
@@ -222,9 +222,9 @@ func (b *Bulkhead) storeDown(refusal error) {
 		case local != nil:
 			b.acquireLocal(p)
 		case rerr != nil:
-			b.reject(p, rerr, 0)
+			b.reject(p, rerr, bulkhead.Unavailable)
 		default:
-			b.reject(p, b.unavailable(), 0)
+			b.reject(p, b.unavailable(), bulkhead.Unavailable)
 		}
 	}
 }
@@ -277,7 +277,7 @@ func (b *Bulkhead) close() *work {
 		b.local.ReleasePermission()
 	}
 	for _, p := range rejected {
-		b.reject(p, b.errs().closed, 0)
+		b.reject(p, b.errs().closed, bulkhead.Unavailable)
 	}
 	if len(w.rel) == 0 && len(w.wd) == 0 {
 		return nil

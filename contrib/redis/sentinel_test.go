@@ -91,19 +91,19 @@ func TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing(t *testing.T)
 	// multi-process tests, after the rest (make test's time budget).
 	t.Parallel()
 	primary := withServer(t)
-	r1 := withServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
-	r2 := withServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
-	replicaLinked(t, r1.addr())
-	replicaLinked(t, r2.addr())
+	r1 := withServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	r2 := withServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	replicaLinked(t, r1.Addr())
+	replicaLinked(t, r2.Addr())
 	const master = "rxbt-master"
-	saddr, slog := startSentinel(t, master, primary.port)
+	saddr, slog := startSentinel(t, master, primary.Port)
 
 	counterSrv := sharedServer(t)
 	prefix := prefixFor(t)
 	cc := counterSrv.client(t)
 	flushKeys(t, cc, prefix)
 	const permits, procs = 3, 3
-	p := childParams{SentinelAddrs: []string{saddr}, MasterName: master, WaitReplicas: 1, CounterAddr: counterSrv.addr(),
+	p := childParams{SentinelAddrs: []string{saddr}, MasterName: master, WaitReplicas: 1, CounterAddr: counterSrv.Addr(),
 		Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(7 * time.Second), Workers: 6,
 		Counter: prefix + "holders", LeaseTTL: 10 * time.Second, Renew: time.Second}
 	var children []func() childResult
@@ -167,13 +167,13 @@ func TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing(t *testing.T)
 	}()
 
 	time.Sleep(1500 * time.Millisecond)
-	primary.kill()
+	primary.Kill()
 	killed := time.Now()
 	sc := goredis.NewSentinelClient(&goredis.Options{Addr: saddr})
 	defer sc.Close()
 	eventually(t, outcomeTimeout, "sentinel promoted a replica", func() bool {
 		a, err := sc.GetMasterAddrByName(context.Background(), master).Result()
-		return err == nil && len(a) == 2 && a[1] != strconv.Itoa(primary.port)
+		return err == nil && len(a) == 2 && a[1] != strconv.Itoa(primary.Port)
 	})
 	promoted := time.Since(killed)
 	var total childResult
@@ -188,7 +188,7 @@ func TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing(t *testing.T)
 	close(stop)
 	<-done
 	for _, r := range []*server{r1, r2} {
-		rc := goredis.NewClient(&goredis.Options{Addr: r.addr()})
+		rc := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
 		info, _ := rc.Info(context.Background(), "replication").Result()
 		rc.Close()
 		var keep []string
@@ -197,7 +197,7 @@ func TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing(t *testing.T)
 				keep = append(keep, l)
 			}
 		}
-		t.Logf("after the failover, %s: %s", r.addr(), strings.Join(keep, " "))
+		t.Logf("after the failover, %s: %s", r.Addr(), strings.Join(keep, " "))
 	}
 	if log, err := os.ReadFile(slog); err == nil {
 		for _, l := range strings.Split(string(log), "\n") {

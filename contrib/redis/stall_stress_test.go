@@ -51,12 +51,12 @@ func TestPauseResumeStormKeepsOneOutcomePerCallAndLeaksNothing(t *testing.T) {
 		defer close(storm)
 		rng := rand.New(rand.NewPCG(3, 4))
 		for time.Now().Before(stop) {
-			srv.pause()
+			srv.Pause()
 			time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond)
-			srv.resume()
+			srv.Resume()
 			time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond)
 		}
-		srv.resume()
+		srv.Resume()
 	}()
 	var wg sync.WaitGroup
 	for g := range 8 {

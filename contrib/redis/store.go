@@ -15,6 +15,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/publish"
 )
 
@@ -26,7 +27,8 @@ import (
 //     bulkhead with work), probes Redis while it is unreachable;
 //   - the delivery goroutine runs the callbacks of the grants and
 //     rejections those round trips decide, so that a slow callback never
-//     delays Redis traffic;
+//     delays Redis traffic (one that calls runtime.Goexit ends it, and
+//     another takes its place: runDeliveries);
 //   - the renewal loop extends every lease and ticket of the process in one
 //     pipelined round trip per RenewInterval;
 //   - the subscriber listens on the release channels (one PSUBSCRIBE).
@@ -104,7 +106,7 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	ps := client.PSubscribe(ctx) // no pattern yet: no I/O
 	s.wg.Add(5)
 	s.startDispatcher(nil)
-	go func() { defer s.wg.Done(); s.deliveries.run(s.done) }()
+	go s.runDeliveries()
 	go func() { defer s.wg.Done(); s.renewLoop() }()
 	go func() { defer s.wg.Done(); s.subscribe(ctx, ps) }()
 	go func() {
@@ -115,6 +117,25 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 		_ = ps.Close()
 	}()
 	return s, nil
+}
+
+// runDeliveries is the delivery goroutine. User code it runs (an
+// Acquisition's callback, a listener) that calls runtime.Goexit (t.FailNow
+// in a test's callback does) ends it: a new goroutine then takes over its
+// wg count and carries on with the outcomes not yet delivered, so that no
+// call waits for ever. A panic there is not recovered: it ends the
+// program, as any panic in a goroutine does.
+func (s *Store) runDeliveries() {
+	returned := false
+	defer func() {
+		if !returned {
+			go s.runDeliveries()
+			return
+		}
+		s.wg.Done()
+	}()
+	s.deliveries.run(s.done)
+	returned = true
 }
 
 // id is the lease and ticket id of request number n of this process.
@@ -237,7 +258,7 @@ func (s *Store) Close() error {
 	// back by close, so they are rejected too.
 	for _, d := range s.deliveries.take() {
 		if d.err == nil {
-			d.err = d.p.b.errs().closed
+			d.err, d.reason = d.p.b.errs().closed, bulkhead.Unavailable
 		}
 		deliver(d)
 	}

@@ -5,7 +5,7 @@
 // CallDuration), the rejections by reason and the calls let through in
 // shadow mode. A Watch feeds a Table from a bulkhead.MetricsSource, so
 // every kind of bulkhead (Semaphores, pools, the fleet) is counted alike.
-// It imports nothing but the root package.
+// It imports nothing but the root package and the standard library.
 //
 // Recording takes no lock and allocates nothing once a name has its entry:
 // a lookup of the name (most often one slot of a cache keyed by the address
@@ -111,11 +111,19 @@ func (h *Histogram) Snapshot() (count uint64, sum time.Duration, cumulative []ui
 // Kinds are the event types counted in Stats.Calls, in its order.
 var Kinds = [...]bulkhead.EventType{bulkhead.CallPermitted, bulkhead.CallRejected, bulkhead.CallFinished, bulkhead.CallCancelled}
 
-// Reasons are the rejection reasons counted, in the order of Stats.Rejections.
-var Reasons = [...]bulkhead.Reason{bulkhead.NoWait, bulkhead.QueueFull, bulkhead.WaitTimeout, bulkhead.Evicted}
+// Reasons are the rejection reasons counted, in the order of
+// Stats.Rejections: every Reason there is, so that no rejection goes
+// uncounted by reason.
+var Reasons = [...]bulkhead.Reason{bulkhead.NoWait, bulkhead.QueueFull, bulkhead.WaitTimeout, bulkhead.Evicted, bulkhead.Unavailable}
+
+// ShadowReasons are the reasons a bulkhead in shadow mode reports for a call
+// it would have rejected, in the order of Stats.Shadowed after its first
+// index (a wait): shadow mode never reports a wait timeout (a call it lets
+// through never waits) nor Unavailable (no Semaphore rejects for it).
+var ShadowReasons = [...]bulkhead.Reason{bulkhead.NoWait, bulkhead.QueueFull, bulkhead.Evicted}
 
 // ReasonLabel returns the label value of a reason: no_wait, queue_full,
-// wait_timeout, evicted.
+// wait_timeout, evicted, unavailable.
 func ReasonLabel(r bulkhead.Reason) string {
 	switch r {
 	case bulkhead.NoWait:
@@ -126,8 +134,27 @@ func ReasonLabel(r bulkhead.Reason) string {
 		return "wait_timeout"
 	case bulkhead.Evicted:
 		return "evicted"
+	case bulkhead.Unavailable:
+		return "unavailable"
 	}
 	return "other"
+}
+
+// shadowIndex returns the index in Stats.Shadowed of a CallShadowed of
+// reason r: 0 for a wait (Reason zero), then that of r in ShadowReasons,
+// and -1 for a reason shadow mode does not report.
+func shadowIndex(r bulkhead.Reason) int {
+	switch r {
+	case 0:
+		return 0
+	case bulkhead.NoWait:
+		return 1
+	case bulkhead.QueueFull:
+		return 2
+	case bulkhead.Evicted:
+		return 3
+	}
+	return -1
 }
 
 // Stats are the accumulations of one bulkhead name. Each field is read
@@ -153,8 +180,21 @@ type Stats struct {
 	Rejections [len(Reasons)]atomic.Uint64
 	// Shadowed counts the CallShadowed events of a bulkhead in shadow mode
 	// by what would have happened: index 0 a wait (Reason zero), then the
-	// reasons in the order of Reasons.
-	Shadowed [1 + len(Reasons)]atomic.Uint64
+	// reasons in the order of ShadowReasons.
+	Shadowed [1 + len(ShadowReasons)]atomic.Uint64
+}
+
+// ShadowCounts returns the Shadowed counters, in their order, and whether
+// the bulkhead's shadow series are to be exported: if inShadowMode (its
+// Metrics.ShadowMode) or if one of them is not zero (it was in shadow
+// mode), so that bulkheads that never used shadow mode have none.
+func (s *Stats) ShadowCounts(inShadowMode bool) (counts [len(ShadowReasons) + 1]uint64, export bool) {
+	export = inShadowMode
+	for i := range s.Shadowed {
+		counts[i] = s.Shadowed[i].Load()
+		export = export || counts[i] > 0
+	}
+	return counts, export
 }
 
 // Count returns the number of events of type k counted (0 for a type
@@ -167,12 +207,12 @@ func (s *Stats) Count(k bulkhead.EventType) uint64 {
 }
 
 // ShadowLabel returns the label value of the Shadowed counter at index i:
-// would_wait, then the ReasonLabel of each reason.
+// would_wait, then the ReasonLabel of each of ShadowReasons.
 func ShadowLabel(i int) string {
 	if i == 0 {
 		return "would_wait"
 	}
-	return ReasonLabel(Reasons[i-1])
+	return ReasonLabel(ShadowReasons[i-1])
 }
 
 // Table holds the Stats of every name that published an event. The zero
@@ -245,7 +285,7 @@ func (t *Table) Record(e bulkhead.Event) {
 			s.Duration.observe(t.durationBounds, e.CallDuration)
 		}
 	case bulkhead.CallShadowed:
-		if i := int(e.Reason); i < len(s.Shadowed) {
+		if i := shadowIndex(e.Reason); i >= 0 {
 			s.Shadowed[i].Add(1)
 		}
 	}

@@ -35,12 +35,12 @@ func TestRecordCountsEveryKindReasonAndCallDuration(t *testing.T) {
 	tab.Record(bulkhead.Event{Type: bulkhead.CallRejected, Name: "n", Reason: bulkhead.QueueFull})
 	tab.Record(bulkhead.Event{Type: bulkhead.CallShadowed, Name: "n"})
 	s := tab.Get("n")
-	for i, want := range []uint64{1, 2, 1, 1} {
+	for i, want := range []uint64{1, 2, 1, 1, 1} {
 		if got := s.Rejections[i].Load(); got != want {
 			t.Errorf("%s: %d, want %d", ReasonLabel(Reasons[i]), got, want)
 		}
 	}
-	for k, want := range map[bulkhead.EventType]uint64{bulkhead.CallPermitted: 1, bulkhead.CallRejected: 5, bulkhead.CallFinished: 2, bulkhead.CallCancelled: 1, bulkhead.CallShadowed: 0} {
+	for k, want := range map[bulkhead.EventType]uint64{bulkhead.CallPermitted: 1, bulkhead.CallRejected: 6, bulkhead.CallFinished: 2, bulkhead.CallCancelled: 1, bulkhead.CallShadowed: 0} {
 		if got := s.Count(k); got != want {
 			t.Errorf("%v: %d, want %d", k, got, want)
 		}
@@ -165,5 +165,51 @@ func TestTheNameCacheFindsTheRightStats(t *testing.T) {
 		if got := tab.Get(n).Count(bulkhead.CallPermitted); got != want {
 			t.Fatalf("%s: %d, want %d", n, got, want)
 		}
+	}
+}
+
+// Every Reason the core defines is counted under its own label: a
+// rejection with a reason the table does not know would vanish from the
+// rejections by reason (as the fleet's own rejections did while they
+// carried Reason zero).
+func TestEveryReasonIsCountedUnderItsOwnLabel(t *testing.T) {
+	tab := New(nil, nil)
+	labels := map[string]bool{}
+	for r := bulkhead.Reason(1); r.String() != fmt.Sprintf("Reason(%d)", uint8(r)); r++ {
+		tab.Record(bulkhead.Event{Type: bulkhead.CallRejected, Name: "n", Reason: r})
+		if l := ReasonLabel(r); l == "other" || labels[l] {
+			t.Errorf("%v has the label %q", r, l)
+		} else {
+			labels[l] = true
+		}
+	}
+	s := tab.Get("n")
+	var sum uint64
+	for i := range s.Rejections {
+		sum += s.Rejections[i].Load()
+	}
+	if n := s.Count(bulkhead.CallRejected); sum != n || n != uint64(len(Reasons)) {
+		t.Fatalf("%d rejections by reason of %d rejections, %d reasons", sum, n, len(Reasons))
+	}
+	if got := ReasonLabel(bulkhead.Unavailable); got != "unavailable" {
+		t.Errorf("Unavailable is labelled %q", got)
+	}
+}
+
+// A CallShadowed is counted under what the bulkhead would have done; a
+// reason shadow mode never reports is not counted under another's label.
+func TestShadowedCallsAreCountedByWhatWouldHaveHappened(t *testing.T) {
+	tab := New(nil, nil)
+	for _, r := range []bulkhead.Reason{0, bulkhead.NoWait, bulkhead.QueueFull, bulkhead.QueueFull, bulkhead.Evicted, bulkhead.WaitTimeout, bulkhead.Unavailable} {
+		tab.Record(bulkhead.Event{Type: bulkhead.CallShadowed, Name: "n", Reason: r})
+	}
+	s := tab.Get("n")
+	got := map[string]uint64{}
+	for i := range s.Shadowed {
+		got[ShadowLabel(i)] = s.Shadowed[i].Load()
+	}
+	want := map[string]uint64{"would_wait": 1, "no_wait": 1, "queue_full": 2, "evicted": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("shadowed %v, want %v", got, want)
 	}
 }

@@ -1,6 +1,8 @@
 package callstats
 
 import (
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -95,4 +97,40 @@ func SumStats(ws []*Watch) bulkhead.RegistryStats {
 		st.CatchAllCalls += s.CatchAllCalls
 	}
 	return st
+}
+
+// IsNil reports whether src is nil: the nil interface, or a nil pointer
+// (or map, func...) in it, such as a nil *bulkhead.Registry or a nil fleet
+// *Registry, which would panic at the first call of a method.
+func IsNil(src bulkhead.MetricsSource) bool {
+	if src == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(src); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Distinct returns srcs without the repeats of a source (the same pointer,
+// or equal comparable values such as two pool.Registry.MetricsSource() of
+// one registry), keeping the first: a source watched twice would count its
+// registry-wide figures twice. A source of a type that is not comparable
+// is never taken for a repeat.
+func Distinct(srcs []bulkhead.MetricsSource) []bulkhead.MetricsSource {
+	out := make([]bulkhead.MetricsSource, 0, len(srcs))
+	for _, s := range srcs {
+		if !slices.ContainsFunc(out, func(o bulkhead.MetricsSource) bool { return same(o, s) }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// same reports whether a and b are the same source, without the panic of
+// == on two values of one type that is not comparable.
+func same(a, b bulkhead.MetricsSource) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }

@@ -111,3 +111,41 @@ func TestEachReportsEverySourceAndSkipsANameAnEarlierOneHas(t *testing.T) {
 		t.Fatalf("Each of one source reported %v", got)
 	}
 }
+
+// sliceSource is a MetricsSource of a type that is not comparable: == on
+// two of them panics.
+type sliceSource []string
+
+func (sliceSource) OnEvent(func(bulkhead.Event)) func() { return func() {} }
+func (sliceSource) OnEvict(func(string)) func()         { return func() {} }
+func (sliceSource) Stats() bulkhead.RegistryStats       { return bulkhead.RegistryStats{} }
+func (sliceSource) AllMetrics() iter.Seq2[string, bulkhead.Metrics] {
+	return func(func(string, bulkhead.Metrics) bool) {}
+}
+
+func TestIsNilFindsTypedNils(t *testing.T) {
+	for name, tc := range map[string]struct {
+		src  bulkhead.MetricsSource
+		want bool
+	}{
+		"nil interface":   {nil, true},
+		"nil *Registry":   {(*bulkhead.Registry)(nil), true},
+		"nil *source":     {(*source)(nil), true},
+		"nil slice type":  {sliceSource(nil), true},
+		"a source":        {&source{}, false},
+		"a non-nil slice": {sliceSource{"a"}, false},
+	} {
+		if got := IsNil(tc.src); got != tc.want {
+			t.Errorf("%s: IsNil = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestDistinctDropsRepeatsWithoutComparingTheIncomparable(t *testing.T) {
+	a, b := &source{}, &source{}
+	s1, s2 := sliceSource{"x"}, sliceSource{"x"}
+	got := Distinct([]bulkhead.MetricsSource{a, b, a, s1, s2, b})
+	if len(got) != 4 || got[0] != bulkhead.MetricsSource(a) || got[1] != bulkhead.MetricsSource(b) {
+		t.Fatalf("Distinct kept %d sources: %v", len(got), got)
+	}
+}

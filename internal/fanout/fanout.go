@@ -69,8 +69,9 @@ func (s *Set[I, E]) OnEvent(f func(E)) (remove func()) {
 
 // OnEvict registers f to be called with the name of every item evicted,
 // and returns a func that unregisters it (idempotent). f runs under the
-// registry's lock; a panic in f is recovered and ignored. f must not be
-// nil.
+// registry's lock; a panic in f is recovered and ignored, and the
+// listeners after one that calls runtime.Goexit are still told
+// (EvictedLocked). f must not be nil.
 func (s *Set[I, E]) OnEvict(f func(name string)) (remove func()) {
 	l := &evictListener{f: f}
 	s.mu.Lock()
@@ -106,13 +107,27 @@ func (s *Set[I, E]) RemovedLocked(it I) {
 }
 
 // EvictedLocked is RemovedLocked for an item evicted as idle, then tells
-// the OnEvict listeners its name.
+// the OnEvict listeners its name. A panicking listener is recovered and
+// ignored. One that calls runtime.Goexit ends the calling goroutine, but
+// the listeners after it are told first (the registry's own, an
+// exporter's that forgets the name's series, must not miss an eviction
+// because a user's listener came before it).
 func (s *Set[I, E]) EvictedLocked(name string, it I) {
 	s.RemovedLocked(it)
-	for _, l := range s.evicts {
+	tellEvicted(s.evicts, name)
+}
+
+func tellEvicted(ls []*evictListener, name string) {
+	for i, l := range ls {
 		func() {
-			defer func() { _ = recover() }()
+			returned := false
+			defer func() {
+				if recover() == nil && !returned { // runtime.Goexit
+					tellEvicted(ls[i+1:], name)
+				}
+			}()
 			l.f(name)
+			returned = true
 		}()
 	}
 }
