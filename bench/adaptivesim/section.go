@@ -74,9 +74,9 @@ meets it everywhere.** The 10 cells where every limiter "meets" it are the stead
 load, which have nothing to converge to. The oracle, a limit of 1.1 × C that knows C, meets
 convergence, goodput and p99 in all 90 cells (worst goodput 0.91×, worst p99 1.10×): the goals
 are not contradictory, and a limit near 1.1 × C is what they ask for. The default's 1 s average
-sits at 1.08 to 1.36 × C at 1.5× load on the steady single-kind partners (up to 1.57 × C at σ 0.5;
-the seeds TestDefaultHoldsOnHealthyPartners logs), and leaves the ±15 % band for a second now and then in every run, so its convergence misses
-everywhere. *Rejected = 0 below capacity* conflicts with a limit near C: the oracle misses it in 26
+sits at 1.08 to 1.36 × C at 1.5× load on the steady single-kind partners (up to 1.57 × C at
+σ 0.5; the seeds TestDefaultHoldsOnHealthyPartners logs), and leaves the ±15 % band for a second
+now and then in every run, so its convergence misses everywhere. *Rejected = 0 below capacity* conflicts with a limit near C: the oracle misses it in 26
 of the 30 cells at 0.5× load (bursts of Poisson arrivals need more than 1.1 × C now and then);
 the default, which does not cut while no queue shows, misses it in 13.
 
@@ -85,9 +85,9 @@ Where each limiter wins, from the tables:
 - *capacity* (the default, typed calls) holds goodput and p99 together in more cells than any
   limiter but the oracle (goodput ≥ 0.9× and p99 ≤ 1.5× on every seed in 42 cells, against 20 for
   the best static limit chosen with hindsight and 12 or fewer for the references), meets goodput
-  in 68 cells, has the best worst-case goodput of the matrix with AIMD per call (0.63×), and never
-  sits at the floor. Its misses: goodput on the worst seed is 0.77× to just under 0.9× in 21 cells, almost all
-  started at C/5 or after the step (growth waits until an epoch could show a queue of its size)
+  in 68 cells, has the best worst-case goodput of the limiters one can build, with AIMD per call
+  (0.63×), and never sits at the floor. Its misses: goodput on the worst seed is 0.77× to just
+  under 0.9× in 21 cells, almost all started at C/5 or after the step (growth waits until an epoch could show a queue of its size)
   and 0.63× on one (bimodal, 0.5× load, step, from 5×C); the p99 misses in 36 cells, by up to 7×
   where the descent from 5×C ends above C on a partner whose capacity ramps up from 10 at 0.5×
   load, and by 1.5-2.8× elsewhere (the probes above C queue); and at 0.5× load after a step or a
@@ -102,7 +102,7 @@ Where each limiter wins, from the tables:
   Call.Finish) where you can; Watch and WatchRegistry get exact RTTs from calls that finish with
   their start (a Lease).
 - *aimd (per call)* has the default's worst-case goodput (0.63×) and meets every goal in the most
-  cells (10, all at 0.5× load), because it only reacts to timeouts: at or above capacity it
+  cells of the limiters one can build (10, all at 0.5× load), because it only reacts to timeouts: at or above capacity it
   lets the queue grow until calls time out (p99 missed in 78 cells).
 - *vegas (per call)* has the lowest p99 of the limiters one can build (within 1.5× in 79 cells,
   worst 2.64×) and the worst goodput (missed in 83 cells): moving by log10(limit) per call, it
