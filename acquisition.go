@@ -22,11 +22,14 @@ const (
 
 // owner is what a pending Acquisition is waiting on: a Semaphore's queue, the
 // goroutine of a FromBlocking bridge, or a custom Bulkhead's withdraw func.
-// withdraw is called by the goroutine whose Cancel won the decision, before
-// the callbacks run; it makes the cancellation visible (a.settle) at the
-// point where the owner has forgotten the waiter.
+// cancel is Acquisition.Cancel for its acquisitions: it decides the
+// withdrawal (decide), makes it visible (settle) at the point where the
+// owner has forgotten the waiter, and runs the callbacks, or reports false
+// if the outcome was decided first. A Semaphore takes the decision under
+// its lock, as it takes every other decision of a queued waiter; the
+// others take it first (cancelFirst).
 type owner interface {
-	withdraw(a *Acquisition)
+	cancel(a *Acquisition) bool
 }
 
 // Acquisition is the future of one permit request. It has three outcomes:
@@ -36,9 +39,11 @@ type owner interface {
 // Invariants:
 //   - The outcome is decided exactly once, by a compare-and-swap on the
 //     state word (decide): a grant, an expiry, an eviction and a Cancel race
-//     through that single CAS, and only the winner acts. When Cancel loses
-//     to a grant it returns false and the caller owns the permit (it must
-//     give it back).
+//     through that single CAS, and only the winner acts. A Semaphore takes
+//     every one of them under its lock (Cancel too, see Semaphore.cancel),
+//     so for its waiters the race is decided by who gets the lock first.
+//     When Cancel loses to a grant it returns false and the caller owns
+//     the permit (it must give it back).
 //   - The winner writes err, then makes the outcome visible (settle:
 //     knownBit, Done closed) before it runs any callback; a Semaphore does
 //     both under its lock, so Metrics and Err never disagree.
@@ -111,11 +116,16 @@ func PendingAcquisition(withdraw func()) (*Acquisition, *Resolver) {
 // withdrawFunc is the owner of an Acquisition made by PendingAcquisition.
 type withdrawFunc func()
 
-func (f withdrawFunc) withdraw(a *Acquisition) {
+func (f withdrawFunc) cancel(a *Acquisition) bool {
+	if !a.decide(stateCancelled, nil) {
+		return false
+	}
 	a.settle() // visible at once; the Bulkhead forgets the waiter after
 	if f != nil {
 		f()
 	}
+	a.runCallbacks()
+	return true
 }
 
 // Resolver decides the outcome of one Acquisition made by
@@ -210,11 +220,14 @@ func (a *Acquisition) Granted() bool {
 // whenever one of them has blocked for a millisecond (so a blocking callback
 // delays the others by at most about 2 ms), panics or calls
 // runtime.Goexit; and
-// when more than 32 deliveries of one Semaphore are in progress at once
-// (callbacks giving permits back inside callbacks, nested or on other
-// goroutines), the next one runs on a fresh goroutine. In both
-// cases the deciding call returns only after those callbacks have started,
-// so a call that acquires after it never runs ahead of them.
+// when 32 deliveries of one Semaphore are in progress at once (callbacks
+// giving permits back inside callbacks, nested or on other goroutines),
+// the next one runs on a fresh goroutine, where nesting starts again: a
+// chain of callbacks that each give the permit back starts one goroutine
+// per 33 grants, and no goroutine nests more than 32 deep in one chain
+// (1024 in all). In both cases the deciding call returns only after those
+// callbacks have started, so a call that acquires after it never runs
+// ahead of them.
 //
 // Callbacks registered before the outcome was decided start in
 // registration order, each once. If one panics, the ones registered after
@@ -240,15 +253,10 @@ func (a *Acquisition) OnDone(f func(err error)) {
 // false if the outcome was already decided; if that outcome is a grant, the
 // caller owns the permit and must give it back.
 func (a *Acquisition) Cancel() bool {
-	if !a.decide(stateCancelled, nil) {
+	if a.owner == nil { // decided when made (GrantedAcquisition, RejectedAcquisition)
 		return false
 	}
-	if a.owner != nil {
-		a.owner.withdraw(a)
-	}
-	a.settle()
-	a.runCallbacks()
-	return true
+	return a.owner.cancel(a)
 }
 
 // decide is the single atomic decision of the outcome. Only the goroutine
@@ -261,10 +269,18 @@ func (a *Acquisition) decide(state uint32, err error) bool {
 	return true
 }
 
+// mustDecide is decide for a waiter queued in a Semaphore, which its
+// holder of the Semaphore's lock decides: every decision of a queued
+// waiter is taken under that lock (Semaphore.cancel), so the CAS cannot
+// lose. It panics if it does: an invariant is broken.
+func (a *Acquisition) mustDecide(state uint32, err error) {
+	if !a.decide(state, err) {
+		panic("bulkhead: a queued waiter was decided outside the Semaphore's lock")
+	}
+}
+
 // settle makes a decided outcome visible: it sets knownBit and closes Done.
-// (A pooled blocking waiter is woken by wakeWaiters instead.)
-// It runs no callback and takes only the cell's lock, so a Semaphore calls it under its
-// own lock. It is idempotent: the grant loop that pops a waiter whose Cancel
-// won calls it too, so that the cancellation is visible as soon as the
-// waiter has left the queue.
+// (A pooled blocking waiter is woken by wakeBlocking instead.)
+// It runs no callback and takes only the cell's lock, so a Semaphore calls
+// it under its own lock. It is idempotent.
 func (a *Acquisition) settle() { a.cell.Publish() }

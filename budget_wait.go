@@ -110,8 +110,21 @@ func (b *Budget) unlinkLocked(w *budgetWaiter) {
 	}
 }
 
-// withdraw is called by Acquisition.Cancel after its CAS won (the owner
-// protocol of acquisition.go). While the call waits for its partner, the
+// cancel is Acquisition.Cancel of a budget call (the owner protocol of
+// acquisition.go): the CAS decides first, as for every owner other than a
+// Semaphore (a budget call's decisions race through that CAS, not through
+// b.mu), then withdraw takes the call out of whichever level it waits for,
+// and a's callbacks run last.
+func (w *budgetWaiter) cancel(a *Acquisition) bool {
+	if !a.decide(stateCancelled, nil) {
+		return false
+	}
+	w.withdraw(a)
+	a.runCallbacks()
+	return true
+}
+
+// withdraw is called by cancel after its CAS won. While the call waits for its partner, the
 // partner's acquisition is cancelled; if the partner granted first, its
 // grant callback (partnerDone) finds the call cancelled and gives the
 // permit back. Once the call is in the budget, it leaves the queue (a pass

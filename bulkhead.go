@@ -50,11 +50,16 @@ func FromBlocking(b BlockingBulkhead) Bulkhead {
 type blockingBridge struct{ BlockingBulkhead }
 
 // blockingWait is the owner of one pending bridged acquisition.
-type blockingWait struct{ cancel context.CancelFunc }
+type blockingWait struct{ stop context.CancelFunc }
 
-func (w blockingWait) withdraw(a *Acquisition) {
+func (w blockingWait) cancel(a *Acquisition) bool {
+	if !a.decide(stateCancelled, nil) {
+		return false
+	}
 	a.settle()
-	w.cancel()
+	w.stop()
+	a.runCallbacks()
+	return true
 }
 
 func (br blockingBridge) AcquirePermissionAsync() *Acquisition {

@@ -1,7 +1,9 @@
 package bulkhead
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rxbulkhead/bulkhead/internal/outcome"
 )
@@ -19,20 +21,109 @@ import (
 //     goroutine carries on with the rest whenever one blocks for longer
 //     than relayStall;
 //   - a Semaphore runs at most maxInlineDeliveries deliveries inline at
-//     once (counted over all goroutines, nested or not); past that bound the
-//     next delivery runs on a fresh goroutine, so a chain of callbacks that
-//     release inside their callback keeps a bounded stack;
+//     once per generation (counted over all goroutines, nested or not);
+//     past that bound the next delivery runs on a fresh goroutine, which
+//     starts a new generation, so a chain of callbacks that release inside
+//     their callback keeps a bounded stack and starts one goroutine per 32
+//     grants (see inlineCount);
 //   - a deciding call returns only after every callback it handed to a
 //     fresh goroutine has started (FIFO in execution);
 //   - a panicking callback does not stop the ones registered after it
 //     (they run on a fresh goroutine) and goes on on its own goroutine.
 
 // maxInlineDeliveries bounds the deliveries a Semaphore runs on their
-// deciding goroutines at once. A nested level is about six frames (release,
-// deliver, runCallbacks, outcome.RunHandOff, the callback, its FinishCall), a few
-// hundred bytes, so a chain's stack stays within some kilobytes, while many
-// callbacks may run concurrently before any goroutine is started.
+// deciding goroutines at once within one generation (see inlineCount). A
+// nested level is about six frames (release, deliver, runDecided,
+// runCallbacks, outcome.RunHandOff, the callback), a few hundred bytes, so
+// a chain's stack stays within some kilobytes, while many callbacks may
+// run concurrently before any goroutine is started.
 const maxInlineDeliveries = 32
+
+// maxInlineTotal bounds the deliveries running inline at once over every
+// generation: it bounds the stack of any one goroutine, whose nested
+// deliveries may span generations (a callback that grants again after the
+// chain it started was handed off), at about 1024 levels.
+const maxInlineTotal = 1024
+
+// inlineCount counts the deliveries running inline, on their deciding
+// goroutines, so that a chain of callbacks that release inside their
+// callback keeps a bounded stack without a goroutine per grant.
+//
+// Go has no goroutine-local state, so the count cannot tell a nested
+// delivery from one on another goroutine. It is kept per generation: when
+// a delivery finds maxInlineDeliveries in progress in the current
+// generation, it goes to a fresh goroutine and starts a new generation, in
+// which that goroutine's chain nests up to the bound again. The
+// deliveries of older generations still in progress (the goroutine that
+// handed off is unwinding them, or concurrent callbacks run them) no longer
+// count against the bound, only against maxInlineTotal. So a chain of n
+// releases inside callbacks starts about n/32 goroutines, where one count
+// over every goroutine started one per grant once it was reached (the
+// goroutine that handed off had not unwound yet). Invariants:
+//   - one word packs the generation's count (bits 0-19), the count over
+//     every generation (bits 20-39) and the generation (bits 40-63, which
+//     may wrap: a delivery older than 2^24 generations then leaves from the
+//     current count, lowering it, which maxInlineTotal still bounds);
+//   - enter adds to both counts in one Add and undoes it if over a bound;
+//     leave takes 1 from the total, and from the generation's count only if
+//     the generation is still the one it entered in (one CAS decides);
+//   - newGeneration moves to the next generation with a count of 0, once
+//     per generation (a CAS from the generation that was found full).
+type inlineCount struct{ word atomic.Uint64 }
+
+const (
+	inlineOne      = 1 | 1<<20 // one delivery, in both counts
+	inlineTotalOne = 1 << 20
+	inlineGenShift = 40
+	inlineMask     = 1<<20 - 1
+)
+
+// enter counts a delivery that is to run inline and reports whether it
+// may: ok, and gen is the generation to leave from. If not, nothing is
+// counted, and full reports whether the generation's bound was reached
+// (the caller then hands off and starts a new generation). yield reports
+// that the delivery is the first of its generation while deliveries of
+// older ones are still in progress: the goroutine that handed off is
+// unwinding them, and with one P it gets to only if this one yields (see
+// runDecided).
+func (c *inlineCount) enter() (gen uint64, ok, full, yield bool) {
+	v := c.word.Add(inlineOne)
+	gen = v >> inlineGenShift
+	cur, total := v&inlineMask, v>>20&inlineMask
+	if cur <= maxInlineDeliveries && total <= maxInlineTotal {
+		return gen, true, false, cur == 1 && total > 1
+	}
+	c.leave(gen)
+	return gen, false, cur > maxInlineDeliveries, false
+}
+
+// leave uncounts a delivery that entered in generation gen.
+func (c *inlineCount) leave(gen uint64) {
+	for {
+		v := c.word.Load()
+		d := uint64(inlineTotalOne)
+		if v>>inlineGenShift == gen {
+			d = inlineOne
+		}
+		if c.word.CompareAndSwap(v, v-d) {
+			return
+		}
+	}
+}
+
+// newGeneration starts the generation after gen, with a count of 0, unless
+// another goroutine already did.
+func (c *inlineCount) newGeneration(gen uint64) {
+	for {
+		v := c.word.Load()
+		if v>>inlineGenShift != gen {
+			return
+		}
+		if c.word.CompareAndSwap(v, v&^inlineMask+1<<inlineGenShift) {
+			return
+		}
+	}
+}
 
 // runCallbacks runs a's callbacks in registration order on the calling
 // goroutine. It must be called once, by the goroutine that decided the
@@ -131,33 +222,55 @@ func (s *Semaphore) deliverFinished(d *decidedList, start CallStart) {
 }
 
 // runDecided runs the callbacks of the outcomes in d, whose events are
-// published: the first with callbacks inline (within maxInlineDeliveries),
-// every other on a fresh goroutine, and returns once those have started.
+// published: the first with callbacks inline (within the bounds of
+// inlineCount), every other on a fresh goroutine, and returns once those
+// have started. If the first cannot run inline because its generation is
+// full, a chain of releases inside callbacks has reached the bound: it
+// goes on on a fresh goroutine (runChained), in a new generation.
 func (s *Semaphore) runDecided(d *decidedList) {
 	w := s.wait // set before the decisions in d, never reset
 	var inline *Acquisition
+	var gen uint64
+	first := true // the next acquisition with callbacks is the first
 	var started *sync.WaitGroup
 	for a := d.head; a != nil; {
 		n := a.next // read before a's callbacks may run
 		a.next = nil
-		if a.cell.HasCallbacks() { // frozen since settle, which this goroutine ran
-			if inline == nil && w.inline.Add(1) <= maxInlineDeliveries {
+		if !a.cell.HasCallbacks() { // frozen since settle, which this goroutine ran
+			a = n
+			continue
+		}
+		run := runStarted
+		if first {
+			first = false
+			var ok, full, yield bool
+			if gen, ok, full, yield = w.inline.enter(); ok {
+				if yield {
+					// The chain moved to this goroutine at the bound; let
+					// the one it left unwind first (with one P it would
+					// wait for a preemption, its stack and its count of
+					// deliveries kept, and the chain would soon find
+					// maxInlineTotal reached).
+					runtime.Gosched()
+				}
 				inline = a
-			} else {
-				if inline == nil {
-					w.inline.Add(-1)
-				}
-				if started == nil {
-					started = new(sync.WaitGroup)
-				}
-				started.Add(1)
-				go runStarted(a, started)
+				a = n
+				continue
+			}
+			if full {
+				w.inline.newGeneration(gen)
+				run = runChained
 			}
 		}
+		if started == nil {
+			started = new(sync.WaitGroup)
+		}
+		started.Add(1)
+		go run(a, started)
 		a = n
 	}
 	if inline != nil {
-		defer w.inline.Add(-1)
+		defer w.inline.leave(gen)
 		inline.runCallbacks()
 	}
 	if started != nil {
@@ -170,6 +283,36 @@ func (s *Semaphore) runDecided(d *decidedList) {
 func runStarted(a *Acquisition, started *sync.WaitGroup) {
 	started.Done()
 	a.runCallbacks()
+}
+
+// runChained is runStarted for the delivery that continues a chain past
+// maxInlineDeliveries: the chain will nest up to that many deliveries
+// deep on this goroutine, so its stack is grown for them first.
+func runChained(a *Acquisition, started *sync.WaitGroup) {
+	started.Done()
+	growStack(0)
+	a.runCallbacks()
+}
+
+// chainStack is about the stack a chain of maxInlineDeliveries nested
+// deliveries takes: each level of release, delivery and callback frames
+// takes about 700 bytes (1 KB with the race detector), which
+// TestANestedDeliveryLevelFitsInChainStack checks against chainLevel.
+const chainStack = maxInlineDeliveries * chainLevel
+
+// growStack grows the calling goroutine's stack to hold chainStack more
+// bytes, in one copy of a stack that is still nearly empty. A goroutine
+// starts with a small stack that the runtime doubles whenever a call
+// needs more, copying it each time; each copy walks every frame on it, so
+// growing level by level under a chain of 32 nested deliveries copied it
+// four times, over up to 250 frames, and that was nearly all of a chain's
+// cost (CockroachDB grows the stacks of its deep goroutines the same way).
+// It is a hint: a runtime that grows stacks otherwise only loses the gain.
+//
+//go:noinline
+func growStack(i int) byte {
+	var pad [chainStack]byte
+	return pad[i]
 }
 
 // publishOutcome publishes the event of an acquisition this goroutine

@@ -3,6 +3,8 @@ package bulkhead_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -260,6 +262,7 @@ func TestReleaseInsideCallbackKeepsStackBoundedAndFIFO(t *testing.T) {
 	var mu sync.Mutex
 	order := make([]int, 0, n)
 	maxDepth := 0
+	pcs := make([]uintptr, 4096) // guarded by mu, as order is
 	var done sync.WaitGroup
 	done.Add(n)
 	for i := range n {
@@ -272,7 +275,7 @@ func TestReleaseInsideCallbackKeepsStackBoundedAndFIFO(t *testing.T) {
 			}
 			mu.Lock()
 			order = append(order, i)
-			maxDepth = max(maxDepth, stackDepth())
+			maxDepth = max(maxDepth, runtime.Callers(0, pcs))
 			mu.Unlock()
 			s.FinishCall() // grants the next waiter from inside this callback
 			done.Done()
@@ -289,6 +292,43 @@ func TestReleaseInsideCallbackKeepsStackBoundedAndFIFO(t *testing.T) {
 	// Each nesting level costs a handful of frames; unbounded recursion
 	// would be about 200,000 levels deep.
 	assert.Less(t, maxDepth, 1000, "stack depth grows with the chain")
+}
+
+// A chain of releases inside callbacks nests maxInlineDeliveries (32)
+// deliveries on a goroutine, then goes on on a fresh one, where it nests
+// 32 again: about one goroutine per 33 grants. The bound used to be one
+// count over every goroutine, which the goroutine that handed off still
+// filled while it unwound, so the fresh goroutine found it reached and
+// handed off again: 84-92 % of the grants started a goroutine (and with
+// one P the goroutines left unwinding kept piling up). Checked with the
+// test's GOMAXPROCS and with 1.
+func TestAReleaseChainStartsAGoroutinePer33GrantsNotPerGrant(t *testing.T) {
+	for _, procs := range []int{runtime.GOMAXPROCS(0), 1} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			s := newSemaphore(t, "chain", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: bulkhead.NoTimeout, MaxQueuedCalls: bulkhead.Unbounded})
+			require.True(t, s.TryAcquirePermission())
+			const n = 33 * 300
+			var done sync.WaitGroup
+			done.Add(n)
+			next := 0
+			for i := range n {
+				s.AcquirePermissionAsync().OnDone(func(err error) {
+					assert.NoError(t, err)
+					assert.Equal(t, next, i, "not FIFO") // the chain runs one grant at a time
+					next++
+					s.FinishCall()
+					done.Done()
+				})
+			}
+			created := goroutinesCreated()
+			s.FinishCall()
+			done.Wait()
+			created = goroutinesCreated() - created
+			assert.LessOrEqual(t, created, uint64(n/33+10), "%d goroutines started for a chain of %d grants", created, n)
+			t.Logf("%d goroutines started for a chain of %d grants", created, n)
+		})
+	}
 }
 
 func TestCancelIsVisibleBeforeItsCallbacksRun(t *testing.T) {

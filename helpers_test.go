@@ -1,7 +1,7 @@
 package bulkhead_test
 
 import (
-	"runtime"
+	"runtime/metrics"
 	"sync"
 	"testing"
 
@@ -45,9 +45,10 @@ func (o *outcomes) list() []string {
 	return append([]string(nil), o.seen...)
 }
 
-// stackDepth returns the number of frames on the calling goroutine's stack,
-// for the tests that check that delivery does not recurse.
-func stackDepth() int {
-	pc := make([]uintptr, 4096)
-	return runtime.Callers(0, pc)
+// goroutinesCreated returns how many goroutines the runtime has started so
+// far.
+func goroutinesCreated() uint64 {
+	sample := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }

@@ -1,10 +1,10 @@
 package bulkhead
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/clock"
+	"github.com/rxbulkhead/bulkhead/internal/semhook"
 )
 
 // waitState is the part of a Semaphore used only once it has been full. All
@@ -40,25 +40,52 @@ type waitState struct {
 	timerAt  time.Duration // deadline the timer is armed for
 	timerGen uint64        // identifies the current timer; stale ones do no harm
 
+	// Coarse deadlines (stamp.go): coarse is set for the real clock; the
+	// unstamped waiters are the suffix from unstamped; stamping says they
+	// may be queued (the timer fires within stampDelay).
+	coarse    bool
+	stamping  bool
+	unstamped *Acquisition
+
 	// inline counts the deliveries running on their deciding goroutines at
-	// this moment (atomic, not guarded by mu; see maxInlineDeliveries).
-	inline atomic.Int32
+	// this moment (atomic, not guarded by mu; see inlineCount).
+	inline inlineCount
 }
 
 // enqueueLocked queues a at the tail with its deadline and makes sure the
 // timer will fire by then. A wait of NoTimeout has no deadline (at or
 // beyond noDeadline, see waittime.go): it arms no timer, and reads the
-// clock only if a listener is registered.
+// clock only if a listener is registered. A blocking waiter joining a
+// waiting queue may go unstamped instead (stamp.go).
 func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	w := s.wait
+	wait := s.cfg.MaxWaitDuration
 	var now time.Duration
-	if s.cfg.MaxWaitDuration == NoTimeout {
+	switch {
+	case wait == NoTimeout:
+		if w.unstamped != nil { // (ChangeConfig stamps them first: kept for the invariant)
+			w.stampLocked(s.sinceEpochLocked())
+		}
 		a.deadline = s.openDeadlineLocked()
-	} else {
+	case w.stamping && s.mayJoinUnstampedLocked(a):
+		a.deadline = unstampedDeadline
+		if w.unstamped == nil {
+			w.unstamped = a
+		}
+	default:
 		now = s.sinceEpochLocked()
-		a.deadline = clock.Add(now, s.cfg.MaxWaitDuration)
+		w.stampLocked(now)
+		a.deadline = clock.Add(now, wait)
+		if !w.stamping && s.mayJoinUnstampedLocked(a) {
+			// Blocking waiters that join after this one need no clock
+			// reading until the timer's, within stampDelay.
+			if w.timer == nil || w.timerAt > now+stampDelay {
+				s.armTimerLocked(now, now+stampDelay)
+			}
+			w.stamping = true
+		}
 	}
-	w.lastWait = s.cfg.MaxWaitDuration
+	w.lastWait = wait
 	if w.tail != nil && a.deadline < w.tail.deadline {
 		w.runs = append(w.runs, a)
 	}
@@ -70,7 +97,7 @@ func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	}
 	w.tail = a
 	w.queued++
-	if a.deadline < noDeadline && (w.timer == nil || a.deadline < w.timerAt) {
+	if a.deadline < unstampedDeadline && (w.timer == nil || a.deadline < w.timerAt) {
 		s.armTimerLocked(now, a.deadline)
 	}
 }
@@ -87,82 +114,107 @@ func (s *Semaphore) armTimerLocked(now, deadline time.Duration) {
 	w.timer = s.clock.AfterFunc(deadline-now, func() { s.onTimer(gen) })
 }
 
-// sweepBatch bounds the waiters one critical section of an expiry sweep
-// rejects: rejecting one takes a few tens of nanoseconds, so a batch holds
-// mu well under a millisecond, and a sweep of a million expired waiters
-// lets other callers in between its batches.
-const sweepBatch = 4096
-
-// sweepObserver, if set (by tests, before any Semaphore is used), is told
-// after each batch of an expiry sweep how many waiters it looked at and
-// how many it rejected. It costs one load per batch when unset.
-var sweepObserver func(examined, expired int)
-
 // onTimer runs on the Clock's timer goroutine: it rejects every waiter whose
 // deadline had passed when it started (WaitTimeout), in batches of at most
-// sweepBatch per critical section, re-arms the timer for the earliest
-// remaining deadline and delivers the rejections (deliverSweep). Blocking
-// waiters are woken after each batch, before any event or callback.
+// semhook.DefaultBatch per critical section, re-arms the timer for the
+// earliest remaining deadline and delivers the rejections (deliverSweep).
+// Blocking waiters are woken after each batch, before any event or
+// callback. Each batch is atomic; the sweep as a whole is not: between two
+// batches, other callers may grant, cancel or read the waiters the sweep
+// has not reached yet (internal/linearizability checks it batch by batch).
 func (s *Semaphore) onTimer(gen uint64) {
+	h := semhook.Get() // nil but in tests
+	batch := h.BatchSize()
 	var d decidedList
-	s.lock()
+	s.lockForSweep(h)
 	w := s.wait
 	if gen == w.timerGen {
 		w.timer = nil
 	}
 	now := s.sinceEpochLocked()
-	for s.expireLocked(now, &d) {
-		s.unlock()
-		wakeBlocking(&d)
-		s.lock()
-	}
-	if w.head != nil {
-		if next := w.earliestDeadlineLocked(); next < noDeadline && (w.timer == nil || next < w.timerAt) {
-			s.armTimerLocked(now, next)
+	w.stampLocked(now)
+	w.stamping = false
+	for {
+		r := s.expireLocked(now, batch, h, &d)
+		if !r.more {
+			if w.head != nil {
+				if next := w.earliestDeadlineLocked(); next < noDeadline && (w.timer == nil || next < w.timerAt) {
+					s.armTimerLocked(now, next)
+				}
+			}
+			w.stopTimerIfIdle()
+			s.unlockForSweep(h, r)
+			break
 		}
+		s.unlockForSweep(h, r)
+		wakeBlocking(&d)
+		s.lockForSweep(h)
 	}
-	w.stopTimerIfIdle()
-	s.unlock()
 	s.deliverSweep(&d)
 }
 
-// expireLocked rejects, with WaitTimeout, up to sweepBatch waiters whose
-// deadline is at or before now, taking each run's head while it has
-// expired, and reports whether it stopped at the bound with more left to
-// look at.
-func (s *Semaphore) expireLocked(now time.Duration, d *decidedList) (more bool) {
+func (s *Semaphore) lockForSweep(h *semhook.Hooks) {
+	if h != nil && h.Lock != nil {
+		h.Lock()
+	}
+	s.lock()
+}
+
+func (s *Semaphore) unlockForSweep(h *semhook.Hooks, r sweepBatch) {
+	s.unlock()
+	if h != nil && h.Unlock != nil {
+		h.Unlock(semhook.Batch{Examined: r.examined, Rejected: r.rejected, Last: !r.more})
+	}
+}
+
+// sweepBatch is what one batch of a sweep did.
+type sweepBatch struct {
+	examined int  // waiters looked at
+	rejected int  // waiters rejected (WaitTimeout), at most the batch size
+	more     bool // it stopped at the bound with expired waiters left
+}
+
+// expireLocked rejects, with WaitTimeout, the waiters whose deadline is at
+// or before now, in queue order (each run's head while it has expired: the
+// runs lie in queue order and each run's expired waiters are its first
+// ones), and stops after batch of them.
+func (s *Semaphore) expireLocked(now time.Duration, batch int, h *semhook.Hooks, d *decidedList) (r sweepBatch) {
 	w := s.wait
-	budget, examined := sweepBatch, 0
-	defer func() {
-		if sweepObserver != nil {
-			sweepObserver(examined, sweepBatch-budget)
-		}
-	}()
+	budget := batch
 	for w.head != nil {
-		examined++
+		r.examined++
 		if w.head.deadline > now {
 			break
 		}
 		if budget == 0 {
-			return true
+			r.more = true
+			return r
 		}
 		budget--
-		w.reject(w.head, w.errWaitTimeout, d)
+		a := w.head
+		h.BeforeDecision()
+		w.reject(a, w.errWaitTimeout, d)
+		h.AfterDecision(a)
+		r.rejected++
 	}
 	for i := 0; i < len(w.runs); {
-		examined++
+		r.examined++
 		a := w.runs[i]
 		if a.deadline > now {
 			i++
 			continue
 		}
 		if budget == 0 {
-			return true
+			r.more = true
+			return r
 		}
 		budget--
+		h.BeforeDecision()
 		w.reject(a, w.errWaitTimeout, d) // unlink moves runs[i] on, or drops it
+		h.AfterDecision(a)
+		r.rejected++
 	}
-	return false
+	return r
 }
 
 // earliestDeadlineLocked returns the earliest deadline in a non-empty
@@ -179,15 +231,12 @@ func (w *waitState) earliestDeadlineLocked() time.Duration {
 // epoch.
 func (s *Semaphore) sinceEpochLocked() time.Duration { return sinceEpoch(s.clock, s.wait.epoch) }
 
-// reject unlinks a and, if its CAS wins, settles it with err and adds it
+// reject unlinks a, decides it rejected with err, settles it and adds it
 // to d.
 func (w *waitState) reject(a *Acquisition, err *FullError, d *decidedList) {
 	w.unlink(a)
-	if a.decide(stateRejected, err) {
-		w.settled(a, d)
-	} else {
-		w.leftCancelled(a)
-	}
+	a.mustDecide(stateRejected, err)
+	w.settled(a, d)
 }
 
 // settled makes the outcome of a, decided under mu by this goroutine,
@@ -208,25 +257,12 @@ func (w *waitState) settled(a *Acquisition, d *decidedList) {
 	d.push(a)
 }
 
-// leftCancelled runs when a waiter popped from the queue had lost its CAS
-// to Cancel: the cancellation is made visible now that the waiter has left
-// the queue; the goroutine of that Cancel publishes its event and runs its
-// callbacks. A blocking waiter's own goroutine cancelled it and needs
-// nothing.
-func (w *waitState) leftCancelled(a *Acquisition) {
-	if !a.isBlocking() {
-		a.settle()
-	}
-}
-
-// linked reports whether a is in the wait queue. An acquisition that is
-// not has a nil prev (unlink clears it, enqueueLocked sets it) and is not
-// the head; the decided list links through next only.
-func (w *waitState) linked(a *Acquisition) bool { return a.prev != nil || w.head == a }
-
 func (w *waitState) unlink(a *Acquisition) {
 	if len(w.runs) > 0 {
 		w.unlinkFromRuns(a)
+	}
+	if a == w.unstamped {
+		w.unstamped = a.next // the suffix's next, or nil
 	}
 	if a.prev != nil {
 		a.prev.next = a.next
@@ -279,5 +315,6 @@ func (w *waitState) stopTimerIfIdle() {
 		w.timer.Stop()
 		w.timer = nil
 		w.timerGen++
+		w.stamping = false
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rxbulkhead/bulkhead/internal/lockhold"
+	"github.com/rxbulkhead/bulkhead/internal/semhook"
 )
 
 // Semaphore is a bulkhead that limits concurrent calls with permits acquired
@@ -15,13 +16,15 @@ import (
 // Invariants, all guarded by mu:
 //   - held permits = cfg.MaxConcurrentCalls - available; available may be
 //     negative after a shrinking ChangeConfig, until enough calls finish.
-//   - a waiter is queued (linked) only while its Acquisition is pending or
-//     has just been cancelled (Cancel unlinks it right after its CAS).
+//   - a waiter is queued (linked) iff its Acquisition is pending: every
+//     decision of a queued waiter (grant, expiry, eviction, Cancel) is its
+//     CAS, taken under mu, and unlinks it in the same critical section.
 //   - the fast path takes a permit only when one is free and nobody waits,
 //     so queued calls are never overtaken.
 //   - a permit moves from the Semaphore to a waiter only when the waiter's
-//     CAS (pending -> granted) succeeds; a waiter whose CAS fails was
-//     cancelled and never held the permit.
+//     CAS (pending -> granted) succeeds, which it does for every linked
+//     waiter (the CAS is kept so that the state word has one writer rule
+//     for every owner; see mustDecide).
 //
 // A decision is visible at once: the deciding goroutine settles the
 // Acquisition (knownBit, Done closed, a blocking waiter woken) in the same
@@ -64,7 +67,9 @@ func New(name string, cfg Config, opts ...Option) (*Semaphore, error) {
 // waitLocked returns the wait state, allocating it on first use.
 func (s *Semaphore) waitLocked() *waitState {
 	if s.wait == nil {
+		_, real := s.clock.(realClock)
 		s.wait = &waitState{
+			coarse:          real,
 			epoch:           s.clock.Now(),
 			rejectNoWait:    newDone(stateRejected, &FullError{Name: s.name, Reason: NoWait}),
 			rejectQueueFull: newDone(stateRejected, &FullError{Name: s.name, Reason: QueueFull}),
@@ -341,6 +346,9 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 		return err
 	}
 	s.lock()
+	if s.wait != nil && s.wait.unstamped != nil {
+		s.wait.stampLocked(s.sinceEpochLocked()) // with the wait they were queued with
+	}
 	s.available += cfg.MaxConcurrentCalls - s.cfg.MaxConcurrentCalls
 	s.cfg = cfg
 	var d decidedList
@@ -363,33 +371,43 @@ func (s *Semaphore) grantLocked(d *decidedList) {
 	if w == nil {
 		return
 	}
+	h := semhook.Get() // nil but in tests
 	for s.available > 0 && w.head != nil {
 		a := w.head
 		if s.cfg.QueueOrder == LIFO {
 			a = w.tail
 		}
 		w.unlink(a)
-		// The CAS decides grant vs Cancel: if Cancel won, the permit stays.
-		if a.decide(stateGranted, nil) {
-			s.available--
-			w.settled(a, d)
-		} else {
-			w.leftCancelled(a)
-		}
+		h.BeforeDecision()
+		a.mustDecide(stateGranted, nil)
+		s.available--
+		w.settled(a, d)
+		h.AfterDecision(a)
 	}
 	w.stopTimerIfIdle()
 }
 
-// withdraw is called by Acquisition.Cancel after its CAS won: the waiter is
-// unlinked (unless a grant or expiry loop already popped it and lost its
-// CAS) and its cancellation made visible under mu, then CallCancelled is
-// published.
-func (s *Semaphore) withdraw(a *Acquisition) {
-	s.lock()
-	if s.wait.linked(a) {
-		s.wait.unlink(a)
-		s.wait.stopTimerIfIdle()
+// cancel is Acquisition.Cancel of a waiter of s, and the withdrawal of a
+// blocking AcquirePermission whose ctx ended. Its decision, a CAS like
+// every other, is taken under mu, as the grant, expiry and eviction of a
+// queued waiter are: so a waiter is linked iff it is pending, and Metrics,
+// the queue bound and the grant and expiry loops never count or meet a
+// withdrawn one. (Taken first, as it once was, the CAS left a withdrawn
+// waiter queued until Cancel got the lock: Metrics counted it, after
+// another Cancel had already returned false for it.) A waiter already
+// decided is refused without the lock. CallCancelled is published after
+// mu is released, then the callbacks run (a blocking waiter has none).
+func (s *Semaphore) cancel(a *Acquisition) bool {
+	if a.cell.Load()&outcomeMask != statePending {
+		return false
 	}
+	s.lock()
+	if !a.decide(stateCancelled, nil) {
+		s.unlock()
+		return false
+	}
+	s.wait.unlink(a) // pending, so linked
+	s.wait.stopTimerIfIdle()
 	blocking := a.isBlocking()
 	if !blocking {
 		a.settle()
@@ -398,6 +416,10 @@ func (s *Semaphore) withdraw(a *Acquisition) {
 	if s.events.active() {
 		s.announceCancelled(a, blocking)
 	}
+	if !blocking {
+		a.runCallbacks()
+	}
+	return true
 }
 
 // announceCancelled publishes the CallCancelled of a withdrawn acquisition.

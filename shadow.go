@@ -54,7 +54,7 @@ func (s *Semaphore) shadowReasonLocked(couldWait bool) Reason {
 // grantAllLocked grants every waiter, whether a permit is free or not:
 // ChangeConfig turning ShadowMode on, so that no waiter is passed by the
 // calls shadow mode lets through. Like grantLocked, each grant is decided
-// by the waiter's CAS and settled here.
+// (mustDecide) and settled here.
 func (s *Semaphore) grantAllLocked(d *decidedList) {
 	w := s.wait
 	if w == nil {
@@ -63,12 +63,9 @@ func (s *Semaphore) grantAllLocked(d *decidedList) {
 	for w.head != nil {
 		a := w.head
 		w.unlink(a)
-		if a.decide(stateGranted, nil) {
-			s.available--
-			w.settled(a, d)
-		} else {
-			w.leftCancelled(a)
-		}
+		a.mustDecide(stateGranted, nil)
+		s.available--
+		w.settled(a, d)
 	}
 	w.stopTimerIfIdle()
 }

@@ -52,12 +52,15 @@ func (s *Semaphore) deliverSweep(d *decidedList) {
 	r.watchdog.Store(t)
 	t.Reset(relayStall)
 	w := s.wait
-	if w.inline.Add(1) > maxInlineDeliveries {
-		w.inline.Add(-1)
+	gen, ok, full, _ := w.inline.enter()
+	if !ok {
+		if full {
+			w.inline.newGeneration(gen)
+		}
 		go r.run()
 		return
 	}
-	defer w.inline.Add(-1)
+	defer w.inline.leave(gen)
 	r.run()
 }
 

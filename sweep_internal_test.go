@@ -5,19 +5,20 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/internal/semhook"
 )
 
-// observeSweeps sets sweepObserver for the test and returns what it saw,
-// batch by batch.
+// observeSweeps sets the sweep hooks for the test and returns what they
+// saw, batch by batch.
 func observeSweeps(t *testing.T) func() (examined, expired []int) {
 	var mu sync.Mutex
 	var ex, exp []int
-	sweepObserver = func(e, x int) {
+	t.Cleanup(semhook.Set(&semhook.Hooks{Unlock: func(b semhook.Batch) {
 		mu.Lock()
 		defer mu.Unlock()
-		ex, exp = append(ex, e), append(exp, x)
-	}
-	t.Cleanup(func() { sweepObserver = nil })
+		ex, exp = append(ex, b.Examined), append(exp, b.Rejected)
+	}}))
 	return func() ([]int, []int) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -86,7 +87,7 @@ func TestSweepAfterShorterWaitLooksOnlyAtExpiredWaiters(t *testing.T) {
 	})
 }
 
-// A sweep of many expired waiters rejects them in batches of sweepBatch,
+// A sweep of many expired waiters rejects them in batches of semhook.DefaultBatch,
 // releasing the lock in between, and still rejects every one of them.
 func TestSweepOfManyWaitersRunsInBoundedBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -96,7 +97,7 @@ func TestSweepOfManyWaitersRunsInBoundedBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.TryAcquirePermission()
-		const n = 3*sweepBatch + 5
+		const n = 3*semhook.DefaultBatch + 5
 		all := make([]*Acquisition, n)
 		for i := range all {
 			all[i] = s.AcquirePermissionAsync()
@@ -105,11 +106,11 @@ func TestSweepOfManyWaitersRunsInBoundedBatches(t *testing.T) {
 		synctest.Wait()
 		_, expired := seen()
 		if len(expired) != 4 || sum(expired) != n {
-			t.Fatalf("batches expired %v, want 4 batches of at most %d, %d in all", expired, sweepBatch, n)
+			t.Fatalf("batches expired %v, want 4 batches of at most %d, %d in all", expired, semhook.DefaultBatch, n)
 		}
 		for _, x := range expired {
-			if x > sweepBatch {
-				t.Fatalf("a batch expired %d > %d", x, sweepBatch)
+			if x > semhook.DefaultBatch {
+				t.Fatalf("a batch expired %d > %d", x, semhook.DefaultBatch)
 			}
 		}
 		for i, a := range all {

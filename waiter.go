@@ -23,8 +23,8 @@ import (
 // Ownership of a record: the waiting goroutine takes it from the pool and
 // queues it; while it is linked, mu's holders may unlink it and decide it;
 // the decider touches it no more after the send (it reads next first). The waiting goroutine owns
-// it again once it has either received the value or won the cancel CAS and
-// unlinked it under mu (withdraw), and only then puts it back.
+// it again once it has either received the value or withdrawn it under mu
+// (Semaphore.cancel), and only then puts it back.
 //
 // The record is marked as a blocking waiter by its owner, a *waiterOwner
 // (isBlocking), and its channel is its cell's (Reset, Chan): the cell is
@@ -35,10 +35,10 @@ var waiterPool = sync.Pool{New: func() any { return new(Acquisition) }}
 // waiterOwner is the owner of a pooled blocking waiter: its Semaphore, under
 // a type of its own so that the record needs no flag to say what it is.
 // Nobody can call Cancel on a pooled waiter (it is never shown); its own
-// goroutine withdraws it with Semaphore.withdraw.
+// goroutine withdraws it with Semaphore.cancel.
 type waiterOwner Semaphore
 
-func (o *waiterOwner) withdraw(a *Acquisition) { (*Semaphore)(o).withdraw(a) }
+func (o *waiterOwner) cancel(a *Acquisition) bool { return (*Semaphore)(o).cancel(a) }
 
 // isBlocking reports whether a is a pooled blocking waiter of
 // AcquirePermission. Its owner is set before a is queued and cleared only
@@ -48,18 +48,18 @@ func (a *Acquisition) isBlocking() bool {
 	return ok
 }
 
+// getWaiter takes a record from the pool and makes it a fresh waiter of s.
+// It resets every field a wait reads (putWaiter resets nothing: the
+// record's stale channel and owner are dropped by the pool's GC-time
+// clearing at worst, and a record is reset once per wait, not twice).
 func getWaiter(s *Semaphore) *Acquisition {
 	a := waiterPool.Get().(*Acquisition)
-	a.owner = (*waiterOwner)(s)
+	a.owner, a.err = (*waiterOwner)(s), nil
 	a.cell.Reset(make(chan struct{}, 1))
 	return a
 }
 
-func putWaiter(a *Acquisition) {
-	a.cell.Reset(nil)
-	a.owner, a.err = nil, nil
-	waiterPool.Put(a)
-}
+func putWaiter(a *Acquisition) { waiterPool.Put(a) }
 
 // AcquirePermission blocks until a permit is granted, the call is rejected
 // (a *FullError) or ctx ends (ctx.Err()). If ctx is already done it fails
@@ -72,6 +72,12 @@ func putWaiter(a *Acquisition) {
 // (its channel) and no goroutine; its CallPermitted or CallRejected event is published by the
 // calling goroutine once it wakes. In a LIFO queue, the callbacks of a
 // waiter it evicts run on a fresh goroutine, not on this one.
+//
+// A call that joins a queue that already waits, with a MaxWaitDuration of
+// a second or more, the default clock and no event listener, reads no
+// clock for its deadline: the next reading stamps it, within a
+// millisecond, so its wait ends never early and at most 1 ms late
+// (stamp.go).
 //
 // It panics if ctx is nil ("bulkhead: AcquirePermission called with a nil
 // context"), as every entry point of this module that takes a context does.
@@ -111,8 +117,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 		select {
 		case <-a.cell.Chan():
 		case <-ctxDone:
-			if a.decide(stateCancelled, nil) {
-				s.withdraw(a)
+			if s.cancel(a) {
 				putWaiter(a)
 				return ctx.Err()
 			}

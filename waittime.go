@@ -20,6 +20,9 @@ import (
 //     a decided call; the goroutine that publishes its event (the decider,
 //     or a blocking waiter's own goroutine after its wake-up, which the
 //     send orders after settled) reads the offset.
+//   - A blocking wait queued unstamped (stamp.go) reports the wait from
+//     its stamp, up to stampDelay short, or 0 if decided unstamped (queued
+//     unstamped only while no listener is registered).
 //   - A bounded wait's enqueue offset is deadline - MaxWaitDuration, with
 //     the MaxWaitDuration of the latest enqueue (waitState.lastWait): if
 //     ChangeConfig changed MaxWaitDuration while the call waited, the wait
@@ -42,7 +45,7 @@ func (s *Semaphore) openDeadlineLocked() time.Duration {
 // unlinked, from its deadline field (see above).
 func (w *waitState) enqueuedAtLocked(a *Acquisition) time.Duration {
 	switch d := a.deadline; {
-	case d == math.MaxInt64:
+	case d == math.MaxInt64, d == unstampedDeadline:
 		return unknownEnqueue
 	case d >= noDeadline:
 		return d - noDeadline

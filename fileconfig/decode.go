@@ -95,14 +95,14 @@ func decodeFile(tree any, r *report) File {
 	var f File
 	top, ok := asMap(tree)
 	if !ok {
-		r.add("", "", "", nil, fmt.Sprintf("want a mapping with the keys configs and instances, got %s", kindOf(tree)))
+		r.add("", "", "", nil, fmt.Sprintf("want a mapping with the keys configs, instances and budgets, got %s", kindOf(tree)))
 		return f
 	}
 	sections := map[string]string{} // normalised section name -> key as written
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		nk := normKey(k)
-		if nk != "configs" && nk != "instances" {
-			r.add("", "", k, nil, "unknown key (known: configs, instances)")
+		if nk != "configs" && nk != "instances" && nk != "budgets" {
+			r.add("", "", k, nil, "unknown key (known: budgets, configs, instances)")
 			continue
 		}
 		if prev, dup := sections[nk]; dup {
@@ -116,6 +116,9 @@ func decodeFile(tree any, r *report) File {
 	}
 	if k, ok := sections["instances"]; ok {
 		f.Instances = decodeSection("instance", k, top[k], r)
+	}
+	if k, ok := sections["budgets"]; ok {
+		f.Budgets = decodeBudgets(k, top[k], r) // budget.go
 	}
 	return f
 }
@@ -225,6 +228,8 @@ func joinKey(key, subkey string) string {
 		return subkey
 	case subkey == "":
 		return key
+	case subkey[0] == '[': // an item of a list: "classes[1].share"
+		return key + subkey
 	}
 	return key + "." + subkey
 }

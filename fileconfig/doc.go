@@ -9,6 +9,10 @@
 //	  walmart:   { baseConfig: big }
 //	  carrefour: { maxWaitDuration: 0s, maxQueuedCalls: unbounded }
 //
+// A "budgets" section describes hub budgets (bulkhead.Budget), each with
+// its classes and groups; NewBudgets builds them and Budgets.Apply reloads
+// them (budget.go, BudgetSpec).
+//
 // Loading has four steps, one file each: the spec types ([File], [Spec],
 // [Duration], spec.go), decoding ([Decode], which [File.UnmarshalJSON] and
 // [File.UnmarshalYAML] call, decode.go), resolution (inheritance and the

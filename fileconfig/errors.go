@@ -20,7 +20,7 @@ import (
 // (top-level keys, then configs, then instances, each by name, then by
 // key); errors.As finds the first.
 type Error struct {
-	Kind    string // "config" or "instance"; empty for the top level of the file
+	Kind    string // "config", "instance" or "budget"; empty for the top level of the file
 	Name    string // the config's or instance's name
 	Key     string // the key as written, e.g. "maxWaitDuration" or "adaptive.min"; empty if the whole entry is at fault
 	Value   any    // the value at fault as decoded; nil if there is none
@@ -31,7 +31,8 @@ type Error struct {
 //
 //	bulkhead "walmart": maxWaitDuration "5 parsecs": not a duration: ...   (an instance)
 //	bulkhead config "big": maxConcurrentCalls 0: must be >= 1              (a config)
-//	bulkhead config: bulkheads: unknown key (known: configs, instances)    (the top level)
+//	bulkhead budget "hub": classes[1].share -1: must be >= 0                (a budget)
+//	bulkhead config: bulkheads: unknown key (known: budgets, configs, instances)    (the top level)
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch e.Kind {
@@ -104,7 +105,7 @@ func (r *report) addProblems(kind, name, key string, probs []problem) {
 
 // err returns nil, the one error, or every error joined in file order.
 func (r *report) err() error {
-	rank := map[string]int{"": 0, "config": 1, "instance": 2}
+	rank := map[string]int{"": 0, "config": 1, "instance": 2, "budget": 3}
 	slices.SortStableFunc(r.errs, func(a, b *Error) int {
 		return cmp.Or(cmp.Compare(rank[a.Kind], rank[b.Kind]), strings.Compare(a.Name, b.Name), strings.Compare(a.Key, b.Key))
 	})

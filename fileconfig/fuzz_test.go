@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,9 @@ func FuzzRegistryConfigJSON(f *testing.F) {
 	f.Add(`{"configs": {"e": {"adaptive": {"algorithm": "vegas", "min": 10}}}, "instances": {"w": {"baseConfig": "e", "adaptive": {"max": 5}}, "k": {"adaptive": {}}}}`)
 	f.Add(`{"Configs":{"0":{"AdAptive":{"Algorithm":"vegAs"}}}}`) // issue 23: an algorithm is a func
 	f.Add(`{"instances": {"a": {"min": 1}, "a": {}}, "instances": {"b": {"queueOrder": "lifo", "QueueOrder": "fifo"}}}`)
+	f.Add(hubJSON)
+	f.Add(`{"budgets": {"h": {"size": 3, "maxQueuedCalls": 2, "classes": [{"name": "a", "maxWaitDuration": "1s", "maxQueuedCalls": "unbounded"}, {"name": "b", "share": 4}], "groups": [{"name": "g", "lendable": 1}]}}}`)
+	f.Add(`{"budgets": {"h": {"size": 1, "classes": [null, {"name": 3}, "x"], "groups": {}}, "": {"size": -1}}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		var file fileconfig.File
 		if err := json.Unmarshal([]byte(doc), &file); err != nil {
@@ -166,6 +170,23 @@ func FuzzRegistryConfigJSON(f *testing.F) {
 			if err := e.Config.Validate(); err != nil {
 				t.Fatalf("instance %q resolved to an invalid config: %v", name, err)
 			}
+		}
+		// Every budget that resolved is built with its resolved config.
+		budgets, err := fileconfig.NewBudgets(file)
+		if err != nil {
+			t.Fatalf("NewBudgets: %v, but Resolve succeeded", err)
+		}
+		if got := budgets.Names(); len(got) != len(res.Budgets) {
+			t.Fatalf("NewBudgets built %v, the file resolves %d budgets", got, len(res.Budgets))
+		}
+		for name, c := range res.Budgets {
+			b, ok := budgets.Get(name)
+			if !ok || !sameBudgetConfig(b.Config(), c) {
+				t.Fatalf("budget %q: built with %+v, resolved %+v", name, b.Config(), c)
+			}
+		}
+		if err := budgets.Apply(file); err != nil {
+			t.Fatalf("Apply of the file the budgets were built from: %v", err)
 		}
 		// What was accepted survives a round trip through json.Marshal.
 		out, err := json.Marshal(file)
@@ -282,4 +303,11 @@ func TestSameResolutionComparesAlgorithmsButSeesEveryDifference(t *testing.T) {
 			t.Errorf("sameResolution(vegas, %s) = %v, want %v", tc.doc, got, tc.same)
 		}
 	}
+}
+
+// sameBudgetConfig compares two budget configurations, a nil list equal to
+// an empty one.
+func sameBudgetConfig(a, b bulkhead.BudgetConfig) bool {
+	return a.Size == b.Size && a.MaxQueuedCalls == b.MaxQueuedCalls && a.MaxBypass == b.MaxBypass && a.DefaultClass == b.DefaultClass &&
+		slices.Equal(a.Classes, b.Classes) && slices.Equal(a.Groups, b.Groups)
 }

@@ -88,6 +88,8 @@ func reportDuplicates(dups [][]string, r *report) {
 				kind = "config"
 			case "instances":
 				kind = "instance"
+			case "budgets":
+				kind = "budget"
 			}
 		}
 		switch {

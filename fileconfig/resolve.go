@@ -53,6 +53,7 @@ func resolveInto(f File, r *report) Resolved {
 	for _, name := range slices.Sorted(maps.Keys(f.Instances)) {
 		rs.out.Instances[name] = rs.resolve("instance", name, f.Instances[name])
 	}
+	rs.out.Budgets = resolveBudgets(f, r) // budget.go
 	return rs.out
 }
 

@@ -28,6 +28,9 @@ type File struct {
 	Configs map[string]Spec `json:"configs,omitempty" yaml:"configs,omitempty"`
 	// Instances are the bulkheads, by name.
 	Instances map[string]Spec `json:"instances,omitempty" yaml:"instances,omitempty"`
+	// Budgets are hub budgets (bulkhead.Budget), by name: see BudgetSpec
+	// and NewBudgets. NewRegistry and Apply do not read them.
+	Budgets map[string]BudgetSpec `json:"budgets,omitempty" yaml:"budgets,omitempty"`
 }
 
 // Spec is one entry of a File: a named config or an instance. Only the
@@ -84,6 +87,8 @@ type Resolved struct {
 	Configs map[string]Entry
 	// Instances holds every instance.
 	Instances map[string]Entry
+	// Budgets holds the configuration of every budget.
+	Budgets map[string]bulkhead.BudgetConfig
 }
 
 // builtin is what an entry inherits when there is nothing to inherit from.

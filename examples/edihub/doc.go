@@ -29,7 +29,17 @@
 // its waits, its call durations. The demo is a module of its own so that
 // the core module does not depend on client_golang.
 //
+// A second act, month-end at the hub (monthend.go; -month-end=false skips
+// it), shows a hub-wide bulkhead.Budget at work: 90 partners' interactive
+// calls and, at 1 s, a burst of 600 weighted documents from 10 others share
+// a hub of 200 units, once through a budget (interactive class first,
+// batch class with a share) and once without (the hub's units taken in
+// arrival order). It prints interactive latency before and during the
+// burst, the hub's utilisation and the waits in the hub per class, writes
+// a second chart (-chart's name with -month-end) and exports the budget on
+// /metrics (NewBudgetCollector).
+//
 // Usage, from this directory (or make demo from the repository's root):
 //
-//	go run . [-partners 500] [-rate 2000] [-duration 6s] [-slow-after 2s] [-seed 1] [-chart $TMPDIR/edihub.png] [-pool=false] [-adaptive] [-metrics 127.0.0.1:2112] [-quiet]
+//	go run . [-partners 500] [-rate 2000] [-duration 6s] [-slow-after 2s] [-seed 1] [-chart $TMPDIR/edihub.png] [-pool=false] [-adaptive] [-metrics 127.0.0.1:2112] [-month-end=true] [-quiet]
 package main

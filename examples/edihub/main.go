@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 func main() {
@@ -38,6 +39,7 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 	pool := fs.Bool("pool", true, "also run the goroutine-pool bulkhead for comparison")
 	adaptiveRun := fs.Bool("adaptive", false, "also run bulkheadhttp with walmart's limit adaptive (package adaptive)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	monthEnd := fs.Bool("month-end", true, "then run the month-end act: a batch burst at a hub of 200 units, with and without a hub budget")
 	metricsAddr := fs.String("metrics", "127.0.0.1:2112", "serve the runs' bulkheads on http://ADDR/metrics while the demo runs (empty: do not)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -84,9 +86,28 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 		}
 		runs = append(runs, r)
 	}
+	var monthEndRuns []*monthEndRun
+	if *monthEnd {
+		me := defaultMonthEnd()
+		me.seed = o.seed
+		calls := monthEndCalls(me)
+		for _, withBudget := range []bool{true, false} {
+			if !*quiet {
+				fmt.Fprintf(progress, "month-end burst, %s...\n", map[bool]string{true: "with the hub budget", false: "without a budget"}[withBudget])
+			}
+			r, err := runMonthEnd(withBudget, me, calls, o.metrics)
+			if err != nil {
+				return err
+			}
+			monthEndRuns = append(monthEndRuns, r)
+		}
+	}
 	fmt.Fprintln(out)
 	printReport(out, ps, runs)
 	printLimitTrace(out)
+	if monthEndRuns != nil {
+		printMonthEnd(out, monthEndRuns)
+	}
 	if o.metrics != nil {
 		if err := printMetrics(out, o.metrics, ps[slowPartner(ps)].name); err != nil {
 			return err
@@ -105,6 +126,21 @@ func runOn(nw network, args []string, out, progress io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(out, "\nchart: %s\n", *chart)
+		if monthEndRuns != nil {
+			path := strings.TrimSuffix(*chart, ".png") + "-month-end.png"
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			if err := drawMonthEnd(f, monthEndRuns); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "month-end chart: %s\n", path)
+		}
 	}
 	return nil
 }

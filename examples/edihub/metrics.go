@@ -29,8 +29,9 @@ type metricsServer struct {
 	reg *prometheus.Registry
 	srv *http.Server
 
-	mu         sync.Mutex
-	collectors []*bulkheadprom.Collector
+	mu               sync.Mutex
+	collectors       []*bulkheadprom.Collector
+	budgetCollectors []*bulkheadprom.BudgetCollector // the month-end act's budget
 }
 
 // startMetrics listens on addr (host:port; port 0 picks a free one) and
@@ -65,6 +66,12 @@ func (m *metricsServer) register(mode string, src bulkhead.MetricsSource) error 
 // of the bulkhead name whose metric is one of names, in the order of the
 // exposition.
 func (m *metricsServer) scrape(name string, names ...string) ([]string, error) {
+	return m.scrapeWhere(`name="`+name+`"`, names...)
+}
+
+// scrapeWhere fetches /metrics and returns the sample lines that contain
+// label (`budget="hub"`) and whose metric is one of names.
+func (m *metricsServer) scrapeWhere(label string, names ...string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
@@ -84,7 +91,7 @@ func (m *metricsServer) scrape(name string, names ...string) ([]string, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		metric, _, _ := strings.Cut(line, "{")
-		if strings.HasPrefix(line, "#") || !strings.Contains(line, `name="`+name+`"`) {
+		if strings.HasPrefix(line, "#") || !strings.Contains(line, label) {
 			continue
 		}
 		for _, n := range names {
@@ -104,6 +111,9 @@ func (m *metricsServer) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.collectors {
+		c.Close()
+	}
+	for _, c := range m.budgetCollectors {
 		c.Close()
 	}
 }
@@ -133,5 +143,42 @@ func printMetrics(out io.Writer, m *metricsServer, slow string) error {
 		}
 		fmt.Fprintf(out, "  %s\n", l)
 	}
+	m.mu.Lock()
+	budgets := len(m.budgetCollectors)
+	m.mu.Unlock()
+	if budgets == 0 {
+		return nil
+	}
+	lines, err = m.scrapeWhere(`budget="hub"`, budgetMetrics...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nthe month-end budget's series (contrib/prometheus NewBudgetCollector):\n")
+	for _, l := range lines {
+		if strings.HasSuffix(l, " 0") || strings.Contains(l, `kind="finished"`) {
+			continue // what did not happen; finished equals permitted
+		}
+		fmt.Fprintf(out, "  %s\n", l)
+	}
+	return nil
+}
+
+// budgetMetrics are the series of the month-end budget printMetrics shows:
+// its calls and permits granted per class, its rejections, its waits.
+var budgetMetrics = []string{
+	"bulkhead_budget_calls_total", "bulkhead_budget_granted_permits_total", "bulkhead_budget_rejected_calls_total",
+	"bulkhead_budget_wait_duration_seconds_count", "bulkhead_budget_wait_duration_seconds_sum",
+}
+
+// registerBudget exports a hub budget under run=mode.
+func (m *metricsServer) registerBudget(mode string, b *bulkhead.Budget) error {
+	c := bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{b})
+	if err := prometheus.WrapRegistererWith(prometheus.Labels{"run": mode}, m.reg).Register(c); err != nil {
+		c.Close()
+		return err
+	}
+	m.mu.Lock()
+	m.budgetCollectors = append(m.budgetCollectors, c)
+	m.mu.Unlock()
 	return nil
 }

@@ -137,7 +137,9 @@ func TestRunPrintsTableAndWritesChart(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	for _, want := range []string{"bulkheadhttp", "goroutine pool", "walmart", "healthy (19)", "p99", "goroutines (peak)", "pending goroutines", "pending heap", "chart: " + chart} {
+	monthEndChart := strings.TrimSuffix(chart, ".png") + "-month-end.png"
+	for _, want := range []string{"bulkheadhttp", "goroutine pool", "walmart", "healthy (19)", "p99", "goroutines (peak)", "pending goroutines", "pending heap", "chart: " + chart,
+		"Month-end at the hub", "no budget (today)", "interactive p99 during the burst", "month-end chart: " + monthEndChart} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -160,6 +162,13 @@ func TestRunPrintsTableAndWritesChart(t *testing.T) {
 	if b := img.Bounds(); b.Dx() != chartW || b.Dy() != chartH {
 		t.Errorf("chart is %v; want %dx%d", b, chartW, chartH)
 	}
+	data, err := os.ReadFile(monthEndChart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+		t.Errorf("the month-end chart is not a PNG: %v", err)
+	}
 }
 
 // The real thing, once and small: partner servers on 127.0.0.1, real time.
@@ -168,7 +177,7 @@ func TestRunOverLoopbackHTTP(t *testing.T) {
 		t.Skip("real time: about 3 s")
 	}
 	var out, progress bytes.Buffer
-	err := run([]string{"-partners", "10", "-rate", "200", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", "", "-metrics", "127.0.0.1:0"}, &out, &progress)
+	err := run([]string{"-partners", "10", "-rate", "200", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", "", "-metrics", "127.0.0.1:0", "-month-end=false"}, &out, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}

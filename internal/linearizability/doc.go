@@ -1,7 +1,8 @@
 // Package linearizability checks that concurrent use of a bulkhead.Semaphore
 // is linearizable: every history of TryAcquirePermission,
-// AcquirePermissionAsync, Cancel, FinishCall, ChangeConfig, Metrics and
-// reads of an acquisition's outcome, recorded from several goroutines at
+// AcquirePermissionAsync, Cancel, FinishCall, ChangeConfig (of
+// MaxConcurrentCalls and MaxWaitDuration), Metrics, reads of an
+// acquisition's outcome, and expiry, recorded from several goroutines at
 // once, can be explained by running the same operations one at a time, in
 // an order that respects real time, against [Model], a sequential model of
 // the bulkhead. The checker is github.com/anishathalye/porcupine; this is a
@@ -11,7 +12,19 @@
 // (Err and Done reflect it before the operation that decided it returns,
 // and before any callback runs), so a read that returns ErrPending is right
 // only while the acquisition is undecided. Histories may include OnDone
-// callbacks that re-enter the bulkhead (release, cancel, ChangeConfig,
-// read) and panic; what a callback does is recorded as operations of its
-// own, inside the interval of the operation that ran it.
+// callbacks that re-enter the bulkhead (release, cancel, try, ChangeConfig,
+// read), block and panic; what a callback does is recorded as operations
+// of its own, inside the interval of the operation that ran it, or on
+// their own when the Semaphore hands them to another goroutine.
+//
+// Time is a [Clock] that clients advance. Its steps are operations (Tick),
+// and so is each batch of the Semaphore's expiry sweep (Expire, recorded
+// through internal/semhook, which also shrinks the batches so that a
+// sweep of a few waiters takes several): a queued call's deadline is the
+// clock at its enqueue plus the MaxWaitDuration then in force; a batch
+// rejects expired waiters in queue order, the sweep's last leaves none
+// behind, and until a batch reaches it an expired waiter may still be
+// granted or withdrawn. The sweep's callbacks run through the relay of
+// delivery.go, so a callback that blocks has the ones after it run on
+// another goroutine while it blocks.
 package linearizability

@@ -1,12 +1,15 @@
 package linearizability
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -18,28 +21,64 @@ import (
 // time order across goroutines.
 //
 // With Callbacks set, clients also register OnDone callbacks that re-enter
-// the bulkhead from whichever goroutine decides the outcome: they read
-// their own outcome (which must be visible in the callback), give the
-// permit back, cancel another client's acquisition, change the limit, and
-// some panic after that. What a callback does is recorded as operations of
-// a client of its own (callbackClient), inside the interval of the
-// operation that ran it.
+// the bulkhead from whichever goroutine decides the outcome: a granted one
+// reads its own outcome (which must be visible in the callback), gives the
+// permit back, cancels another client's acquisition, changes the config,
+// or blocks for a while first; a rejected or withdrawn one reads its
+// outcome and may re-enter too (TryAcquirePermission, Cancel, Metrics,
+// ChangeConfig) or block. With Panics set, some panic at the end. What a
+// callback does is recorded as operations of a client of its own
+// (callbackClient), inside the interval of the operation that ran it, or
+// on their own when a fresh goroutine runs it (a grant of several waiters,
+// the delivery bound, the sweep relay's hand-off).
+//
+// With Advances set, clients also advance the Clock, which runs the
+// Semaphore's expiry sweeps (see Clock).
 type Recorder struct {
+	// Config is the Semaphore's config at the start of the history.
+	Config bulkhead.Config
+	// Limits and Waits are the values Change may set for
+	// MaxConcurrentCalls and MaxWaitDuration; with both empty, clients
+	// never change the config. A Change always sets both fields (the one
+	// without values to Config's), never reading the config first, so
+	// that two changing clients cannot undo each other's change.
+	Limits []int
+	Waits  []time.Duration
+	// Clock is the Semaphore's clock; with Advances set, clients advance
+	// it, by one of them at a time.
+	Clock    *Clock
+	Advances []time.Duration
 	// NoMetrics leaves Metrics out of the operations a Client runs.
 	NoMetrics bool
-	// Callbacks makes clients register re-entrant, sometimes panicking,
-	// OnDone callbacks.
-	Callbacks bool
+	// Callbacks makes clients register re-entrant OnDone callbacks;
+	// Panics makes some of them panic, Block some of them block a while.
+	Callbacks, Panics, Block bool
 
-	clock atomic.Int64
-	ids   atomic.Int64
-	mu    sync.Mutex
-	ops   []porcupine.Operation
+	clock    atomic.Int64
+	ids      atomic.Int64
+	mu       sync.Mutex
+	ops      []porcupine.Operation
+	progress chan struct{} // closed (and replaced) when an operation is recorded
 
 	open      sync.Map       // acquisition ID -> *bulkhead.Acquisition not yet collected
+	idOf      sync.Map       // *bulkhead.Acquisition -> ID, of every queued acquisition
+	deciding  int64          // Call of the decision under way, guarded by the Semaphore's lock
 	callbacks sync.WaitGroup // callbacks registered and not finished
-	panics    atomic.Int64   // panics of callbacks that reached an operation
+	started   atomic.Int64   // callbacks started
+	guards    sync.Map       // goroutine ID -> *[]Kind: the recorded operations running on it, innermost last
+	stats     Stats
 }
+
+// Stats counts what the callbacks of a history did.
+type Stats struct {
+	Panics   atomic.Int64 // panics of callbacks that reached an operation
+	Blocked  atomic.Int64 // callbacks that blocked
+	Overtook atomic.Int64 // blocked callbacks that another callback started after, before they returned
+	Fresh    atomic.Int64 // callbacks that ran on a goroutine no operation was running on
+}
+
+// Stats returns the callback counters.
+func (r *Recorder) Stats() *Stats { return &r.stats }
 
 // callbackClient is the client number under which the operations of a
 // callback registered by client c are recorded.
@@ -48,33 +87,129 @@ func callbackClient(c int) int { return 1000 + c }
 // errCallbackPanic is what a panicking callback panics with.
 var errCallbackPanic = errors.New("linearizability: callback panics on purpose")
 
+// goroutineID parses the running goroutine's number from its stack header
+// (test-only: it costs a microsecond or two).
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
+}
+
+// guard runs f as part of an operation of kind k on this goroutine: a
+// callback that f runs (a grant, a sweep) and that panics with
+// errCallbackPanic ends f, and the panic stops here. guard reports whether
+// f returned.
+func (r *Recorder) guard(k Kind, f func()) (returned bool) {
+	g := goroutineID()
+	v, _ := r.guards.LoadOrStore(g, new([]Kind))
+	stack := v.(*[]Kind)
+	*stack = append(*stack, k)
+	defer func() {
+		*stack = (*stack)[:len(*stack)-1]
+		if len(*stack) == 0 {
+			r.guards.Delete(g)
+		}
+		if !returned {
+			if p := recover(); p != errCallbackPanic {
+				panic(p)
+			}
+			r.stats.Panics.Add(1)
+		}
+	}()
+	f()
+	return true
+}
+
+// mayPanic reports whether a callback running on this goroutine may panic:
+// only if an operation runs on it whose guard recovers the panic and whose
+// output the panic does not falsify (Release, Change and Watch have none;
+// an Advance's Ticks and Expires are recorded before any callback runs).
+// A callback on any other goroutine (a fresh one of the Semaphore's, the
+// sweep relay's watchdog) must not panic: that would end the program, as
+// documented.
+func (r *Recorder) mayPanic() bool {
+	v, ok := r.guards.Load(goroutineID())
+	if !ok {
+		return false
+	}
+	stack := *v.(*[]Kind)
+	switch stack[len(stack)-1] {
+	case Release, Change, Watch, Tick:
+		return true
+	}
+	return false
+}
+
+// onGuardedGoroutine reports whether an operation runs on this goroutine.
+func (r *Recorder) onGuardedGoroutine() bool {
+	_, ok := r.guards.Load(goroutineID())
+	return ok
+}
+
 // record runs f as one operation of client and records it. A panic of a
 // callback that f ran (errCallbackPanic) ends f: the operation took effect
-// before its callbacks ran, and out is what the operation returns in that
-// case (Release and Change return nothing; Cancel's callbacks do not
-// panic).
+// before its callbacks ran, and out is the zero Output, which is what the
+// operations a panicking callback may run inside return (see mayPanic).
 func (r *Recorder) record(client int, in Input, f func() Output) (out Output) {
 	call := r.clock.Add(1)
 	// Yielding inside the interval widens it (it still contains the
 	// operation), so that more operations overlap and their order matters.
 	runtime.Gosched()
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				if p != errCallbackPanic {
-					panic(p)
-				}
-				r.panics.Add(1)
-			}
-		}()
-		out = f()
-	}()
+	r.guard(in.Kind, func() { out = f() })
 	runtime.Gosched()
+	r.add(client, in, out, call)
+	return out
+}
+
+// add records an operation of client that was called at call and returns
+// now.
+func (r *Recorder) add(client int, in Input, out Output, call int64) {
 	ret := r.clock.Add(1)
 	r.mu.Lock()
 	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	if r.progress != nil {
+		close(r.progress)
+		r.progress = nil
+	}
 	r.mu.Unlock()
-	return out
+}
+
+// decidedClient is the client number of the grants and expiries the
+// Semaphore decides (Grant, Expire): they are not made by any one client.
+const decidedClient = 999
+
+// decided records the grant or expiry of a, decided since call (see
+// Clock.Hooks). It runs under the Semaphore's lock, maybe before the
+// client that queued a knows a: its ID is looked up in History.
+func (r *Recorder) decided(a *bulkhead.Acquisition, call int64) {
+	k := Grant
+	if a.Err() != nil {
+		k = Expire
+	}
+	ret := r.clock.Add(1)
+	r.mu.Lock()
+	r.ops = append(r.ops, porcupine.Operation{ClientId: decidedClient, Input: Input{Kind: k}, Call: call, Output: Output{}, Return: ret, Metadata: a})
+	if r.progress != nil {
+		close(r.progress)
+		r.progress = nil
+	}
+	r.mu.Unlock()
+}
+
+// nextOperation returns a channel closed when the next operation is
+// recorded.
+func (r *Recorder) nextOperation() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.progress == nil {
+		r.progress = make(chan struct{})
+	}
+	return r.progress
 }
 
 // Wait waits for every callback registered by the clients to finish (a
@@ -82,14 +217,24 @@ func (r *Recorder) record(client int, in Input, f func() Output) (out Output) {
 // decided its outcome returned).
 func (r *Recorder) Wait() { r.callbacks.Wait() }
 
-// Panics returns how many callback panics reached an operation.
-func (r *Recorder) Panics() int64 { return r.panics.Load() }
-
-// History returns the operations recorded so far.
+// History returns the operations recorded so far. Call it once every
+// client is done: the grants and expiries get the IDs of their
+// acquisitions here.
 func (r *Recorder) History() []porcupine.Operation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]porcupine.Operation(nil), r.ops...)
+	h := append([]porcupine.Operation(nil), r.ops...)
+	for i, op := range h {
+		if a, ok := op.Metadata.(*bulkhead.Acquisition); ok {
+			id, known := r.idOf.Load(a)
+			if !known {
+				panic(fmt.Sprintf("linearizability: a %v decided an acquisition no client queued", op.Input.(Input).Kind))
+			}
+			h[i].Input = Input{Kind: op.Input.(Input).Kind, ID: id.(int)}
+			h[i].Metadata = nil
+		}
+	}
+	return h
 }
 
 // outcomeOf reads what Err says now.
@@ -104,6 +249,8 @@ func outcomeOf(a *bulkhead.Acquisition) Outcome {
 		return Cancelled
 	case errors.As(err, &fe) && fe.Reason == bulkhead.Evicted:
 		return Evicted
+	case errors.As(err, &fe) && fe.Reason == bulkhead.WaitTimeout:
+		return Expired
 	case errors.As(err, &fe) && fe.Reason == bulkhead.NoWait:
 		return RejectedNoWait
 	case errors.As(err, &fe) && fe.Reason == bulkhead.QueueFull:
@@ -112,11 +259,40 @@ func outcomeOf(a *bulkhead.Acquisition) Outcome {
 	return Outcome(255) // unknown: no model step accepts it
 }
 
+// changes reports whether clients change the config.
+func (r *Recorder) changes() bool { return len(r.Limits) > 0 || len(r.Waits) > 0 }
+
+// change records a ChangeConfig, to values picked with rng, as an
+// operation of client.
+func (r *Recorder) change(s *bulkhead.Semaphore, client int, rng *rand.Rand) {
+	cfg := r.Config
+	if len(r.Limits) > 0 {
+		cfg.MaxConcurrentCalls = r.Limits[rng.IntN(len(r.Limits))]
+	}
+	if len(r.Waits) > 0 {
+		cfg.MaxWaitDuration = r.Waits[rng.IntN(len(r.Waits))]
+	}
+	r.record(client, Input{Kind: Change, N: cfg.MaxConcurrentCalls, Wait: cfg.MaxWaitDuration}, func() Output {
+		if err := s.ChangeConfig(cfg); err != nil {
+			panic(err)
+		}
+		return Output{}
+	})
+}
+
+// Advance advances the clock by d as client: its steps and the sweeps they
+// run are recorded (see Clock). A callback of a sweep that panics ends
+// the clock's AdvanceTo; the panic stops here and the advance goes on.
+func (r *Recorder) Advance(client int, d time.Duration) {
+	target := r.Clock.Since() + d
+	for !r.guard(Tick, func() { r.Clock.AdvanceTo(client, target) }) {
+	}
+}
+
 // Client runs ops random operations on s as client number id, recording
-// them in r, and gives back every permit and withdraws every acquisition
-// it still has at the end (also recorded). limits are the values Change
-// may set.
-func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, limits []int) {
+// them in r; then it calls beforeCleanup (if not nil), gives back every
+// permit and withdraws every acquisition it still has (also recorded).
+func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, beforeCleanup func()) {
 	held := 0
 	var open []*openAcq
 	take := func(k int) {
@@ -130,7 +306,7 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, li
 			if o := open[k]; !o.watched {
 				o.watched = true
 				seed := rng.Uint64()
-				r.record(id, Input{Kind: Watch, ID: o.id}, func() Output { r.watch(s, id, o, seed, limits); return Output{} })
+				r.record(id, Input{Kind: Watch, ID: o.id}, func() Output { r.watch(s, id, o, seed); return Output{} })
 			}
 		case op < 15:
 			if r.record(id, Input{Kind: Try}, func() Output { return Output{OK: s.TryAcquirePermission()} }).OK {
@@ -155,12 +331,13 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, li
 			case Queued:
 				open = append(open, &openAcq{id: n, a: a})
 				r.open.Store(n, a)
+				r.idOf.Store(a, n)
 			}
-		case op < 52 && len(open) > 0:
+		case op < 50 && len(open) > 0:
 			k := rng.IntN(len(open))
 			held += r.cancel(id, open[k])
 			take(k)
-		case op < 67 && len(open) > 0:
+		case op < 63 && len(open) > 0:
 			k := rng.IntN(len(open))
 			switch r.record(id, Input{Kind: Read, ID: open[k].id}, func() Output { return Output{Outcome: outcomeOf(open[k].a)} }).Outcome {
 			case Granted:
@@ -168,10 +345,10 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, li
 					held++
 				}
 				take(k)
-			case Evicted, Cancelled: // Cancelled: by another client's callback
+			case Evicted, Cancelled, Expired: // Cancelled: by another client's callback
 				take(k)
 			}
-		case op < 87 && held > 0:
+		case op < 80 && held > 0:
 			held--
 			r.record(id, Input{Kind: Release}, func() Output {
 				if rng.IntN(2) == 0 {
@@ -181,19 +358,16 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, li
 				}
 				return Output{}
 			})
-		case op < 92 && len(limits) > 0:
-			n := limits[rng.IntN(len(limits))]
-			r.record(id, Input{Kind: Change, N: n}, func() Output {
-				cfg := s.Config()
-				cfg.MaxConcurrentCalls = n
-				if err := s.ChangeConfig(cfg); err != nil {
-					panic(err)
-				}
-				return Output{}
-			})
+		case op >= 80 && op < 85 && r.changes():
+			r.change(s, id, rng)
+		case op >= 85 && op < 95 && len(r.Advances) > 0:
+			r.Advance(id, r.Advances[rng.IntN(len(r.Advances))])
 		case !r.NoMetrics:
 			r.record(id, Input{Kind: Metrics}, func() Output { return Output{Metrics: s.Metrics()} })
 		}
+	}
+	if beforeCleanup != nil {
+		beforeCleanup()
 	}
 	for _, o := range open {
 		held += r.cancel(id, o)
@@ -227,62 +401,108 @@ func (r *Recorder) cancel(client int, o *openAcq) int {
 	return 0
 }
 
+// Callback actions, chosen by the registering client.
+const (
+	cbFinish      = iota // granted: FinishCall
+	cbKeep               // granted: keep the permit for the client
+	cbCancelOther        // cancel another open acquisition; granted: then ReleasePermission
+	cbChange             // ChangeConfig; granted: then FinishCall
+	cbTry                // TryAcquirePermission (and give it back); granted: then FinishCall
+	cbActions
+)
+
+// How long a blocking callback blocks at most, on the real clock: past
+// the sweep relay's 1 ms stall, so that the relay's watchdog hands the
+// callbacks after it to another goroutine.
+const blockBound = 5 * time.Millisecond
+
 // watch registers a callback on o for client and sets o.cbOwns if the
-// callback gives a grant back itself. What the callback does, chosen from
-// seed: read its own outcome (always), then one of: give the permit back
-// (FinishCall or ReleasePermission), cancel another open acquisition,
-// change the limit, or keep the permit for the client; and, now and then,
-// panic at the end, but only where no limit changes: a ChangeConfig that
-// grants several waiters runs some callbacks on fresh goroutines, where a
-// panic ends the program, as documented. It runs on the goroutine that decides o's outcome
-// (Release, Change or Cancel of any client or callback, or this one at
-// once if already decided).
-func (r *Recorder) watch(s *bulkhead.Semaphore, client int, o *openAcq, seed uint64, limits []int) {
+// callback gives a grant back itself. What the callback does is chosen
+// from seed: it reads its own outcome (always), may block a while, then
+// does one of the cb actions, and, with Panics, now and then panics at the
+// end (where mayPanic allows). It runs on the goroutine that decides o's
+// outcome (Release, Change, Cancel, an Acquire that evicts, an Advance
+// that sweeps, of any client or callback; this one at once if already
+// decided; or a fresh goroutine of the Semaphore's).
+func (r *Recorder) watch(s *bulkhead.Semaphore, client int, o *openAcq, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 13))
-	action := rng.IntN(4)
-	if action == 3 && len(limits) == 0 {
-		action = 0
+	action := rng.IntN(cbActions)
+	if action == cbChange && !r.changes() {
+		action = cbFinish
 	}
-	o.cbOwns = action != 1 // 1: keep the permit for the client
-	panics := len(limits) == 0 && rng.IntN(3) == 0
+	o.cbOwns = action != cbKeep
+	panics := r.Panics && rng.IntN(3) == 0
+	blocks := r.Block && rng.IntN(4) == 0
+	untilOvertaken := rng.IntN(2) == 0
 	other := int(rng.Int64N(max(r.ids.Load(), 1))) + 1
-	limit := 0
-	if len(limits) > 0 {
-		limit = limits[rng.IntN(len(limits))]
-	}
 	cb := callbackClient(client)
+	changeRng := rand.New(rand.NewPCG(seed, 17))
 	r.callbacks.Add(1)
 	o.a.OnDone(func(err error) {
 		defer r.callbacks.Done()
+		startedAs := r.started.Add(1)
+		if !r.onGuardedGoroutine() {
+			r.stats.Fresh.Add(1)
+		}
 		out := r.record(cb, Input{Kind: Read, ID: o.id}, func() Output { return Output{Outcome: outcomeOf(o.a)} })
 		if (err == nil) != (out.Outcome == Granted) {
 			panic(fmt.Sprintf("callback of #%d got %v but Err says %s", o.id, err, out.Outcome))
 		}
-		if err != nil {
-			return // nothing held; Cancel's callbacks never panic
+		if blocks {
+			r.block(startedAs, untilOvertaken)
 		}
+		granted := err == nil
 		switch action {
-		case 0:
-			r.record(cb, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
-		case 1:
-		case 2:
+		case cbKeep:
+		case cbCancelOther:
 			if v, ok := r.open.Load(other); ok && other != o.id {
 				r.record(cb, Input{Kind: Cancel, ID: other}, func() Output { return Output{OK: v.(*bulkhead.Acquisition).Cancel()} })
 			}
-			r.record(cb, Input{Kind: Release}, func() Output { s.ReleasePermission(); return Output{} })
-		case 3:
-			r.record(cb, Input{Kind: Change, N: limit}, func() Output {
-				cfg := s.Config()
-				cfg.MaxConcurrentCalls = limit
-				if err := s.ChangeConfig(cfg); err != nil {
-					panic(err)
-				}
-				return Output{}
-			})
-			r.record(cb, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
+			if granted {
+				r.record(cb, Input{Kind: Release}, func() Output { s.ReleasePermission(); return Output{} })
+			}
+		case cbChange:
+			r.change(s, cb, changeRng)
+			if granted {
+				r.record(cb, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
+			}
+		case cbTry:
+			if r.record(cb, Input{Kind: Try}, func() Output { return Output{OK: s.TryAcquirePermission()} }).OK {
+				r.record(cb, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
+			}
+			fallthrough
+		default: // cbFinish
+			if granted {
+				r.record(cb, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
+			}
 		}
-		if panics {
+		if panics && r.mayPanic() {
 			panic(errCallbackPanic)
 		}
 	})
+}
+
+// block blocks a callback that was the startedAs-th to start: until a
+// callback starts after it (untilOvertaken: in a sweep whose relay has
+// more callbacks to run, the relay's watchdog must hand them to another
+// goroutine), or else until three more operations are recorded, and never
+// longer than blockBound.
+func (r *Recorder) block(startedAs int64, untilOvertaken bool) {
+	r.stats.Blocked.Add(1)
+	bound := time.NewTimer(blockBound)
+	defer bound.Stop()
+	for seen := 0; ; seen++ {
+		if r.started.Load() > startedAs {
+			r.stats.Overtook.Add(1)
+			return
+		}
+		if !untilOvertaken && seen == 3 {
+			return
+		}
+		select {
+		case <-r.nextOperation():
+		case <-bound.C:
+			return
+		}
+	}
 }

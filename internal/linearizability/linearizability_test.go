@@ -1,6 +1,7 @@
 package linearizability_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/linearizability"
+	"github.com/rxbulkhead/bulkhead/internal/semhook"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
@@ -36,54 +38,75 @@ const (
 	clients       = 4
 	opsPerClient  = 12
 	checkTimeout  = 10 * time.Second
-	neverExpiring = time.Hour // on a VirtualClock nobody advances
+	neverExpiring = time.Hour // on a clock nobody advances
 )
+
+// historyConfig is one configuration of TestConcurrentHistoriesAreLinearizable.
+type historyConfig struct {
+	name   string
+	cfg    bulkhead.Config
+	limits []int           // values ChangeConfig sets for MaxConcurrentCalls
+	waits  []time.Duration // values ChangeConfig sets for MaxWaitDuration
+	// advances are the steps by which clients advance the clock, which
+	// runs the expiry sweeps; batch is the sweeps' batch size (0: the
+	// default).
+	advances []time.Duration
+	batch    int
+	// listener registers an event listener, so that OnComplete publishes
+	// CallFinished between its grant and the grant's delivery (see
+	// TestFinishedListenerSeesNoFreePermitWhileCallsWait).
+	listener bool
+	// callbacks makes clients register OnDone callbacks that re-enter
+	// (read, release, cancel, try, ChangeConfig), panic where a recorded
+	// operation recovers it, and, with block, sometimes block first.
+	callbacks, block bool
+}
+
+// Waits of the expiry configurations, in nanoseconds of the history's
+// virtual clock.
+var (
+	shortWaits = []time.Duration{5, 20, 40}
+	steps      = []time.Duration{1, 10, 25}
+)
+
+var historyConfigs = []historyConfig{
+	{name: "FIFO_bounded", cfg: bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}},
+	{name: "FIFO_unbounded_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{1, 2, 3}},
+	{name: "LIFO_evicting", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}},
+	{name: "LIFO_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, limits: []int{1, 3}},
+	{name: "FIFO_no_wait", cfg: bulkhead.Config{MaxConcurrentCalls: 2}, limits: []int{1, 2}},
+	{name: "FIFO_with_event_listener", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}, listener: true},
+	{name: "FIFO_callbacks_panicking", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, callbacks: true},
+	{name: "FIFO_callbacks_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{1, 2, 3}, callbacks: true, block: true},
+	{name: "LIFO_evicting_callbacks_panicking", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, listener: true, callbacks: true},
+	{name: "LIFO_callbacks_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, limits: []int{1, 3}, callbacks: true},
+	// Expiry: clients advance the clock, so sweeps race grants, cancels
+	// and reads; ChangeConfig shortens and lengthens the wait, so the
+	// queue holds several runs of deadlines.
+	{name: "FIFO_expiry", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 20, MaxQueuedCalls: bulkhead.Unbounded}, waits: shortWaits, advances: steps},
+	{name: "FIFO_expiry_callbacks_blocking", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 20, MaxQueuedCalls: bulkhead.Unbounded}, waits: shortWaits, advances: steps, callbacks: true, block: true},
+	{name: "FIFO_expiry_batches_of_1_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 20, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{1, 2}, waits: shortWaits, advances: steps, batch: 1, callbacks: true},
+	{name: "FIFO_expiry_batches_of_2_NoWait_NoTimeout_listener", cfg: bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: 10, MaxQueuedCalls: 4}, waits: []time.Duration{0, 5, 10, bulkhead.NoTimeout}, advances: steps, batch: 2, listener: true, callbacks: true},
+	{name: "LIFO_expiry_evicting_batches_of_1", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 20, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, waits: []time.Duration{5, 40, bulkhead.NoTimeout}, advances: steps, batch: 1, callbacks: true, block: true},
+}
 
 // TestConcurrentHistoriesAreLinearizable records many short histories of
 // clients racing on one Semaphore (TryAcquirePermission,
 // AcquirePermissionAsync, Cancel, reading and awaiting outcomes, FinishCall
-// and ReleasePermission, ChangeConfig, Metrics, and in the *_callbacks
-// configurations OnDone callbacks that re-enter and panic) and checks each
-// one with porcupine against linearizability.Model.
+// and ReleasePermission, ChangeConfig, Metrics, advancing the clock, which
+// runs expiry sweeps recorded batch by batch, and in the *callbacks*
+// configurations OnDone callbacks that re-enter, block and panic) and
+// checks each one with porcupine against linearizability.Model.
 func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 	n := historiesPerConfig(t)
 	total := 0
-	for ci, tc := range []struct {
-		name   string
-		cfg    bulkhead.Config
-		limits []int
-		// listener registers an event listener, so that OnComplete publishes
-		// CallFinished between its grant and the grant's delivery (see
-		// TestFinishedListenerSeesNoFreePermitWhileCallsWait).
-		listener bool
-		// callbacks makes clients register OnDone callbacks that re-enter
-		// (read, release, cancel, ChangeConfig) and, without limits, panic.
-		callbacks bool
-	}{
-		{"FIFO_bounded", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}, nil, false, false},
-		{"FIFO_unbounded_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, []int{1, 2, 3}, false, false},
-		{"LIFO_evicting", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, nil, false, false},
-		{"LIFO_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, []int{1, 3}, false, false},
-		{"FIFO_no_wait", bulkhead.Config{MaxConcurrentCalls: 2}, []int{1, 2}, false, false},
-		{"FIFO_with_event_listener", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3}, nil, true, false},
-		{"FIFO_callbacks_panicking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, nil, false, true},
-		{"FIFO_callbacks_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, []int{1, 2, 3}, false, true},
-		{"LIFO_evicting_callbacks_panicking", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, nil, true, true},
-		{"LIFO_callbacks_ChangeConfig", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, []int{1, 3}, false, true},
-	} {
+	for ci, tc := range historyConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			model := linearizability.Model(tc.cfg)
 			var ok, unknown, ops, overlapping int
-			var panics int64
-			inCallbacks := 0 // operations run by callbacks
+			var sum historySummary
 			for h := range n {
-				history, p := recordHistory(t, tc.cfg, tc.limits, tc.listener, tc.callbacks, uint64(ci)<<32|uint64(h))
-				panics += p
-				for _, o := range history {
-					if o.ClientId >= 1000 {
-						inCallbacks++
-					}
-				}
+				history := recordHistory(t, tc, uint64(ci)<<32|uint64(h), &sum)
 				ops += len(history)
 				overlapping += countOverlapping(history)
 				res, info := porcupine.CheckOperationsVerbose(model, history, checkTimeout)
@@ -98,8 +121,8 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 				}
 			}
 			total += ok
-			t.Logf("%s: %d histories (%d operations, %d of them in callbacks, %d%% overlapping another client's, %d callback panics) checked: %d linearizable, %d undecided within %v",
-				tc.name, n, ops, inCallbacks, 100*overlapping/max(ops, 1), panics, ok, unknown, checkTimeout)
+			t.Logf("%s: %d histories (%d operations, %d%% overlapping another client's; %s) checked: %d linearizable, %d undecided within %v",
+				tc.name, n, ops, 100*overlapping/max(ops, 1), sum.String(), ok, unknown, checkTimeout)
 			if unknown > n/100 {
 				t.Errorf("%d of %d histories could not be decided within %v", unknown, n, checkTimeout)
 			}
@@ -108,33 +131,96 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 	t.Logf("%d histories checked linearizable in all", total)
 }
 
-// recordHistory runs clients on a fresh Semaphore and returns their history.
-func recordHistory(t *testing.T, cfg bulkhead.Config, limits []int, listener, callbacks bool, seed uint64) ([]porcupine.Operation, int64) {
+// historySummary adds up what the histories of a configuration did.
+type historySummary struct {
+	inCallbacks, ticks, sweeps, grants, expired int
+	panics, blocked, overtook, fresh            int64
+}
+
+func (s *historySummary) add(h []porcupine.Operation, st *linearizability.Stats) {
+	for _, o := range h {
+		if o.ClientId >= 1000 {
+			s.inCallbacks++
+		}
+		switch o.Input.(linearizability.Input).Kind {
+		case linearizability.Tick:
+			s.ticks++
+		case linearizability.Swept:
+			s.sweeps++
+		case linearizability.Grant:
+			s.grants++
+		case linearizability.Expire:
+			s.expired++
+		}
+	}
+	s.panics += st.Panics.Load()
+	s.blocked += st.Blocked.Load()
+	s.overtook += st.Overtook.Load()
+	s.fresh += st.Fresh.Load()
+}
+
+func (s *historySummary) String() string {
+	return fmt.Sprintf("%d operations in callbacks, %d grants, %d clock steps, %d sweeps expiring %d waiters, "+
+		"callbacks: %d panics, %d blocked (%d overtaken by a later callback meanwhile), %d on a fresh goroutine",
+		s.inCallbacks, s.grants, s.ticks, s.sweeps, s.expired, s.panics, s.blocked, s.overtook, s.fresh)
+}
+
+// recordHistory runs clients on a fresh Semaphore and returns their
+// history. With a clock that clients advance, it also checks that once
+// every client has done its random operations, advancing the clock past
+// the longest wait leaves no call queued (unless one may wait without a
+// deadline): no wait outlives its deadline for want of a timer.
+func recordHistory(t *testing.T, tc historyConfig, seed uint64, sum *historySummary) []porcupine.Operation {
 	t.Helper()
-	s, err := bulkhead.New("linearizability", cfg, bulkhead.WithClock(testkit.NewVirtualClock(time.Unix(0, 0))))
+	r := &linearizability.Recorder{Config: tc.cfg, Limits: tc.limits, Waits: tc.waits, Advances: tc.advances,
+		Callbacks: tc.callbacks, Panics: tc.callbacks, Block: tc.block}
+	r.Clock = linearizability.NewClock(r, tc.batch)
+	defer semhook.Set(r.Clock.Hooks())()
+	s, err := bulkhead.New("linearizability", tc.cfg, bulkhead.WithClock(r.Clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if listener {
+	if tc.listener {
 		defer s.OnEvent(func(bulkhead.Event) {})()
 	}
-	r := linearizability.Recorder{Callbacks: callbacks}
-	var wg sync.WaitGroup
-	start := make(chan struct{}) // all clients start at once, for overlap
+	longest, open := tc.cfg.MaxWaitDuration, tc.cfg.MaxWaitDuration == bulkhead.NoTimeout
+	for _, w := range tc.waits {
+		if w == bulkhead.NoTimeout {
+			open = true
+		} else {
+			longest = max(longest, w)
+		}
+	}
+	var wg, arrived sync.WaitGroup
+	arrived.Add(clients)
+	start, cleanup := make(chan struct{}), make(chan struct{}) // all clients start at once, for overlap
 	for c := range clients {
 		rng := rand.New(rand.NewPCG(seed, uint64(c)))
 		wg.Go(func() {
 			<-start
-			r.Client(s, c, opsPerClient, rng, limits)
+			r.Client(s, c, opsPerClient, rng, func() { arrived.Done(); <-cleanup })
 		})
 	}
 	close(start)
+	arrived.Wait()
+	if len(tc.advances) > 0 {
+		r.Advance(clients, longest+1)
+		if q := s.Metrics().QueuedCalls; q != 0 && !open {
+			close(cleanup)
+			wg.Wait()
+			t.Fatalf("history %d: %d calls still queued after the clock passed every deadline:\n%s",
+				seed, q, describe(linearizability.Model(tc.cfg), r.History()))
+		}
+	}
+	close(cleanup)
 	wg.Wait()
 	r.Wait()
 	if m := s.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
 		t.Fatalf("history %d left %d permits held and %d calls queued", seed, m.InFlightCalls, m.QueuedCalls)
 	}
-	return r.History(), r.Panics()
+	h := r.History()
+	sum.add(h, r.Stats())
+	return h
 }
 
 // countOverlapping counts the operations whose call-return interval

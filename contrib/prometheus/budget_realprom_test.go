@@ -1,0 +1,153 @@
+package prometheus_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rxbulkhead/bulkhead"
+	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
+	"github.com/rxbulkhead/bulkhead/internal/metricstest"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+// A real Prometheus scrapes a test server whose budget runs under load
+// (interactive calls of weight 1 and batch calls of weight 2 asking for
+// twice its permits), and its PromQL answers match what the test did: the
+// calls and permits granted per class, the rejections by reason, the 90th
+// percentile of the interactive waits, the utilisation never above 1.
+func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
+	buckets := []time.Duration{time.Millisecond, 5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, time.Second}
+	hub, err := bulkhead.NewBudget("hub", bulkhead.BudgetConfig{
+		Size:           4,
+		MaxQueuedCalls: 8,
+		Classes: []bulkhead.ClassConfig{
+			{Name: "interactive", Headroom: 1, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded},
+			{Name: "batch", Share: 2, MaxWaitDuration: 8 * time.Millisecond, MaxQueuedCalls: 2},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckBudget(t, hub)
+	interactive, _ := hub.Class("interactive")
+	batch, _ := hub.Class("batch")
+
+	// What the test did, from its own listener.
+	var mu sync.Mutex
+	permitted := map[string]int{}
+	permits := map[string]int{}
+	rejected := map[string]int{} // by class/reason label
+	waits := metricstest.NewHistogram(buckets)
+	hub.OnEvent(func(e bulkhead.BudgetEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Type {
+		case bulkhead.CallPermitted:
+			permitted[e.Class]++
+			permits[e.Class] += e.Weight
+			if e.Class == "interactive" {
+				waits.Add(e.Wait)
+			}
+		case bulkhead.CallRejected:
+			label := map[bulkhead.Reason]string{bulkhead.NoWait: "no_wait", bulkhead.QueueFull: "queue_full", bulkhead.WaitTimeout: "wait_timeout", bulkhead.Evicted: "evicted"}[e.Reason]
+			rejected[e.Class+"/"+label]++
+		}
+	})
+
+	c := bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{hub}, bulkheadprom.WithWaitBuckets(buckets...))
+	defer c.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+
+	prom := metricstest.StartPrometheus(t, l.Addr().String())
+	prom.Await(t, `up{job="bulkheads"}`, 1, 20*time.Second)
+	prom.Await(t, `sum(bulkhead_budget_calls_total{budget="hub"})`, 0, 5*time.Second)
+
+	// The load, for 2 s: four partners' interactive calls (weight 1, held
+	// ~3 ms) and four partners' batch calls (weight 2, held ~5 ms; they
+	// have a share of 2 permits, wait at most 8 ms, two at a time, so some
+	// time out and some find the queue full). A rejected caller backs off
+	// 1 ms.
+	ctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+	defer stop()
+	var load sync.WaitGroup
+	for i := range 8 {
+		p, err := hub.Flow(fmt.Sprintf("partner-%d", i), bulkhead.PartnerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call, hold := p.Call(interactive, 1), 3*time.Millisecond
+		if i%2 == 1 {
+			call, hold = p.Call(batch, 2), 5*time.Millisecond
+		}
+		load.Add(1)
+		go func() {
+			defer load.Done()
+			for ctx.Err() == nil {
+				if call.AcquirePermission(context.Background()) == nil {
+					time.Sleep(hold)
+					call.FinishCall()
+				} else {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	load.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, class := range []string{"interactive", "batch"} {
+		prom.Await(t, fmt.Sprintf(`bulkhead_budget_calls_total{budget="hub",class=%q,kind="permitted"}`, class), float64(permitted[class]), 10*time.Second)
+		prom.Await(t, fmt.Sprintf(`bulkhead_budget_granted_permits_total{budget="hub",class=%q}`, class), float64(permits[class]), 5*time.Second)
+		if permitted[class] == 0 {
+			t.Errorf("the load granted no %s call: the test checks nothing for it", class)
+		}
+	}
+	for _, key := range []string{"batch/wait_timeout", "batch/queue_full"} {
+		class, reason, _ := strings.Cut(key, "/")
+		prom.Await(t, fmt.Sprintf(`bulkhead_budget_rejected_calls_total{budget="hub",class=%q,reason=%q}`, class, reason), float64(rejected[key]), 5*time.Second)
+		if rejected[key] == 0 {
+			t.Errorf("the load made no %s rejection: the test checks nothing for it", key)
+		}
+	}
+	if v := prom.One(t, `sum(bulkhead_budget_rejected_calls_total{budget="hub",class="interactive"})`); v != 0 {
+		t.Errorf("Prometheus counts %v interactive rejections; the test saw none", v)
+	}
+	// The 90th percentile of the interactive calls' waits, as the test
+	// computes it from its own observations with the same buckets.
+	n, cum := waits.Cumulative()
+	want := metricstest.Quantile(0.9, metricstest.Seconds(buckets), cum)
+	got := prom.One(t, `histogram_quantile(0.9, rate(bulkhead_budget_wait_duration_seconds_bucket{budget="hub",class="interactive",outcome="granted"}[30s]))`)
+	if math.Abs(got-want) > 1e-9*want {
+		t.Errorf("p90 of the interactive waits: Prometheus %v, the test's own observations %v (buckets %v)", got, want, cum)
+	}
+	// Utilisation as the docs write it: some scrape saw the budget busy,
+	// none above its size.
+	util := prom.One(t, `max_over_time((sum by (budget) (bulkhead_budget_permits_in_use) / on (budget) bulkhead_budget_max_allowed_permits)[30s:1s])`)
+	if util <= 0 || util > 1 {
+		t.Errorf("highest utilisation scraped %v, want in (0, 1]", util)
+	}
+	// Idle after the load.
+	if v := prom.One(t, `bulkhead_budget_available_permits{budget="hub"}`); v != 4 {
+		t.Errorf("%v free permits after the load, want 4", v)
+	}
+	t.Logf("permitted %v, permits %v, rejected %v; %d interactive waits, p90 %.4fs; highest utilisation scraped %.2f", permitted, permits, rejected, n, got, util)
+}
