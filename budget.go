@@ -75,6 +75,9 @@ type Budget struct {
 	classes     []*budgetClass
 	classByName map[string]*budgetClass
 	defaultCls  *budgetClass
+	// classIdx is classByName as of the last applyLocked, for lookups
+	// without mu (classNamed); never changed once published.
+	classIdx atomic.Pointer[map[string]*budgetClass]
 	// groups holds every group ever configured (a group dropped by
 	// ChangeConfig keeps its state with no share, for its members);
 	// noGroup is the group of partners that joined none.
@@ -101,6 +104,7 @@ type budgetClass struct {
 	name    string
 	cfg     ClassConfig
 	rank    int // position in Budget.classes
+	id      int // order of creation: index in BudgetPartner.units
 	hrAbove int // Σ Headroom of the classes above
 	held    int
 	waiting int
@@ -127,12 +131,15 @@ type budgetGroup struct {
 	reserve    int // max(0, nominal - lendable - held)
 }
 
-// budgetFlow is one partner (guarded by Budget.mu); it lives as long as the
-// budget.
+// budgetFlow is one partner (guarded by Budget.mu). It lives as long as the
+// budget, unless it is dropped while idle (dropIdleFlow): then it is gone
+// from Budget.flows, dropped is set, and the BudgetPartners that still
+// point to it move to the flow of their name on next use (flowLocked).
 type budgetFlow struct {
-	name  string
-	group *budgetGroup
-	lanes []*lane // one per class the partner has called in
+	name    string
+	group   *budgetGroup
+	lanes   []*lane // one per class the partner has called in
+	dropped bool
 }
 
 // classGroup holds the lanes of one group in one class that have waiters,
@@ -184,6 +191,52 @@ func NewBudget(name string, cfg BudgetConfig, opts ...Option) (*Budget, error) {
 
 // Name returns the budget's name.
 func (b *Budget) Name() string { return b.name }
+
+// classNamed returns the class named name, or nil, without taking mu: a
+// lookup in a map that is never written once published, so a name from
+// the wire creates no state.
+func (b *Budget) classNamed(name string) *budgetClass {
+	return (*b.classIdx.Load())[name]
+}
+
+// flowLocked returns p's flow, moving p to the flow of its name if its own
+// was dropped (re-creating it, in the group p joined with, if nobody has
+// meanwhile).
+func (b *Budget) flowLocked(p *BudgetPartner) *budgetFlow {
+	f := p.flow
+	if !f.dropped {
+		return f
+	}
+	nf := b.flows[f.name]
+	if nf == nil {
+		nf = &budgetFlow{name: f.name, group: f.group}
+		b.flows[f.name] = nf
+	}
+	p.flow = nf
+	return nf
+}
+
+// dropIdleFlow forgets the flow named name if it holds no permit and has
+// no waiter, and reports whether it did. Partners that point to it move to
+// a new flow of that name on their next call (flowLocked), so dropping
+// loses nothing: an idle flow's only state is its group, which the
+// partner remembers.
+func (b *Budget) dropIdleFlow(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f := b.flows[name]
+	if f == nil {
+		return false
+	}
+	for _, l := range f.lanes {
+		if l.held != 0 || l.head != nil {
+			return false
+		}
+	}
+	f.dropped = true
+	delete(b.flows, name)
+	return true
+}
 
 // Config returns the configuration in force (a copy).
 func (b *Budget) Config() BudgetConfig {
@@ -278,6 +331,11 @@ func (b *Budget) applyLocked(cfg BudgetConfig) {
 		hr = satAdd(hr, cc.Headroom)
 		b.classes = append(b.classes, c)
 	}
+	idx := make(map[string]*budgetClass, len(b.classByName))
+	for name, c := range b.classByName {
+		idx[name] = c
+	}
+	b.classIdx.Store(&idx)
 	b.defaultCls = b.classes[len(b.classes)-1]
 	if cfg.DefaultClass != "" {
 		b.defaultCls = b.classByName[cfg.DefaultClass]
@@ -302,7 +360,7 @@ func (b *Budget) applyLocked(cfg BudgetConfig) {
 }
 
 func (b *Budget) newClass(name string) *budgetClass {
-	c := &budgetClass{b: b, name: name}
+	c := &budgetClass{b: b, name: name, id: len(b.classByName)}
 	c.errNoWait = &BudgetError{Budget: b.name, Class: name, Reason: NoWait}
 	c.errQueueFull = &BudgetError{Budget: b.name, Class: name, Reason: QueueFull}
 	c.errTimeout = &BudgetError{Budget: b.name, Class: name, Reason: WaitTimeout}
@@ -319,8 +377,12 @@ type BudgetMetrics struct {
 	Free           int // max(0, Size - InUse)
 	Queued         int // calls waiting
 	MaxQueuedCalls int
-	Classes        []ClassMetrics // in priority order
-	Groups         []GroupMetrics // the configured groups, in config order
+	// Partners is the number of partners the budget keeps state for
+	// (Partner, Flow and a Registry's bulkheads, see WithBudget; a
+	// Registry's evicted ones are dropped).
+	Partners int
+	Classes  []ClassMetrics // in priority order
+	Groups   []GroupMetrics // the configured groups, in config order
 }
 
 // ClassMetrics is the state of one class.
@@ -349,6 +411,7 @@ func (b *Budget) Metrics() BudgetMetrics {
 		Free:           max(0, b.cfg.Size-b.held),
 		Queued:         b.waiting,
 		MaxQueuedCalls: b.cfg.MaxQueuedCalls,
+		Partners:       len(b.flows),
 		Classes:        make([]ClassMetrics, len(b.classes)),
 		Groups:         make([]GroupMetrics, len(b.cfg.Groups)),
 	}
@@ -424,7 +487,11 @@ func (b *Budget) join(name string, bh Bulkhead, opts PartnerOptions) (*BudgetPar
 		return nil, &ConfigError{Name: b.name, Field: "PartnerOptions.Group", Value: opts.Group,
 			Rule: fmt.Sprintf("must be the group partner %q joined with first (%q)", name, f.group.name)}
 	}
-	return &BudgetPartner{b: b, flow: f, part: bh, class: c}, nil
+	p := &BudgetPartner{b: b, name: name, flow: f, part: bh, class: c, units: make([]BudgetCall, len(b.classByName))}
+	for _, x := range b.classByName {
+		p.units[x.id] = BudgetCall{p: p, c: x, k: 1}
+	}
+	return p, nil
 }
 
 // laneLocked returns f's lane of class c, creating it (and its class-group)

@@ -313,11 +313,12 @@ func (b *Budget) admit(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter)
 		}
 		w.pa = nil
 	}
-	l := b.laneLocked(p.flow, c)
+	f := b.flowLocked(p)
+	l := b.laneLocked(f, c)
 	if w != nil {
 		w.lane = l // in the budget from now on: withdraw gives the partner permit back
 	}
-	g := p.flow.group
+	g := f.group
 	fits := k <= g.limitAvail() && k <= b.sharedAvailLocked(c, g)
 	if fits && b.waiting == 0 {
 		if w != nil {
@@ -326,21 +327,21 @@ func (b *Budget) admit(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter)
 		b.accountLocked(l, k)
 		b.mu.Unlock()
 		if b.events.Active() {
-			b.publish(CallPermitted, 0, p.flow, c, k, unknownWait)
+			b.publish(CallPermitted, 0, f, c, k, unknownWait)
 		}
 		return grantedAcquisition
 	}
 	if lim := b.attainableLocked(c, g); k > lim {
-		return b.rejectNewLocked(p, c, k, w, b.weightError(p.flow, c, k, lim), nil) // mu released
+		return b.rejectNewLocked(p, l, c, k, w, b.weightError(f, c, k, lim), nil) // mu released
 	}
 	noWait := c.cfg.MaxWaitDuration == 0
 	if noWait && !fits {
-		return b.rejectNewLocked(p, c, k, w, c.errNoWait, c.rejectNoWait)
+		return b.rejectNewLocked(p, l, c, k, w, c.errNoWait, c.rejectNoWait)
 	}
 	var d budgetDecided
 	if !noWait {
 		if c.waiting >= c.cfg.MaxQueuedCalls || b.waiting >= b.cfg.MaxQueuedCalls && !b.evictLocked(c, &d) {
-			return b.rejectNewLocked(p, c, k, w, c.errQueueFull, c.rejectQueueFull)
+			return b.rejectNewLocked(p, l, c, k, w, c.errQueueFull, c.rejectQueueFull)
 		}
 	}
 	own := w == nil
@@ -363,6 +364,38 @@ func (b *Budget) admit(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter)
 	}
 	b.deliverBeforeReturning(&d, BudgetCall{p: p, c: c, k: k}, w)
 	return &w.acq
+}
+
+// tryAdmit takes k permits of class c for partner p, whose partner permit
+// the caller holds, only if they are free at once and nobody waits in the
+// budget (the keyed TryAcquirePermission): it never queues and never
+// evicts a waiter. It returns nil, or a *BudgetError (NoWait) or a
+// *WeightError; it does not give the partner permit back.
+func (b *Budget) tryAdmit(p *BudgetPartner, c *budgetClass, k int) error {
+	b.mu.Lock()
+	f := b.flowLocked(p)
+	l := b.laneLocked(f, c)
+	g := f.group
+	var err error
+	switch {
+	case k <= g.limitAvail() && k <= b.sharedAvailLocked(c, g) && b.waiting == 0:
+		b.accountLocked(l, k)
+	default:
+		if lim := b.attainableLocked(c, g); k > lim {
+			err = b.weightError(f, c, k, lim)
+		} else {
+			err = c.errNoWait
+		}
+	}
+	b.mu.Unlock()
+	if b.events.Active() {
+		if err == nil {
+			b.publish(CallPermitted, 0, f, c, k, unknownWait)
+		} else {
+			b.publish(CallRejected, reasonOf(err), f, c, k, unknownWait)
+		}
+	}
+	return err
 }
 
 // deliverBeforeReturning delivers d, the outcomes a newcomer's arrival
@@ -406,7 +439,7 @@ func (b *Budget) grantRecordLocked(w *budgetWaiter, l *lane) *Acquisition {
 // rejectNewLocked rejects a newcomer at once with err (prebuilt, a shared
 // rejected Acquisition, or nil to build one). mu is held and is released;
 // the partner permit is given back before the rejection is delivered.
-func (b *Budget) rejectNewLocked(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter, err error, prebuilt *Acquisition) *Acquisition {
+func (b *Budget) rejectNewLocked(p *BudgetPartner, l *lane, c *budgetClass, k int, w *budgetWaiter, err error, prebuilt *Acquisition) *Acquisition {
 	if w != nil {
 		if !w.acq.decide(stateRejected, err) {
 			b.mu.Unlock()
@@ -425,7 +458,7 @@ func (b *Budget) rejectNewLocked(p *BudgetPartner, c *budgetClass, k int, w *bud
 		p.part.ReleasePermission()
 	}
 	if b.events.Active() {
-		b.publish(CallRejected, reasonOf(err), p.flow, c, k, unknownWait)
+		b.publish(CallRejected, reasonOf(err), l.flow, c, k, unknownWait)
 	}
 	if prebuilt == nil {
 		prebuilt = RejectedAcquisition(err)
@@ -451,8 +484,9 @@ func (b *Budget) evictLocked(c *budgetClass, d *budgetDecided) bool {
 // the budget, the partner and the class, if the partner holds fewer.
 func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool) {
 	b.mu.Lock()
+	f := b.flowLocked(p)
 	var l *lane
-	for _, x := range p.flow.lanes {
+	for _, x := range f.lanes {
 		if x.cg.class == c {
 			l = x
 			break
@@ -460,13 +494,13 @@ func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool)
 	}
 	if l == nil || l.held < k {
 		b.mu.Unlock()
-		panic(fmt.Sprintf("budget %q: partner %q released more permits of class %q than it holds", b.name, p.flow.name, c.name))
+		panic(fmt.Sprintf("budget %q: partner %q released more permits of class %q than it holds", b.name, f.name, c.name))
 	}
 	b.accountLocked(l, -k)
 	if b.waiting == 0 {
 		b.mu.Unlock()
 		if finished && b.events.Active() {
-			b.publish(CallFinished, 0, p.flow, c, k, unknownWait)
+			b.publish(CallFinished, 0, f, c, k, unknownWait)
 		}
 		return
 	}
@@ -474,7 +508,7 @@ func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool)
 	b.passLocked(&d)
 	b.mu.Unlock()
 	if finished {
-		d.leadEvent = leadEventOf(CallFinished, p.flow, c, k)
+		d.leadEvent = leadEventOf(CallFinished, f, c, k)
 	}
 	b.deliver(&d)
 }

@@ -11,14 +11,31 @@ import (
 // PartnerOptions.Class) and weight 1; Call gives one for another class or
 // weight. It is safe for concurrent use.
 type BudgetPartner struct {
-	b     *Budget
+	b    *Budget
+	name string
+	// flow is the partner's state in the budget, guarded by Budget.mu: a
+	// flow dropped while idle (Budget.dropIdleFlow, for a Registry's
+	// evicted bulkhead) is replaced by Budget.flowLocked on next use.
 	flow  *budgetFlow
 	part  Bulkhead     // the partner's own bulkhead; nil for a Flow
 	class *budgetClass // the class of calls that name none
+	// units holds the partner's calls of weight 1, one per class by
+	// budgetClass.id (the classes the budget had when the partner joined),
+	// so that a keyed Lease can point to one without allocating (callRef).
+	units []BudgetCall
+}
+
+// callRef returns a BudgetCall of class c and weight k that stays valid:
+// one of p.units for weight 1, else a new one.
+func (p *BudgetPartner) callRef(c *budgetClass, k int) *BudgetCall {
+	if k == 1 && c.id < len(p.units) {
+		return &p.units[c.id]
+	}
+	return &BudgetCall{p: p, c: c, k: k}
 }
 
 // Name returns the partner's name (its bulkhead's).
-func (p *BudgetPartner) Name() string { return p.flow.name }
+func (p *BudgetPartner) Name() string { return p.name }
 
 // Budget returns the budget p belongs to.
 func (p *BudgetPartner) Budget() *Budget { return p.b }
@@ -73,7 +90,7 @@ type BudgetCall struct {
 }
 
 // Name returns the partner's name.
-func (c BudgetCall) Name() string { return c.p.flow.name }
+func (c BudgetCall) Name() string { return c.p.name }
 
 // Class returns the call's class.
 func (c BudgetCall) Class() Class { return Class{c.c} }
@@ -101,7 +118,16 @@ func (c BudgetCall) AcquirePermissionAsync() *Acquisition {
 	if p.part == nil {
 		return p.b.admit(p, c.c, c.k, nil)
 	}
-	pa := p.part.AcquirePermissionAsync()
+	return c.afterPartner(p.part.AcquirePermissionAsync())
+}
+
+// afterPartner takes the call on from pa, its partner's acquisition (just
+// returned by the partner's AcquirePermissionAsync): to the budget at once
+// if the partner granted it, as one record waiting for the partner and
+// then for the budget if pa is pending; pa itself if the partner rejected
+// it.
+func (c BudgetCall) afterPartner(pa *Acquisition) *Acquisition {
+	p := c.p
 	switch err := pa.Err(); err {
 	case nil:
 		return p.b.admit(p, c.c, c.k, nil)
@@ -168,7 +194,12 @@ func (c BudgetCall) AcquirePermission(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	a := c.AcquirePermissionAsync()
+	return c.await(ctx, c.AcquirePermissionAsync())
+}
+
+// await waits for a, the call's acquisition, as AcquirePermission
+// describes.
+func (c BudgetCall) await(ctx context.Context, a *Acquisition) error {
 	if err := a.Err(); err != ErrPending {
 		return err
 	}

@@ -31,6 +31,12 @@
 // want it by max-min fairness, with priority classes, guaranteed shares
 // lent while unused, and a bound on how long a heavy call waits for light
 // ones ([BudgetConfig]); docs/design.md, "The hub budget", has the rules.
+// [WithBudget] joins every bulkhead of a [Registry] to a budget: a keyed
+// call then takes [CallOptions.Weight] permits of the budget, of class
+// [CallOptions.Class], and its [Lease] gives both levels back. A call's
+// class travels in its context ([WithPriority]) and, through bulkheadhttp
+// and contrib/grpc, across hops in failsafe-go's header ([PriorityHeader],
+// [PriorityClasses]).
 //
 // The reactive operators in the sub-packages (flowable, observable, single,
 // maybe, completable, operator) depend only on the [Bulkhead] interface.

@@ -50,6 +50,14 @@ type Registry struct {
 	maxKeyLen int                     // WithMaxKeyLength's; 0: DefaultMaxKeyLength
 	keyConfig func(key string) string // WithKeyConfig's; nil: the defaults
 
+	// budget is WithBudget's (nil: none); partnerOf its func. partners
+	// maps each bulkhead the registry created to its BudgetPartner: stored
+	// before the bulkhead is published, deleted after it is gone from the
+	// catalog (evicted or removed).
+	budget    *Budget
+	partnerOf func(key string) PartnerOptions
+	partners  sync.Map // *Semaphore -> *BudgetPartner
+
 	cat *catalog.Catalog[Config, *Semaphore]
 	// Guarded by cat's lock: listeners, evictListeners, the sweep fields.
 	listeners      []*registryListener
@@ -129,6 +137,9 @@ func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := r.joinBudget(CatchAllName, s); err != nil {
+			return nil, err
+		}
 		r.cat.SetMax(r.max)
 		r.cat.Lock()
 		r.cat.SetCatchAllLocked(CatchAllName, s)
@@ -176,6 +187,9 @@ func (r *Registry) fullError(name string, err error) error {
 func (r *Registry) createLocked(e *catalog.Entry[*Semaphore], cfg Config) (*Semaphore, error) {
 	s, err := New(e.Name(), cfg, r.opts...)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.joinBudget(e.Name(), s); err != nil {
 		return nil, err
 	}
 	for _, l := range r.listeners {
@@ -296,6 +310,7 @@ func (r *Registry) Remove(name string) bool {
 		return false
 	}
 	r.unsubscribeLocked(s)
+	r.leaveBudgetLocked(name, s)
 	return true
 }
 

@@ -135,6 +135,20 @@ type CallOptions struct {
 	// WithKeyConfig's func, or the defaults. A name that is not a known
 	// configuration fails the call with an error naming it.
 	ConfigName string
+	// Class names the budget class of the call in a registry with a budget
+	// (WithBudget); "" is the class of the key's partner (the PartnerOptions
+	// of WithBudget's func). A name the budget has no class of falls back
+	// to the partner's class too, so that a class name from the wire (see
+	// WithPriority) can neither fail a call nor create state. Without a
+	// budget it is ignored.
+	Class string
+	// Weight is the number of the budget's permits the call takes in a
+	// registry with a budget; 0 means 1. The call still takes one permit of
+	// its key's bulkhead (a Semaphore has no weights yet). A negative weight
+	// fails the call with an error naming it; a weight above what the
+	// call's class and group can ever hold fails it with a *WeightError.
+	// Without a budget it is ignored.
+	Weight int
 }
 
 // Lease is one keyed call's hold on the bulkhead that admitted it (the
@@ -155,6 +169,10 @@ type Lease struct {
 	// start is the call's start, for the CallDuration of its CallFinished
 	// (see StartCall).
 	start CallStart
+	// bc is the call's part in the registry's budget (WithBudget): its
+	// partner, class and weight; nil without a budget. A pointer, so that
+	// a Lease without a budget stays four words.
+	bc *BudgetCall
 }
 
 // Name is the name of the bulkhead that admitted the call: the key, or
@@ -172,24 +190,40 @@ func (l *Lease) Name() string {
 // a Lease that holds no permit: the zero Lease of a failed call, one
 // already given back, or one whose call was not granted.
 func (l *Lease) FinishCall() {
-	e, start := l.e, l.start
+	e, start, bc := l.e, l.start, l.bc
 	if e == nil || l.a != nil && !l.a.Granted() {
 		l.misuse("FinishCall")
 	}
 	*l = Lease{}
 	e.Stamp() // before the permit goes: the bulkhead is idle from now on
+	if bc != nil {
+		finishBoth(e.Item(), bc, start)
+		return
+	}
 	e.Item().FinishCallStarted(start)
+}
+
+// finishBoth gives back a budgeted keyed call's permits: the budget's
+// first, then the bulkhead's (even if a callback the budget's release runs
+// panics), as BudgetCall.FinishCall does.
+func finishBoth(s *Semaphore, bc *BudgetCall, start CallStart) {
+	defer s.FinishCallStarted(start)
+	bc.p.b.release(bc.p, bc.c, bc.k, true)
 }
 
 // ReleasePermission gives back a permit that was granted but not used (no
 // event) and empties the Lease. It panics as FinishCall does.
 func (l *Lease) ReleasePermission() {
-	e := l.e
+	e, bc := l.e, l.bc
 	if e == nil || l.a != nil && !l.a.Granted() {
 		l.misuse("ReleasePermission")
 	}
 	*l = Lease{}
 	e.Stamp()
+	if bc != nil {
+		bc.ReleasePermission() // its partner is e's bulkhead
+		return
+	}
 	e.Item().ReleasePermission()
 }
 
@@ -226,6 +260,9 @@ func (l *Lease) misuse(what string) {
 func (r *Registry) AcquirePermissionAsync(key string, opts CallOptions) (*Acquisition, Lease) {
 	if key == "" {
 		return RejectedAcquisition(errEmptyKeyAsync), Lease{}
+	}
+	if r.budget != nil {
+		return r.acquireAsyncBudgeted(key, opts)
 	}
 	for {
 		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
@@ -376,6 +413,7 @@ func busy(s *Semaphore) bool {
 // the OnEvict listeners.
 func (r *Registry) evictedLocked(name string, s *Semaphore) {
 	r.unsubscribeLocked(s)
+	r.leaveBudgetLocked(name, s)
 	notifyEvicted(r.evictListeners, name)
 }
 

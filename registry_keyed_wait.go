@@ -21,6 +21,9 @@ func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallO
 	if key == "" {
 		return Lease{}, errEmptyKeyWait
 	}
+	if r.budget != nil {
+		return r.acquireBudgeted(ctx, key, opts)
+	}
 	for {
 		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
 		if err != nil {
@@ -51,6 +54,9 @@ func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallO
 func (r *Registry) TryAcquirePermission(key string, opts CallOptions) (Lease, error) {
 	if key == "" {
 		return Lease{}, errEmptyKeyTry
+	}
+	if r.budget != nil {
+		return r.tryAcquireBudgeted(key, opts)
 	}
 	for {
 		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)

@@ -57,7 +57,7 @@ func (t *Transport) Go(client *http.Client, req *http.Request, done func(*http.R
 	// The keyed path: the call holds its bulkhead until the outcome is a
 	// rejection or a withdrawal, or, once granted, until the Lease gives
 	// the permit back (through RoundTrip's body, or giveBackUnused).
-	a, lease := t.reg.AcquirePermissionAsync(key, t.cfg.callOptions(key))
+	a, lease := t.reg.AcquirePermissionAsync(key, t.cfg.callOptions(key, t.cfg.clientClass(req)))
 	// A context that ends while req waits withdraws it. AfterFunc starts no
 	// goroutine unless the context ends.
 	stop := func() bool { return true }
@@ -130,7 +130,7 @@ type heldPermitKey struct{}
 // acquire takes req's permit and the Lease to give it back with: the one
 // Go holds for it if req's key is the one Go acquired for, or a new one
 // from the keyed path, waiting with the request's context.
-func (t *Transport) acquire(req *http.Request) (bulkhead.Lease, error) {
+func (t *Transport) acquire(req *http.Request, class string) (bulkhead.Lease, error) {
 	key, err := t.cfg.keyFor(req)
 	if err != nil {
 		return bulkhead.Lease{}, err
@@ -138,7 +138,7 @@ func (t *Transport) acquire(req *http.Request) (bulkhead.Lease, error) {
 	if h, ok := req.Context().Value(heldPermitKey{}).(*heldPermit); ok && h.key == key && h.taken.CompareAndSwap(false, true) {
 		return h.lease, nil
 	}
-	return t.reg.AcquirePermission(req.Context(), key, t.cfg.callOptions(key))
+	return t.reg.AcquirePermission(req.Context(), key, t.cfg.callOptions(key, class))
 }
 
 func closeRequestBody(req *http.Request) {

@@ -22,6 +22,11 @@
 // away) leaves the queue, costs no permit and is answered the same
 // rejection, never 200.
 //
+// With a Registry joined to a budget (bulkhead.WithBudget), both sides give
+// a request the budget class of failsafe-go's X-Failsafe-Priority header
+// or of its context (bulkhead.WithPriority) and carry it to the next hop
+// (WithPriorityClasses).
+//
 // The name follows net/http's contrib convention (promhttp, otelhttp): it
 // does not shadow net/http where both are imported.
 package bulkheadhttp

@@ -90,7 +90,13 @@ func (l *limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.cfg.fail(w, r, err)
 		return
 	}
-	lease, err := l.reg.AcquirePermission(r.Context(), key, l.cfg.callOptions(key))
+	class := l.cfg.headerClass(r.Header)
+	if class == "" {
+		class = bulkhead.PriorityFrom(r.Context())
+	} else if class != bulkhead.PriorityFrom(r.Context()) {
+		r = r.WithContext(bulkhead.WithPriority(r.Context(), class))
+	}
+	lease, err := l.reg.AcquirePermission(r.Context(), key, l.cfg.callOptions(key, class))
 	switch {
 	case err == nil:
 		// This goroutine owns the permit, and the Lease's hold on its

@@ -59,10 +59,14 @@ type config struct {
 	rejectStatusSet bool
 	reject          func(w http.ResponseWriter, r *http.Request, err error)
 	fail            func(w http.ResponseWriter, r *http.Request, err error)
+	// priorities maps failsafe-go's priorities to budget classes
+	// (WithPriorityClasses; bulkhead.DefaultPriorityClasses by default).
+	priorities bulkhead.PriorityClasses
 }
 
 func newConfig(server bool, opts []Option) (*config, error) {
-	c := &config{server: server, key: Host, retryAfter: time.Second, rejectStatus: http.StatusServiceUnavailable}
+	c := &config{server: server, key: Host, retryAfter: time.Second, rejectStatus: http.StatusServiceUnavailable,
+		priorities: bulkhead.DefaultPriorityClasses}
 	if server {
 		c.key = Pattern
 	}
@@ -208,12 +212,71 @@ func (c *config) keyFor(r *http.Request) (string, error) {
 
 // callOptions are the options of key's keyed call: the configuration
 // name of key's bulkhead if it has to be created ("": the Registry's
-// choice).
-func (c *config) callOptions(key string) bulkhead.CallOptions {
+// choice) and the call's budget class ("": its partner's).
+func (c *config) callOptions(key, class string) bulkhead.CallOptions {
 	if c.configName == nil {
-		return bulkhead.CallOptions{}
+		return bulkhead.CallOptions{Class: class}
 	}
-	return bulkhead.CallOptions{ConfigName: c.configName(key)}
+	return bulkhead.CallOptions{ConfigName: c.configName(key), Class: class}
+}
+
+// WithPriorityClasses sets how failsafe-go's priority header
+// (bulkhead.PriorityHeader, or bulkhead.LevelHeader) maps to the classes of
+// the Registry's budget (bulkhead.WithBudget), both ways (default
+// bulkhead.DefaultPriorityClasses). The middleware reads a request's
+// header, gives the call that class and puts it in the request's context
+// (bulkhead.WithPriority) for the handler's own calls; the Transport takes
+// the class from the request's context (or, if it carries none, from a
+// header the caller set) and sends the header to the next hop unless the
+// request has one. A value that is not a priority, or an unmapped one, is
+// ignored: the call gets its partner's class. The zero PriorityClasses
+// turns the header off both ways. Both sides.
+func WithPriorityClasses(m bulkhead.PriorityClasses) Option {
+	return optionFunc(func(c *config) error {
+		c.priorities = m
+		return nil
+	})
+}
+
+// headerClass is the class of a request's failsafe-go header, or "".
+func (c *config) headerClass(h http.Header) string {
+	if v := h.Get(bulkhead.PriorityHeader); v != "" {
+		return c.priorities.Class(v)
+	}
+	if v := h.Get(bulkhead.LevelHeader); v != "" {
+		return c.priorities.ClassOfLevel(v)
+	}
+	return ""
+}
+
+// clientClass is the class of an outgoing request: its context's, or its
+// header's.
+func (c *config) clientClass(req *http.Request) string {
+	if class := bulkhead.PriorityFrom(req.Context()); class != "" {
+		return class
+	}
+	if c.priorities == (bulkhead.PriorityClasses{}) {
+		return ""
+	}
+	return c.headerClass(req.Header)
+}
+
+// withPriorityHeader returns req, or a shallow copy of it with the
+// failsafe-go header of class if the request has none and class maps to a
+// priority (a RoundTripper must not change the caller's request).
+func (c *config) withPriorityHeader(req *http.Request, class string) *http.Request {
+	v := c.priorities.Value(class)
+	if v == "" || req.Header.Get(bulkhead.PriorityHeader) != "" {
+		return req
+	}
+	r2 := new(http.Request)
+	*r2 = *req
+	r2.Header = req.Header.Clone()
+	if r2.Header == nil {
+		r2.Header = http.Header{}
+	}
+	r2.Header.Set(bulkhead.PriorityHeader, v)
+	return r2
 }
 
 // KeyError is the error of a request whose key function returned "".

@@ -91,11 +91,13 @@ func NewTransport(base http.RoundTripper, reg *bulkhead.Registry, opts ...Option
 // panics or calls runtime.Goexit, the permit is given back (FinishCall) and
 // the panic goes on.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	lease, err := t.acquire(req)
+	class := t.cfg.clientClass(req)
+	lease, err := t.acquire(req, class)
 	if err != nil {
 		closeRequestBody(req) // RoundTrip closes the body, even on errors
 		return nil, err
 	}
+	req = t.cfg.withPriorityHeader(req, class)
 	// From here this goroutine owns one permit and the Lease's hold on its
 	// bulkhead, handed to the response body below or given back on
 	// failure, also when base panics or calls runtime.Goexit (a caller, or

@@ -45,7 +45,8 @@ func StreamClientInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.Strea
 }
 
 func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	lease, err := c.cfg.acquire(ctx, method, cc.Target())
+	class, ctx := c.cfg.clientClass(ctx)
+	lease, err := c.cfg.acquire(ctx, method, cc.Target(), class)
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,8 @@ func (c *client) unary(ctx context.Context, method string, req, reply any, cc *g
 }
 
 func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	lease, err := c.cfg.acquire(ctx, method, cc.Target())
+	class, ctx := c.cfg.clientClass(ctx)
+	lease, err := c.cfg.acquire(ctx, method, cc.Target(), class)
 	if err != nil {
 		return nil, err
 	}

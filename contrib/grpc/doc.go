@@ -12,5 +12,9 @@
 //     for it), as a record in the bulkhead's queue, and leaves the queue when
 //     its context ends;
 //   - a unary call holds its permit until it returns; a stream holds it until
-//     it ends (see StreamClientInterceptor for what ends a client stream).
+//     it ends (see StreamClientInterceptor for what ends a client stream);
+//   - with a Registry joined to a budget (bulkhead.WithBudget), a call gets
+//     the budget class of failsafe-go's x-failsafe-priority metadata or of
+//     its context (bulkhead.WithPriority), and the client sends it on
+//     (WithPriorityClasses).
 package bulkheadgrpc

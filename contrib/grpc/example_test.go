@@ -215,3 +215,37 @@ func ExampleServerInHandle() {
 	// watching: SERVING
 	// second stream: ResourceExhausted
 }
+
+// A client whose calls take the class their context carries
+// (bulkhead.WithPriority) in the hub's budget, and send it to the server
+// as failsafe-go's x-failsafe-priority metadata, mapped with the hub's own
+// class names.
+func ExampleWithPriorityClasses() {
+	cls := func(name string) bulkhead.ClassConfig {
+		return bulkhead.ClassConfig{Name: name, MaxWaitDuration: time.Second, MaxQueuedCalls: bulkhead.Unbounded}
+	}
+	hub, _ := bulkhead.NewBudget("hub", bulkhead.BudgetConfig{Size: 100, MaxQueuedCalls: bulkhead.Unbounded,
+		Classes: []bulkhead.ClassConfig{cls("interactive"), cls("batch")}})
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithBudget(hub, nil))
+	classes := bulkhead.PriorityClasses{"batch", "batch", "interactive", "interactive", "interactive"}
+	interceptor, _ := bulkheadgrpc.UnaryClientInterceptor(reg, bulkheadgrpc.WithPriorityClasses(classes))
+
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		fmt.Println("server got priority", metadata.ValueFromIncomingContext(ctx, bulkhead.PriorityMetadataKey))
+		return handler(ctx, req)
+	}))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cc, _ := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(interceptor))
+	defer cc.Close()
+
+	ctx := bulkhead.WithPriority(context.Background(), "batch")
+	_, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	fmt.Println(err, hub.Metrics().InUse)
+	// Output:
+	// server got priority [0]
+	// <nil> 0
+}

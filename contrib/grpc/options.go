@@ -87,17 +87,82 @@ func WithConfigName(name func(key string) string) Option {
 	})
 }
 
+// WithPriorityClasses sets how failsafe-go's priority metadata
+// (bulkhead.PriorityMetadataKey, or bulkhead.LevelMetadataKey) maps to the
+// classes of the Registry's budget (bulkhead.WithBudget), both ways
+// (default bulkhead.DefaultPriorityClasses). The server interceptors and
+// the tap read a call's metadata, give the call that class and put it in
+// the handler's context (bulkhead.WithPriority) for its own calls; the
+// client interceptors take the class from the context (or, if it carries
+// none, from outgoing metadata the caller set) and send the metadata to
+// the server unless the call has it. A value that is not a priority, or an
+// unmapped one, is ignored: the call gets its partner's class. The zero
+// PriorityClasses turns the metadata off both ways.
+func WithPriorityClasses(m bulkhead.PriorityClasses) Option {
+	return optionFunc(func(c *config) error {
+		c.priorities = m
+		return nil
+	})
+}
+
 type config struct {
 	reg        *bulkhead.Registry
 	key        KeyFunc // nil on a client: the target
 	configName func(key string) string
+	priorities bulkhead.PriorityClasses
+}
+
+// metadataClass is the class of failsafe-go's metadata in md, or "".
+func (c *config) metadataClass(md metadata.MD) string {
+	if v := md.Get(bulkhead.PriorityMetadataKey); len(v) > 0 {
+		return c.priorities.Class(v[0])
+	}
+	if v := md.Get(bulkhead.LevelMetadataKey); len(v) > 0 {
+		return c.priorities.ClassOfLevel(v[0])
+	}
+	return ""
+}
+
+// serverClass is the class of an incoming call: its metadata's, else its
+// context's; and the context for the handler, carrying that class.
+func (c *config) serverClass(ctx context.Context) (string, context.Context) {
+	if c.priorities != (bulkhead.PriorityClasses{}) {
+		if md, ok := metadata.FromIncomingContext(ctx); ok {
+			if class := c.metadataClass(md); class != "" {
+				if class != bulkhead.PriorityFrom(ctx) {
+					ctx = bulkhead.WithPriority(ctx, class)
+				}
+				return class, ctx
+			}
+		}
+	}
+	return bulkhead.PriorityFrom(ctx), ctx
+}
+
+// clientClass is the class of an outgoing call: its context's, else its
+// outgoing metadata's; and the context to invoke with, carrying the
+// metadata of that class if the call has none and the class maps to a
+// priority.
+func (c *config) clientClass(ctx context.Context) (string, context.Context) {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	class := bulkhead.PriorityFrom(ctx)
+	if class == "" {
+		if c.priorities != (bulkhead.PriorityClasses{}) {
+			class = c.metadataClass(md)
+		}
+		return class, ctx
+	}
+	if v := c.priorities.Value(class); v != "" && len(md.Get(bulkhead.PriorityMetadataKey)) == 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, bulkhead.PriorityMetadataKey, v)
+	}
+	return class, ctx
 }
 
 func newConfig(who string, reg *bulkhead.Registry, opts []Option) (*config, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("bulkheadgrpc: %s: registry is nil", who)
 	}
-	c := &config{reg: reg}
+	c := &config{reg: reg, priorities: bulkhead.DefaultPriorityClasses}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("bulkheadgrpc: %s: option #%d is nil", who, i+1)
@@ -114,12 +179,12 @@ func newConfig(who string, reg *bulkhead.Registry, opts []Option) (*config, erro
 // hold on its bulkhead (not evicted until the Lease gives the permit
 // back). target is the client connection's target ("" on a server). Every
 // failure is a gRPC status error that unwraps to its cause.
-func (c *config) acquire(ctx context.Context, fullMethod, target string) (bulkhead.Lease, error) {
+func (c *config) acquire(ctx context.Context, fullMethod, target, class string) (bulkhead.Lease, error) {
 	key, err := c.keyFor(ctx, fullMethod, target)
 	if err != nil {
 		return bulkhead.Lease{}, err
 	}
-	lease, err := c.reg.AcquirePermission(ctx, key, c.callOptions(key))
+	lease, err := c.reg.AcquirePermission(ctx, key, c.callOptions(key, class))
 	if err != nil {
 		return bulkhead.Lease{}, c.statusOf(ctx, err)
 	}
@@ -127,12 +192,12 @@ func (c *config) acquire(ctx context.Context, fullMethod, target string) (bulkhe
 }
 
 // tryAcquire is acquire without a wait (Registry.TryAcquirePermission).
-func (c *config) tryAcquire(ctx context.Context, fullMethod string) (bulkhead.Lease, error) {
+func (c *config) tryAcquire(ctx context.Context, fullMethod, class string) (bulkhead.Lease, error) {
 	key, err := c.keyFor(ctx, fullMethod, "")
 	if err != nil {
 		return bulkhead.Lease{}, err
 	}
-	lease, err := c.reg.TryAcquirePermission(key, c.callOptions(key))
+	lease, err := c.reg.TryAcquirePermission(key, c.callOptions(key, class))
 	if err != nil {
 		return bulkhead.Lease{}, c.statusOf(ctx, err)
 	}
@@ -173,12 +238,12 @@ func (c *config) keyFor(ctx context.Context, fullMethod, target string) (string,
 
 // callOptions are the options of key's keyed call: the configuration
 // name of key's bulkhead if it has to be created ("": the Registry's
-// choice).
-func (c *config) callOptions(key string) bulkhead.CallOptions {
+// choice) and the call's budget class ("": its partner's).
+func (c *config) callOptions(key, class string) bulkhead.CallOptions {
 	if c.configName == nil {
-		return bulkhead.CallOptions{}
+		return bulkhead.CallOptions{Class: class}
 	}
-	return bulkhead.CallOptions{ConfigName: c.configName(key)}
+	return bulkhead.CallOptions{ConfigName: c.configName(key), Class: class}
 }
 
 // statusError is a gRPC status that keeps its cause for errors.Is and

@@ -39,7 +39,8 @@ func StreamServerInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.Strea
 }
 
 func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	lease, err := s.cfg.acquire(ctx, info.FullMethod, "")
+	class, ctx := s.cfg.serverClass(ctx)
+	lease, err := s.cfg.acquire(ctx, info.FullMethod, "", class)
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +49,26 @@ func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 }
 
 func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	lease, err := s.cfg.acquire(ss.Context(), info.FullMethod, "")
+	class, ctx := s.cfg.serverClass(ss.Context())
+	lease, err := s.cfg.acquire(ctx, info.FullMethod, "", class)
 	if err != nil {
 		return err
 	}
 	defer lease.FinishCall()
+	if ctx != ss.Context() {
+		ss = &classStream{ServerStream: ss, ctx: ctx}
+	}
 	return handler(srv, ss)
 }
+
+// classStream is a server stream whose context carries the class its
+// metadata named (bulkhead.WithPriority).
+type classStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *classStream) Context() context.Context { return s.ctx }
 
 var (
 	_ grpc.UnaryServerInterceptor  = (&server{}).unary

@@ -45,7 +45,16 @@ func ServerInHandle(reg *bulkhead.Registry, opts ...Option) (tap.ServerInHandle,
 // admit is the tap handle: one TryAcquirePermission, and the permit tied to
 // the stream's context.
 func (c *config) admit(ctx context.Context, info *tap.Info) (context.Context, error) {
-	lease, err := c.tryAcquire(ctx, info.FullMethodName)
+	var class string
+	if c.priorities != (bulkhead.PriorityClasses{}) {
+		class = c.metadataClass(info.Header)
+	}
+	if class == "" {
+		class = bulkhead.PriorityFrom(ctx)
+	} else if class != bulkhead.PriorityFrom(ctx) {
+		ctx = bulkhead.WithPriority(ctx, class) // the handler's context
+	}
+	lease, err := c.tryAcquire(ctx, info.FullMethodName, class)
 	if err != nil {
 		return nil, err
 	}
