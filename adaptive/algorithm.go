@@ -15,9 +15,10 @@ type Sample struct {
 	// Little's law for calls made through the plain bulkhead.Bulkhead
 	// methods (see Bulkhead). It is always positive.
 	RTT time.Duration
-	// RTTDev is the standard deviation of the window's RTTs (0 for fewer
-	// than two calls), from which an algorithm can tell how much the mean
-	// RTT can be trusted: its standard error is RTTDev/√N.
+	// RTTDev is the standard deviation of the window's RTTs, from which an
+	// algorithm can tell how much the mean RTT can be trusted (its standard
+	// error is RTTDev/√N for independent calls). It is 0 for fewer than two
+	// calls, and when Matched.
 	RTTDev time.Duration
 	// N is the number of calls the window sums up (1 for a per-call
 	// sample).
@@ -34,6 +35,16 @@ type Sample struct {
 	// Drops is the number of the window's calls that ended in overload
 	// (Dropped is Drops > 0).
 	Drops int
+	// Matched reports that the window's RTTs were matched to grants, not
+	// measured: calls made through the plain methods or watched (Watch).
+	// FinishCall does not say which call finished, so RTT is still the
+	// window's mean (see Bulkhead), but the spread of the calls' RTTs is
+	// unknown and RTTDev is 0: a finish matched to the oldest grant
+	// measures how long the oldest call has been in flight, which varies
+	// far less than single RTTs do. An algorithm that needs the spread
+	// estimates it otherwise (Capacity does, from the means of consecutive
+	// windows).
+	Matched bool
 }
 
 // An Algorithm turns samples into a concurrency limit. Update receives the

@@ -2,6 +2,8 @@ package adaptive_test
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -150,4 +152,65 @@ func TestByNameKnowsEveryBuiltInAlgorithm(t *testing.T) {
 	}
 	_, ok := adaptive.ByName("gradient")
 	assert.False(t, ok)
+}
+
+// A partner with two kinds of request (20 and 200 ms: one call's RTT
+// varies by 130 % of the mean, and the mean of a window of 20 calls by
+// ±29 %), fed as matched windows (the plain methods, Watch), which carry
+// the window's mean but no spread. Capacity takes the spread from the
+// means of consecutive windows and does not act on the wobble. Before, an
+// epoch of one matched window had no spread at all, so a wobble of its
+// mean proved a queue, and the limit was cut on noise down to a few
+// permits.
+func TestCapacityDoesNotCutOnMatchedWindowsOfANoisyPartner(t *testing.T) {
+	c := &adaptive.Capacity{}
+	rng := rand.New(rand.NewPCG(7, 7))
+	limit, lowest := 30.0, 30.0
+	for i := range 600 {
+		// C is 30: RTT = base × limit/C above it
+		base := 56 * (1 + 1.3/math.Sqrt(20)*rng.NormFloat64()) * max(1, limit/30)
+		rtt := time.Duration(max(1, base) * float64(ms))
+		limit = max(1, c.Update(limit, adaptive.Sample{RTT: rtt, N: 20, InFlight: int(limit), Matched: true}))
+		if i >= 100 { // after the descent that looks for C from above
+			lowest = min(lowest, limit)
+		}
+	}
+	assert.GreaterOrEqual(t, lowest, 20.0, "cut on noise")
+}
+
+// Started far above C on a partner whose callers give up at 500 ms: the
+// first epochs time out (their RTTs are cut short at the deadline), so the
+// RTT seems to fall less than the limit on the first step down. The
+// descent must not take that for the crossing of C (it did, and kept the
+// limit near 100 with C = 10, the no-load RTT a queued 490 ms).
+func TestCapacityDescentIsNotFooledByRTTsCutShortByTimeouts(t *testing.T) {
+	c := &adaptive.Capacity{}
+	limit := 140.0
+	for range 300 {
+		rtt := 50 * ms * time.Duration(max(limit, 10)) / 10 // C = 10, base 50 ms
+		drops := 0
+		if rtt > 500*ms {
+			rtt, drops = 500*ms, 50
+		}
+		limit = max(1, c.Update(limit, adaptive.Sample{RTT: rtt, RTTDev: rtt / 10, N: 50, InFlight: int(limit), Dropped: drops > 0, Drops: drops}))
+	}
+	assert.LessOrEqual(t, limit, 15.0)
+	assert.GreaterOrEqual(t, limit, 9.0)
+}
+
+// Calls that time out are overload whatever the RTTs say: the RTTs of
+// calls given up at the deadline are cut short, and on a partner with a
+// fast and a slow kind of call the mean RTT can stay near the no-load RTT
+// while the fast kind times out in the queue. Before, such epochs grew
+// the limit (and were folded into the no-load RTT, which crept up to
+// 250 ms for a 56 ms partner in the scenario matrix).
+func TestCapacityCutsWhenCallsTimeOutWhateverTheRTT(t *testing.T) {
+	c := &adaptive.Capacity{}
+	limit := fluid(c, 6, 30, 50*ms, 0.1, 200)
+	require.GreaterOrEqual(t, limit, 30.0)
+	start := limit
+	for range 20 {
+		limit = max(1, c.Update(limit, adaptive.Sample{RTT: 51 * ms, RTTDev: 5 * ms, N: 50, InFlight: int(limit), Dropped: true, Drops: 15}))
+	}
+	assert.Less(t, limit, 0.9*start)
 }

@@ -242,15 +242,26 @@ func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition {
 
 // FinishCall implements bulkhead.Bulkhead: the permit of a call that ran
 // comes back; its RTT is estimated (see Bulkhead).
-func (b *Bulkhead) FinishCall() {
+func (b *Bulkhead) FinishCall() { b.finish(finishPlain, false, bulkhead.CallStart{}) }
+
+// finish is the one path by which the permit of a call that ran comes back
+// (FinishCall, FinishCallStarted, Call.Finish): record, if not nil, puts
+// its RTT in the window (see returned), overload marks the window as
+// dropped, and start is the call's start for the CallDuration of its
+// CallFinished event (zero: none). A watched bulkhead records nothing here:
+// it learns the call from the Semaphore's events.
+func (b *Bulkhead) finish(record func(b *Bulkhead, now time.Duration), overload bool, start bulkhead.CallStart) {
 	if b.watched {
-		b.sem.FinishCall()
+		if overload {
+			b.MarkOverload()
+		}
+		b.sem.FinishCallStarted(start)
 		return
 	}
-	if b.returned(finishPlain, false) {
+	if b.returned(record, overload) {
 		defer b.apply()
 	}
-	b.sem.FinishCall()
+	b.sem.FinishCallStarted(start)
 }
 
 // ReleasePermission implements bulkhead.Bulkhead: the permit of a call that
@@ -301,6 +312,7 @@ func (b *Bulkhead) granted(plain bool) (time.Duration, int) {
 func finishPlain(b *Bulkhead, now time.Duration) {
 	if start, ok := b.plain.popOldest(); ok {
 		b.w.add(now - start)
+		b.w.matched = true
 		b.w.callInFlight = b.inFlight + 1
 	}
 }

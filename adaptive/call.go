@@ -57,21 +57,10 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 // err is the call's outcome: an error that Config.IsOverload accepts marks
 // the window as dropped; any other error, or nil, is a normal sample.
 func (c Call) Finish(err error) {
-	overload := err != nil && c.b.cfg.isOverload(err)
-	if c.b.watched {
-		if overload {
-			c.b.MarkOverload()
-		}
-		c.b.sem.FinishCallStarted(c.cs)
-		return
-	}
-	if c.b.returned(func(b *Bulkhead, now time.Duration) {
+	c.b.finish(func(b *Bulkhead, now time.Duration) {
 		b.w.add(now - c.start)
 		b.w.callInFlight = c.inFlight
-	}, overload) {
-		defer c.b.apply()
-	}
-	c.b.sem.FinishCallStarted(c.cs)
+	}, err != nil && c.b.cfg.isOverload(err), c.cs)
 }
 
 // Release gives the permit back when the call did not run: no sample.

@@ -12,12 +12,5 @@ func (b *Bulkhead) StartCall() bulkhead.CallStart { return b.sem.StartCall() }
 // FinishCallStarted implements bulkhead.CallTimer: it is FinishCall, and
 // the CallFinished event carries the call's duration from start.
 func (b *Bulkhead) FinishCallStarted(start bulkhead.CallStart) {
-	if b.watched {
-		b.sem.FinishCallStarted(start)
-		return
-	}
-	if b.returned(finishPlain, false) {
-		defer b.apply()
-	}
-	b.sem.FinishCallStarted(start)
+	b.finish(finishPlain, false, start)
 }

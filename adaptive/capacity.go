@@ -1,6 +1,10 @@
 package adaptive
 
-import "math"
+import (
+	"math"
+	"slices"
+	"time"
+)
 
 // Capacity is this package's own algorithm, the default. It estimates the
 // partner's capacity C (the calls it serves at once) with Little's law and
@@ -14,7 +18,10 @@ import "math"
 //     nothing before MinCalls calls, and then only what its mean RTT shows
 //     beyond Evidence standard errors (from Sample.RTTDev and N, and the
 //     error of the no-load RTT itself): a noisy partner makes epochs
-//     longer, not cuts larger.
+//     longer, not cuts larger. Matched samples (plain calls, Watch) carry
+//     no RTTDev; their spread is estimated from the means of consecutive
+//     windows (see spread), so the plain methods decide on the same
+//     evidence as typed calls.
 //   - The no-load RTT is never taken from calls that may have queued. It
 //     starts unknown; once two epochs in a row at the limit agree, a
 //     saturated limit (at least 90 % of it in flight) starts a descent: the
@@ -23,8 +30,9 @@ import "math"
 //     whose RTT falls less than that shows that C was crossed: its RTT is
 //     the no-load RTT and C is the last limit × the two RTTs' ratio
 //     (Little's law). An RTT that rises instead (a queue still building)
-//     restarts the descent; calls that time out (1 % of the epoch or more)
-//     mean it goes on.
+//     restarts the descent; calls that time out (1 % of the epoch or more,
+//     in this epoch or the one before it) mean it goes on: their RTTs are
+//     cut short at the caller's deadline and cannot show how the RTT fell.
 //   - A cut needs evidence proportionate to its size: with queueing proved
 //     (the RTT's lower bound above Tolerance × the no-load RTT), the limit
 //     is cut to in-flight × no-load RTT / (RTT − one standard error), at
@@ -89,6 +97,71 @@ type Capacity struct {
 	descent *epochSummary
 	stable  *epochSummary // the last epoch before a descent, to check it is stable
 	floor   float64       // the controller's Config.Min (setFloor); 0: unknown
+	spread  spread        // of one call's RTT, for Matched samples
+}
+
+// spread estimates the variance of one call's RTT for samples that do not
+// know it (Sample.Matched: calls through the plain methods or watched,
+// whose RTTs are matched to grants). The mean RTTs of two
+// consecutive windows of N1 and N2 calls differ by a variance of
+// v·(1/N1 + 1/N2), whatever the matching did to single RTTs, so each pair
+// gives an estimate of v; differences of consecutive windows also cancel
+// a drift of the RTT, and a change of it (a queue building up) only makes
+// the estimate larger, which makes decisions more careful, not bolder.
+// Until spreadPrior pairs were seen, a spread as wide as the mean
+// (coefficient of variation 1) weighs as that many pairs.
+type spread struct {
+	lastMean, lastN float64 // the previous window; lastN 0: none
+	// us holds the last pairs' estimates (ns²), oldest first once full
+	us   [spreadMemory]float64
+	k    int // pairs seen
+	sort [spreadMemory]float64
+}
+
+// spreadMemory is the pairs of windows the estimate looks at, spreadPrior
+// the pairs before which it leans on the assumed spread (CV 1), and
+// chi2Median the median of a χ² variable of one degree of freedom: each
+// pair's estimate is v times such a variable, so the median of the pairs'
+// estimates over chi2Median estimates v without the pairs that straddle a
+// change of the RTT (a queue building up or draining), which the mean
+// would follow.
+const (
+	spreadMemory = 31
+	spreadPrior  = 4
+	chi2Median   = 0.4549
+)
+
+// measured reports whether the estimate rests on enough pairs of windows
+// to stop leaning on the assumed spread.
+func (p *spread) measured() bool { return p.k >= 2*spreadPrior }
+
+// dev returns the standard deviation of one call's RTT to use for s,
+// after learning from s.
+func (p *spread) dev(s Sample) time.Duration {
+	n := float64(s.N)
+	m := rttNanos(s)
+	if p.lastN > 0 {
+		p.us[p.k%spreadMemory] = (m - p.lastMean) * (m - p.lastMean) / (1/n + 1/p.lastN)
+		p.k++
+	}
+	p.lastMean, p.lastN = m, n
+	var v float64
+	if p.k < 2*spreadPrior {
+		// few pairs: their mean, with the assumed spread as spreadPrior
+		// more
+		v = spreadPrior * m * m
+		for i := range p.k {
+			v += p.us[i]
+		}
+		v /= float64(spreadPrior + p.k)
+	} else {
+		k := min(p.k, spreadMemory)
+		xs := p.sort[:k]
+		copy(xs, p.us[:k])
+		slices.Sort(xs)
+		v = xs[k/2] / chi2Median
+	}
+	return time.Duration(math.Min(math.Sqrt(v), math.MaxInt64))
 }
 
 // epoch pools the windows run at one limit.
@@ -105,6 +178,10 @@ type epoch struct {
 type epochSummary struct {
 	limit, mean, se float64
 	inFlight        int
+	// truncated: 1 % of the epoch's calls or more timed out, so their RTTs
+	// were cut short at the caller's deadline and the mean understates
+	// the queue
+	truncated bool
 }
 
 func (e *epoch) add(s Sample) {
@@ -124,7 +201,8 @@ func (e *epoch) summary() epochSummary {
 	if e.n > 1 {
 		v = max(0, (e.sumSq-e.n*mean*mean)/(e.n-1))
 	}
-	return epochSummary{limit: e.limit, mean: mean, se: math.Sqrt(v / e.n), inFlight: e.maxInFlight}
+	return epochSummary{limit: e.limit, mean: mean, se: math.Sqrt(v / e.n), inFlight: e.maxInFlight,
+		truncated: e.drops > 0 && float64(e.drops) >= 0.01*e.n}
 }
 
 // NoLoadRTT returns the current estimate of the partner's RTT without
@@ -142,6 +220,9 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		c.restart(limit)
 		c.ep.skip = skip - float64(max(s.N, 1))
 		return limit
+	}
+	if s.Matched && s.N > 1 {
+		s.RTTDev = c.spread.dev(s)
 	}
 	if c.ep.skip > 0 {
 		c.ep.skip -= float64(max(s.N, 1))
@@ -186,6 +267,12 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		}
 	}
 	if c.noLoad == 0 {
+		if saturated && limit > c.lowest() && e.truncated {
+			// calls time out: far above C, whether or not the queue is
+			// still growing; step down by half at once
+			c.descent = &e
+			return c.change(math.Max(c.lowest(), math.Floor(0.5*limit)))
+		}
 		if saturated && limit > c.lowest() {
 			return c.startDescent(limit, e)
 		}
@@ -193,11 +280,17 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		return c.restart(limit)
 	}
 	switch {
-	case lo > tol*c.noLoad:
-		// queueing proved: cut to the upper bound of C
+	case lo > tol*c.noLoad || e.truncated:
+		// Queueing proved: cut to the upper bound of C. Calls that time
+		// out (1 % of the epoch or more) are overload whatever the RTTs
+		// say (they are cut short at the deadline, and a no-load RTT
+		// taken from such epochs would be too long): cut by Backoff.
 		inFlight := float64(min(e.inFlight, int(limit)))
-		next := math.Max(limit/2, math.Min(limit, inFlight*c.noLoad/(e.mean-e.se)))
-		if c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n {
+		next := limit
+		if lo > tol*c.noLoad {
+			next = math.Max(limit/2, math.Min(limit, inFlight*c.noLoad/(e.mean-e.se)))
+		}
+		if e.truncated {
 			next = math.Min(next, limit*param(c.Backoff, 0.9, 0, 1))
 		}
 		c.capacity = math.Min(next, inFlight*c.noLoad/e.mean)
@@ -212,7 +305,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		c.sinceCut = 0
 		c.step = 0
 		return c.change(next)
-	case saturated && e.mean <= tol*c.noLoad:
+	case saturated && e.mean <= tol*c.noLoad+err/2:
 		// No queueing shown: grow (a growth is cheap to take back), once
 		// the epoch could have shown a queue of the growth's size.
 		if !c.verified {
@@ -286,14 +379,28 @@ func (c *Capacity) lowest() float64 { return math.Max(descentFloor, c.floor) }
 // a row at this limit agree within 10 % (a queue that is still building
 // up would make the descent read a crossing).
 func (c *Capacity) startDescent(limit float64, e epochSummary) float64 {
-	if c.stable == nil || c.stable.limit != limit ||
-		math.Abs(e.mean-c.stable.mean) > 0.1*c.stable.mean+2*math.Hypot(e.se, c.stable.se) {
+	// The errors widen the agreement, but while the spread of matched
+	// samples is still the assumed one by no more than 5 %: too wide an
+	// assumed spread would make a queue that is still building up look
+	// stable.
+	if c.stable == nil || c.stable.limit != limit || !c.agree(e, *c.stable) {
 		c.stable = &e
 		return c.restart(limit)
 	}
 	c.stable = nil
 	c.descent = &e
 	return c.change(math.Max(c.lowest(), math.Floor(0.7*limit)))
+}
+
+// agree reports whether epochs e and f agree within 10 % and two errors,
+// the errors counting for 5 % at most while the spread of matched samples
+// is still the assumed one.
+func (c *Capacity) agree(e, f epochSummary) bool {
+	tol := 2 * math.Hypot(e.se, f.se)
+	if c.spread.k > 0 && !c.spread.measured() {
+		tol = math.Min(tol, 0.05*f.mean)
+	}
+	return math.Abs(e.mean-f.mean) <= 0.1*f.mean+tol
 }
 
 // descend continues a descent with epoch e at limit.
@@ -308,11 +415,16 @@ func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
 	z = math.Min(z, 2)
 	lo := e.mean - z*math.Hypot(e.se, prev.se*ratio)
 	switch {
-	case c.ep.drops > 0 && float64(c.ep.drops) >= 0.01*c.ep.n && limit > c.lowest():
-		// calls still time out: their RTTs are cut short, so they cannot
-		// show the fall; still above C
+	case (e.truncated || prev.truncated) && limit > c.lowest():
+		// calls still time out, or did in the epoch before: their RTTs
+		// are cut short at the deadline, so the two cannot show how the
+		// RTT fell; still above C (by half while calls time out)
 		c.descent = &e
-		return c.change(math.Max(c.lowest(), math.Floor(0.7*limit)))
+		step := 0.7
+		if e.truncated {
+			step = 0.5
+		}
+		return c.change(math.Max(c.lowest(), math.Floor(step*limit)))
 	case e.mean-z*math.Hypot(e.se, prev.se) > 1.1*prev.mean:
 		// the RTT rose: the queue was still building up when prev was
 		// measured; measure again from here

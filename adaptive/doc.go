@@ -20,7 +20,9 @@
 // matched with the oldest grant in flight (see Bulkhead). Watch and
 // WatchRegistry learn from the semaphores' events instead, for integrations
 // that hold the *Semaphore or the *Registry themselves (bulkheadhttp,
-// contrib/grpc). Nothing runs in the background:
+// contrib/grpc); a call that finishes with its start (a Lease,
+// FinishCallStarted) gives them its exact RTT through the event's
+// CallDuration. Nothing runs in the background:
 // windows close on the goroutine of a finishing call, and time comes from the
 // injected bulkhead.Clock (WithClock), so tests run on a testkit.VirtualClock.
 package adaptive

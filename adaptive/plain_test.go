@@ -101,3 +101,61 @@ func TestPlainRTTEstimateWithReorderedCalls(t *testing.T) {
 	assert.Less(t, mean, 0.01)
 	assert.Less(t, worst, 0.05)
 }
+
+// Matching keeps a window's mean RTT (the tests above) but not the spread
+// of its calls' RTTs: a finish matched to the oldest grant measures how
+// long the oldest call has been in flight, which varies far less than
+// single RTTs do (here a ninth as much). So a plain window says its RTTs
+// were matched and leaves RTTDev unknown (0), instead of reporting a
+// spread that made Capacity's evidence overconfident.
+func TestPlainWindowsAreMatchedAndLeaveTheSpreadUnknown(t *testing.T) {
+	var samples []adaptive.Sample
+	rec := &recorder{onSample: func(s adaptive.Sample) { samples = append(samples, s) }}
+	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1000},
+		adaptive.Config{Algorithm: func() adaptive.Algorithm { return rec }, Max: 1000})
+	rng := rand.New(rand.NewPCG(3, 4))
+	var ends []time.Duration
+	var matched, truth []float64 // per-call RTTs, as matched and as they were
+	var grants []time.Duration
+	now := time.Duration(0)
+	for range 5000 {
+		now += ms
+		for len(ends) > 0 && ends[0] <= now {
+			clock.AdvanceTo(epoch.Add(ends[0]))
+			matched = append(matched, float64(ends[0]-grants[0]))
+			grants = grants[1:]
+			b.FinishCall()
+			ends = ends[1:]
+		}
+		clock.AdvanceTo(epoch.Add(now))
+		require.NoError(t, b.AcquirePermissionAsync().Err())
+		grants = append(grants, now)
+		d := time.Duration(20+rng.IntN(181)) * ms
+		truth = append(truth, float64(d))
+		k, _ := slices.BinarySearch(ends, now+d)
+		ends = slices.Insert(ends, k, now+d)
+	}
+	for _, e := range ends {
+		clock.AdvanceTo(epoch.Add(e))
+		b.FinishCall()
+	}
+	require.NotEmpty(t, samples)
+	for _, s := range samples {
+		assert.True(t, s.Matched)
+		assert.Zero(t, s.RTTDev)
+	}
+	sd := func(xs []float64) float64 {
+		m := 0.0
+		for _, x := range xs {
+			m += x
+		}
+		m /= float64(len(xs))
+		v := 0.0
+		for _, x := range xs {
+			v += (x - m) * (x - m)
+		}
+		return math.Sqrt(v / float64(len(xs)))
+	}
+	t.Logf("spread of the matched RTTs: %.0f %% of the true spread", 100*sd(matched)/sd(truth))
+	assert.Less(t, sd(matched), sd(truth)/2, "matching no longer understates the spread: RTTDev could be reported")
+}

@@ -130,7 +130,7 @@ func TestPerCallPlainCallsCountInFlightAtTheFinish(t *testing.T) {
 	clock.Advance(10 * ms)
 	b.FinishCall()
 	b.FinishCall()
-	assert.Equal(t, []adaptive.Sample{{RTT: 10 * ms, N: 1, InFlight: 2}, {RTT: 10 * ms, N: 1, InFlight: 1}}, alg.samples)
+	assert.Equal(t, []adaptive.Sample{{RTT: 10 * ms, N: 1, InFlight: 2, Matched: true}, {RTT: 10 * ms, N: 1, InFlight: 1, Matched: true}}, alg.samples)
 }
 
 func TestDiscardShortDropsAWindowWithTooFewCalls(t *testing.T) {

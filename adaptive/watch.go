@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 )
@@ -10,12 +11,15 @@ import (
 // (Semaphore.OnEvent) instead of from its own methods, so that it also
 // times the calls of code that holds the *Semaphore itself: bulkheadhttp's
 // Transport, contrib/grpc, any integration built on a *bulkhead.Registry.
-// CallPermitted counts a grant, CallFinished a finish (matched with the
-// oldest grant, as for the plain methods), CallRejected a rejection.
+// CallPermitted counts a grant, CallFinished a finish, CallRejected a
+// rejection. A CallFinished that carries the call's duration
+// (Event.CallDuration: the call finished with FinishCallStarted, as a
+// Lease, the reactive operators and Call.Finish do) gives its exact RTT; one
+// without it (Semaphore.FinishCall) is matched with the oldest grant, as for
+// the plain methods, and its window's Sample is Matched.
 //
 // The Bulkhead's own methods work too (they only delegate, the events do
-// the counting), with two differences from New: Call.Finish has no exact
-// RTT (it is matched like FinishCall), and a permit given back on the
+// the counting), with one difference from New: a permit given back on the
 // semaphore with ReleasePermission publishes no event (nor does the release
 // Semaphore.AcquirePermission makes when its context ends as the permit is
 // granted), so the controller counts it in flight until the end of a
@@ -66,11 +70,25 @@ func (b *Bulkhead) onEvent(e bulkhead.Event) {
 	case bulkhead.CallPermitted:
 		b.granted(true)
 	case bulkhead.CallFinished:
-		if b.returned(finishPlain, false) {
+		record := finishPlain
+		if d := e.CallDuration; d > 0 {
+			record = func(b *Bulkhead, _ time.Duration) { finishTimed(b, d) }
+		}
+		if b.returned(record, false) {
 			b.apply()
 		}
 	case bulkhead.CallRejected:
 		b.countRejected()
+	}
+}
+
+// finishTimed records the RTT d that a watched call's CallFinished event
+// measured: exact, not matched. The oldest grant goes, as for a matched
+// finish, so that the grants left match the calls in flight.
+func finishTimed(b *Bulkhead, d time.Duration) {
+	if _, ok := b.plain.popOldest(); ok {
+		b.w.add(d)
+		b.w.callInFlight = b.inFlight + 1
 	}
 }
 

@@ -1,6 +1,7 @@
 package adaptive_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestWatchTimesCallsMadeOnTheSemaphoreDirectly(t *testing.T) {
 		sem.FinishCall()
 	}
 	require.Len(t, alg.samples, 1)
-	assert.Equal(t, adaptive.Sample{RTT: 150 * ms, N: 10, InFlight: 10}, alg.samples[0])
+	assert.Equal(t, adaptive.Sample{RTT: 150 * ms, N: 10, InFlight: 10, Matched: true}, alg.samples[0])
 	assert.Equal(t, 12, sem.Config().MaxConcurrentCalls)
 	assert.Equal(t, int64(1), b.Stats().Rejected)
 	assert.Equal(t, 0, b.Stats().InFlight)
@@ -44,6 +45,83 @@ func TestWatchTimesCallsMadeOnTheSemaphoreDirectly(t *testing.T) {
 	clock.Advance(time.Second)
 	sem.FinishCall()
 	assert.Len(t, alg.samples, 1, "no sample after Stop")
+}
+
+// A watched call that finishes with its start (FinishCallStarted, as a
+// Lease, the operators and Call.Finish do) gives its exact RTT through the
+// event's CallDuration: the window is not Matched and has its spread. Two
+// calls granted 100 ms apart that finish in the other order have RTTs of
+// 50 and 300 ms; matched with the oldest grant they would be 150 and
+// 200 ms, with no spread known.
+func TestWatchTakesExactRTTsFromCallDurations(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
+	require.NoError(t, err)
+	testkit.CheckPermits(t, sem)
+	alg := &fixed{next: 10}
+	b, err := adaptive.Watch(sem, adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{MinSamples: 2}}, adaptive.WithClock(clock))
+	require.NoError(t, err)
+	defer b.Stop()
+
+	// on the semaphore itself, as an integration holding it does
+	require.True(t, sem.TryAcquirePermission())
+	first := sem.StartCall()
+	clock.Advance(100 * ms)
+	require.True(t, sem.TryAcquirePermission())
+	second := sem.StartCall()
+	clock.Advance(50 * ms)
+	sem.FinishCallStarted(second)
+	clock.Advance(150 * ms)
+	sem.FinishCallStarted(first)
+	require.Len(t, alg.samples, 1)
+	exact := func(s adaptive.Sample) {
+		t.Helper()
+		assert.InDelta(t, 250*float64(ms)/math.Sqrt2, float64(s.RTTDev), 10, "the spread of 50 and 300 ms")
+		s.RTTDev = 0
+		assert.Equal(t, adaptive.Sample{RTT: 175 * ms, N: 2, InFlight: 2}, s)
+	}
+	exact(alg.samples[0])
+
+	// through the watched bulkhead's own typed calls
+	a, ok := b.TryAcquire()
+	require.True(t, ok)
+	clock.Advance(100 * ms)
+	c, ok := b.TryAcquire()
+	require.True(t, ok)
+	clock.Advance(50 * ms)
+	c.Finish(nil)
+	clock.Advance(150 * ms)
+	a.Finish(nil)
+	require.Len(t, alg.samples, 2)
+	exact(alg.samples[1])
+}
+
+// The keyed Lease that bulkheadhttp's Transport and contrib/grpc hold
+// keeps its call's start, so WatchRegistry times their calls exactly.
+func TestWatchRegistryTakesExactRTTsFromLeases(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	require.NoError(t, err)
+	testkit.CheckRegistry(t, reg)
+	alg := &fixed{next: 10}
+	ar, err := adaptive.WatchRegistry(reg, adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{MinSamples: 2}}, adaptive.WithClock(clock))
+	require.NoError(t, err)
+	defer ar.Stop()
+
+	first, err := reg.TryAcquirePermission("walmart", bulkhead.CallOptions{})
+	require.NoError(t, err)
+	clock.Advance(100 * ms)
+	second, err := reg.TryAcquirePermission("walmart", bulkhead.CallOptions{})
+	require.NoError(t, err)
+	clock.Advance(50 * ms)
+	second.FinishCall()
+	clock.Advance(150 * ms)
+	first.FinishCall()
+	require.Len(t, alg.samples, 1)
+	s := alg.samples[0]
+	assert.False(t, s.Matched)
+	assert.Equal(t, 175*ms, s.RTT)
+	assert.InDelta(t, 250*float64(ms)/math.Sqrt2, float64(s.RTTDev), 10, "the spread of 50 and 300 ms")
 }
 
 func TestWatchedBulkheadMethodsAreCountedOnce(t *testing.T) {

@@ -16,7 +16,8 @@ type window struct {
 	sumSq       float64       // of squared RTTs in ns²
 	minRTT      time.Duration // shortest RTT; 0: none
 	maxInFlight int
-	drops       int // calls that ended in overload
+	drops       int  // calls that ended in overload
+	matched     bool // an RTT was matched to a grant, not measured (see grants)
 	// callInFlight is the in-flight count of the last call added (see
 	// Sample.InFlight), for Window.PerCall.
 	callInFlight int
@@ -39,9 +40,10 @@ func (w *window) rtt() time.Duration {
 	return time.Duration(max(min(w.sum/float64(max(w.n, 1)), math.MaxInt64), 1))
 }
 
-// dev is the standard deviation of the window's RTTs (0 below two calls).
+// dev is the standard deviation of the window's RTTs: 0 below two calls,
+// and 0 (unknown, see Sample.Matched) when an RTT was matched to a grant.
 func (w *window) dev() time.Duration {
-	if w.n < 2 {
+	if w.n < 2 || w.matched {
 		return 0
 	}
 	mean := w.sum / float64(w.n)
@@ -51,7 +53,7 @@ func (w *window) dev() time.Duration {
 
 // sample sums the window up.
 func (w *window) sample() Sample {
-	return Sample{RTT: w.rtt(), RTTDev: w.dev(), N: w.n, InFlight: max(1, w.maxInFlight), Dropped: w.drops > 0, Drops: w.drops}
+	return Sample{RTT: w.rtt(), RTTDev: w.dev(), N: w.n, InFlight: max(1, w.maxInFlight), Dropped: w.drops > 0, Drops: w.drops, Matched: w.matched}
 }
 
 // reset starts a new window at now with inFlight calls in flight.

@@ -2,6 +2,8 @@ package adaptivesim
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
@@ -154,16 +156,56 @@ func (f *Failsafe) Limit() int { return f.l.Limit() }
 // Contender is one limiter of the comparison.
 type Contender struct {
 	Name string
-	// New makes the limiter, starting at initial; it runs inside a
-	// testing/synctest bubble when Bubble is set.
-	New    func(initial int) Limiter
+	// New makes the limiter for sc, starting at sc.Initial; it runs inside
+	// a testing/synctest bubble when Bubble is set.
+	New    func(sc Scenario) Limiter
 	Bubble bool
 }
 
 // adaptiveContender is an algorithm of package adaptive through api.
 func adaptiveContender(name string, cfg adaptive.Config, api API) Contender {
-	return Contender{Name: name, New: func(initial int) Limiter { return NewAdaptive(cfg, api, initial) }}
+	return Contender{Name: name, New: func(sc Scenario) Limiter { return NewAdaptive(cfg, api, sc.Initial) }}
 }
+
+// Oracle is no limiter one can build: a static limit that knows the
+// partner's capacity C at every moment and holds K × C. It shows what the
+// goals ask of any limiter: where the oracle misses a goal, no limiter can
+// meet it by holding a limit in proportion to C.
+type Oracle struct {
+	sem *bulkhead.Semaphore
+	sc  Scenario
+	K   float64
+}
+
+// OracleK is the oracle's multiple of C: the middle of the ±15 % band,
+// and about what the goodput goal needs at a load of 1.0× (see
+// docs/benchmarks.md).
+const OracleK = 1.1
+
+// NewOracle returns an oracle holding k × C on sc.
+func NewOracle(sc Scenario, k float64) *Oracle {
+	sem, err := bulkhead.New("partner", bulkhead.Config{MaxConcurrentCalls: max(1, int(math.Round(k*float64(sc.segment(0).Capacity))))})
+	if err != nil {
+		panic(err)
+	}
+	return &Oracle{sem: sem, sc: sc, K: k}
+}
+
+func (o *Oracle) Advance(now time.Duration) {
+	n := max(1, int(math.Round(o.K*float64(o.sc.segment(now).Capacity))))
+	if cfg := o.sem.Config(); cfg.MaxConcurrentCalls != n {
+		cfg.MaxConcurrentCalls = n
+		if err := o.sem.ChangeConfig(cfg); err != nil {
+			panic(err)
+		}
+	}
+}
+func (o *Oracle) Try() (any, bool) { return nil, o.sem.TryAcquirePermission() }
+func (o *Oracle) Done(any, bool)   { o.sem.FinishCall() }
+func (o *Oracle) Limit() int       { return o.sem.Config().MaxConcurrentCalls }
+
+// OracleName is the oracle's contender name.
+var OracleName = fmt.Sprintf("oracle (%.1f × C, knows C)", OracleK)
 
 // DefaultName is the contender the goals are checked on: package
 // adaptive's default algorithm, through typed calls.
@@ -196,5 +238,7 @@ func Contenders() []Contender {
 			adaptiveContender(name+" (per call)", pc, Typed),
 			adaptiveContender(name+" (1 s windows)", nw, Typed))
 	}
-	return append(cs, Contender{Name: "failsafe-go adaptivelimiter v0.9.8", Bubble: true, New: func(initial int) Limiter { return NewFailsafe(initial) }})
+	return append(cs,
+		Contender{Name: "failsafe-go adaptivelimiter v0.9.8", Bubble: true, New: func(sc Scenario) Limiter { return NewFailsafe(sc.Initial) }},
+		Contender{Name: OracleName, New: func(sc Scenario) Limiter { return NewOracle(sc, OracleK) }})
 }

@@ -85,7 +85,7 @@ func RunMatrix(cells []Cell, contenders []Contender, o Options) []CellResult {
 				jobs = append(jobs, func() {
 					sc := c.Scenario(uint64(s + 1))
 					var run Run
-					sim := func() { run = Simulate(sc, ct.Name, ct.New(sc.Initial)) }
+					sim := func() { run = Simulate(sc, ct.Name, ct.New(sc)) }
 					if ct.Bubble {
 						o.Bubble(sim)
 					} else {

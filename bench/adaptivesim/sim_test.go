@@ -98,8 +98,8 @@ func TestMatrixDocs(t *testing.T) {
 func TestSimulationIsDeterministic(t *testing.T) {
 	sc := Cells()[20].Scenario(3)
 	c := Contenders()[0]
-	a := Simulate(sc, c.Name, c.New(sc.Initial))
-	b := Simulate(sc, c.Name, c.New(sc.Initial))
+	a := Simulate(sc, c.Name, c.New(sc))
+	b := Simulate(sc, c.Name, c.New(sc))
 	if fmt.Sprint(a.Limits) != fmt.Sprint(b.Limits) || len(a.Calls) != len(b.Calls) {
 		t.Fatal("two runs differ")
 	}

@@ -2,9 +2,10 @@ package hubsim
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/bench/internal/mdsection"
 )
 
 // Goals of issue 27, checked on every seed.
@@ -198,32 +199,5 @@ func weightsText(ws []WeightShare) string {
 }
 
 // UpdateDocs replaces the section of the Markdown file at path with body
-// (which starts with Heading), or appends it; the section runs to the next
-// "## " heading or the end of the file.
-func UpdateDocs(path, body string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	text := string(old)
-	if !strings.HasSuffix(body, "\n") {
-		body += "\n"
-	}
-	start := strings.Index(text, "\n"+Heading+"\n")
-	if start < 0 {
-		if !strings.HasSuffix(text, "\n") {
-			text += "\n"
-		}
-		return os.WriteFile(path, []byte(text+"\n"+body), 0o644)
-	}
-	start++
-	end := len(text)
-	if next := strings.Index(text[start+len(Heading):], "\n## "); next >= 0 {
-		end = start + len(Heading) + next + 1
-	}
-	rest := text[end:]
-	if rest != "" {
-		body += "\n"
-	}
-	return os.WriteFile(path, []byte(text[:start]+body+rest), 0o644)
-}
+// (which starts with Heading), or appends it.
+func UpdateDocs(path, body string) error { return mdsection.Replace(path, Heading, body) }

@@ -1,0 +1,328 @@
+// The dev harness: tests that run only with their -dev.* flag and print
+// what they measure (they assert nothing), for working on an algorithm
+// with parts of the matrix, e.g. the default on every cell, 20 seeds:
+//
+//	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^capacity' -dev.seeds 20
+//
+// The best static limits are cached in /tmp/dev/static.json.
+package adaptivesim
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rxbulkhead/bulkhead/adaptive"
+)
+
+var (
+	devOnly  = flag.String("dev.only", "", "TestDev: contenders matching")
+	devCells = flag.String("dev.cells", ".", "TestDev: cells matching")
+	devSeeds = flag.Int("dev.seeds", 20, "TestDev: seeds")
+	devCellT = flag.Bool("dev.cell", false, "TestDev: print the cell table")
+)
+
+const devStatic = "/tmp/dev/static.json"
+
+type devStaticCell struct {
+	Best   int
+	Static []Result
+}
+
+func TestDev(t *testing.T) {
+	if *devOnly == "" {
+		t.Skip()
+	}
+	only := regexp.MustCompile(*devOnly)
+	cre := regexp.MustCompile(*devCells)
+	cache := map[string]devStaticCell{}
+	if b, err := os.ReadFile(devStatic); err == nil {
+		_ = json.Unmarshal(b, &cache)
+	}
+	var cells []Cell
+	var missing []Cell
+	for _, c := range Cells() {
+		if !cre.MatchString(c.String()) {
+			continue
+		}
+		cells = append(cells, c)
+		if sc, ok := cache[c.String()]; !ok || len(sc.Static) < *devSeeds {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		res := RunMatrix(missing, nil, Options{Seeds: *devSeeds, StaticSeeds: 2, StaticGrid: staticGrid(3)})
+		for _, r := range res {
+			cache[r.Cell.String()] = devStaticCell{r.BestStatic, r.Static}
+		}
+		b, _ := json.Marshal(cache)
+		_ = os.WriteFile(devStatic, b, 0o644)
+	}
+	var cs []Contender
+	for _, c := range Contenders() {
+		if only.MatchString(c.Name) {
+			cs = append(cs, c)
+		}
+	}
+	out := make([]CellResult, len(cells))
+	var jobs []func()
+	for i, c := range cells {
+		st := cache[c.String()]
+		out[i] = CellResult{Cell: c, BestStatic: st.Best, Static: st.Static[:*devSeeds], Runs: map[string][]Result{}}
+		p99 := c.Partner.UnloadedP99()
+		for _, ct := range cs {
+			res := make([]Result, *devSeeds)
+			out[i].Runs[ct.Name] = res
+			for s := range *devSeeds {
+				jobs = append(jobs, func() {
+					sc := c.Scenario(uint64(s + 1))
+					res[s] = Measure(sc, Simulate(sc, ct.Name, ct.New(sc)), c.Band(), p99)
+				})
+			}
+		}
+	}
+	parallel(jobs)
+	var ns []string
+	for _, c := range cs {
+		ns = append(ns, c.Name)
+	}
+	fmt.Println(SummaryTable(out, ns))
+	if *devCellT {
+		for _, n := range ns {
+			fmt.Println(n)
+			fmt.Println(strings.TrimSpace(CellTable(out, n)))
+		}
+	}
+}
+
+var (
+	devTrace = flag.String("dev.trace", "", "TestDevTrace: cell name")
+	devSeed  = flag.Int("dev.seed", 1, "TestDevTrace: seed")
+	devSweep = flag.Bool("dev.sweep", false, "TestDevTrace: static sweep")
+)
+
+func TestDevTrace(t *testing.T) {
+	if *devTrace == "" {
+		t.Skip()
+	}
+	c, ok := cellNamed(*devTrace)
+	if !ok {
+		t.Fatal("no cell")
+	}
+	sc := c.Scenario(uint64(*devSeed))
+	p99 := c.Partner.UnloadedP99()
+	if *devSweep {
+		for _, n := range staticGrid(3) {
+			r := Measure(sc, Simulate(sc, "static", NewStatic(n)), c.Band(), p99)
+			fmt.Printf("static %3d: goodput %.1f p99 %.2f rejected %d\n", n, r.Goodput, r.P99, r.Rejected)
+		}
+	}
+	only := regexp.MustCompile(*devOnly)
+	for _, ct := range Contenders() {
+		if !only.MatchString(ct.Name) || ct.Bubble {
+			continue
+		}
+		run := Simulate(sc, ct.Name, ct.New(sc))
+		r := Measure(sc, run, c.Band(), p99)
+		fmt.Printf("%s: goodput %.1f p99 %.2f conv %v rejected %d/%d floor %v\n", ct.Name, r.Goodput, r.P99, r.Converge, r.RejectedUnderload, r.Rejected, r.AtFloor)
+		avg := movingAverage(run.Limits, 100)
+		var b strings.Builder
+		for k := 0; k < len(avg); k += 25 {
+			if k%500 == 0 {
+				fmt.Fprintf(&b, "\n%4.1fs C=%2d:", float64(k)/100, sc.segment(time.Duration(k)*sc.Trace).Capacity)
+			}
+			fmt.Fprintf(&b, " %5.1f", avg[k])
+		}
+		fmt.Println(b.String())
+	}
+}
+
+type logAlg struct {
+	c     *adaptive.Capacity
+	clock func() time.Duration
+}
+
+func (l *logAlg) Update(limit float64, s adaptive.Sample) float64 {
+	next := l.c.Update(limit, s)
+	if next != limit || *devAll {
+		fmt.Printf("%6.2fs limit %5.1f -> %5.1f  rtt %5.1fms dev %5.1f n %3d infl %3d drops %d noLoad %5.2fms\n",
+			l.clock().Seconds(), limit, next, float64(s.RTT)/1e6, float64(s.RTTDev)/1e6, s.N, s.InFlight, s.Drops, l.c.NoLoadRTT()/1e6)
+	}
+	return next
+}
+
+func TestDevLog(t *testing.T) {
+	if *devTrace == "" {
+		t.Skip()
+	}
+	c, _ := cellNamed(*devTrace)
+	sc := c.Scenario(uint64(*devSeed))
+	var a *Adaptive
+	la := &logAlg{c: &adaptive.Capacity{}, clock: func() time.Duration { return a.clock.Now().Sub(epoch) }}
+	api := Typed
+	if strings.Contains(*devOnly, "plain") {
+		api = Plain
+	}
+	a = NewAdaptive(adaptive.Config{Algorithm: func() adaptive.Algorithm { return la }}, api, sc.Initial)
+	fmt.Println("mean service", sc.Partner.Mean())
+	Simulate(sc, "x", a)
+}
+
+var devAll = flag.Bool("dev.all", false, "TestDevLog: every window")
+
+var devBand = flag.Bool("dev.band", false, "TestDevBand")
+
+// TestDevBand: for each selected cell, static limits across the band,
+// worst-seed goodput ratio against the cell's best static and worst p99.
+func TestDevBand(t *testing.T) {
+	if !*devBand {
+		t.Skip()
+	}
+	cre := regexp.MustCompile(*devCells)
+	cache := map[string]devStaticCell{}
+	b, _ := os.ReadFile(devStatic)
+	_ = json.Unmarshal(b, &cache)
+	for _, c := range Cells() {
+		if !cre.MatchString(c.String()) {
+			continue
+		}
+		st, ok := cache[c.String()]
+		if !ok {
+			t.Fatalf("no static for %s", c)
+		}
+		p99 := c.Partner.UnloadedP99()
+		var line strings.Builder
+		fmt.Fprintf(&line, "%-45s best %3d:", c, st.Best)
+		for _, n := range []int{26, 28, 30, 32, 33, 34, 36, 38} {
+			worst, worstP := 10.0, 0.0
+			res := make([]Result, *devSeeds)
+			var jobs []func()
+			for s := range *devSeeds {
+				jobs = append(jobs, func() {
+					sc := c.Scenario(uint64(s + 1))
+					res[s] = Measure(sc, Simulate(sc, "static", NewStatic(n)), c.Band(), p99)
+				})
+			}
+			parallel(jobs)
+			for s, r := range res {
+				worst = min(worst, r.Goodput/st.Static[s].Goodput)
+				worstP = max(worstP, r.P99)
+			}
+			fmt.Fprintf(&line, " %d:%.2f/%.2f", n, worst, worstP)
+		}
+		fmt.Println(line.String())
+	}
+}
+
+var devOracle = flag.String("dev.oracle", "", "TestDevOracle: comma-separated k")
+
+func TestDevOracle(t *testing.T) {
+	if *devOracle == "" {
+		t.Skip()
+	}
+	cre := regexp.MustCompile(*devCells)
+	cache := map[string]devStaticCell{}
+	b, _ := os.ReadFile(devStatic)
+	_ = json.Unmarshal(b, &cache)
+	var ks []float64
+	for _, s := range strings.Split(*devOracle, ",") {
+		var k float64
+		fmt.Sscan(s, &k)
+		ks = append(ks, k)
+	}
+	for _, c := range Cells() {
+		if !cre.MatchString(c.String()) || c.Start > 1 {
+			continue
+		}
+		st, ok := cache[c.String()]
+		if !ok {
+			t.Fatalf("no static for %s", c)
+		}
+		p99 := c.Partner.UnloadedP99()
+		var line strings.Builder
+		fmt.Fprintf(&line, "%-40s best %3d:", strings.TrimSuffix(c.String(), ", start C/5"), st.Best)
+		for _, k := range ks {
+			worst, worstP := 10.0, 0.0
+			rej := 0
+			res := make([]Result, *devSeeds)
+			var jobs []func()
+			for s := range *devSeeds {
+				jobs = append(jobs, func() {
+					sc := c.Scenario(uint64(s + 1))
+					res[s] = Measure(sc, Simulate(sc, "oracle", NewOracle(sc, k)), c.Band(), p99)
+				})
+			}
+			parallel(jobs)
+			for s, r := range res {
+				worst = min(worst, r.Goodput/st.Static[s].Goodput)
+				worstP = max(worstP, r.P99)
+				rej = max(rej, r.RejectedUnderload)
+			}
+			fmt.Fprintf(&line, "  %.2f: g %.2f p %.2f r %d", k, worst, worstP, rej)
+		}
+		fmt.Println(line.String())
+	}
+}
+
+var devScan = flag.String("dev.scan", "", "TestDevScan: goal letter to scan for (f, g, c, r, p)")
+
+// TestDevScan lists the runs of a contender that miss a goal.
+func TestDevScan(t *testing.T) {
+	if *devScan == "" {
+		t.Skip()
+	}
+	cre := regexp.MustCompile(*devCells)
+	cache := map[string]devStaticCell{}
+	b, _ := os.ReadFile(devStatic)
+	_ = json.Unmarshal(b, &cache)
+	ct := Contenders()[0]
+	if strings.Contains(*devOnly, "plain") {
+		ct = Contenders()[1]
+	}
+	type miss struct {
+		cell string
+		seed int
+		r    Result
+		g    float64
+	}
+	var mu sync.Mutex
+	var out []miss
+	var jobs []func()
+	for _, c := range Cells() {
+		if !cre.MatchString(c.String()) {
+			continue
+		}
+		st := cache[c.String()]
+		p99 := c.Partner.UnloadedP99()
+		for s := range *devSeeds {
+			jobs = append(jobs, func() {
+				sc := c.Scenario(uint64(s + 1))
+				r := Measure(sc, Simulate(sc, ct.Name, ct.New(sc)), c.Band(), p99)
+				g := Check(r, st.Static[s])
+				if strings.Contains(missed(g), *devScan) {
+					mu.Lock()
+					out = append(out, miss{c.String(), s + 1, r, r.Goodput / st.Static[s].Goodput})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	parallel(jobs)
+	slices.SortFunc(out, func(a, b miss) int {
+		if a.cell != b.cell {
+			return strings.Compare(a.cell, b.cell)
+		}
+		return a.seed - b.seed
+	})
+	for _, m := range out {
+		fmt.Printf("%-45s seed %2d: goodput %.2f p99 %.2f conv %v rejU %d floor %v\n", m.cell, m.seed, m.g, m.r.P99, m.r.Converge, m.r.RejectedUnderload, m.r.AtFloor)
+	}
+	fmt.Println(len(out), "runs")
+}
