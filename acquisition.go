@@ -238,6 +238,14 @@ func (a *Acquisition) Granted() bool {
 // its evictions, withdraws the newcomer it will never return before the
 // panic goes on (see AcquirePermissionAsync).
 func (a *Acquisition) OnDone(f func(err error)) {
+	if a.cell.Load() == stateGranted|knownBit && f != nil { // granted and visible (grantedAcquisition): no callback list to join
+		f(nil)
+		return
+	}
+	a.onDone(f)
+}
+
+func (a *Acquisition) onDone(f func(err error)) {
 	if f == nil {
 		panic("bulkhead: OnDone called with a nil func")
 	}

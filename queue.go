@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/clock"
@@ -10,7 +11,8 @@ import (
 // waitState is the part of a Semaphore used only once it has been full. All
 // fields are guarded by Semaphore.mu.
 type waitState struct {
-	epoch time.Time // deadlines are offsets from epoch (monotonic reading)
+	state *atomic.Uint64 // the Semaphore's permit word: stopTimerIfIdle clears its waitingBit
+	epoch time.Time      // deadlines are offsets from epoch (monotonic reading)
 	// lastWait is the MaxWaitDuration of the latest enqueue: a decided
 	// call's enqueue time is its deadline minus it (waittime.go).
 	lastWait time.Duration
@@ -309,9 +311,18 @@ func (w *waitState) dropRun(i int) {
 	w.runs = w.runs[:i+n]
 }
 
-// stopTimerIfIdle stops the timer once nobody waits.
+// stopTimerIfIdle ends what waiting needs once nobody waits, at the end of
+// every critical section that may have emptied the queue: it clears the
+// permit word's waitingBit (free permits are taken without mu again) and
+// stops the timer.
 func (w *waitState) stopTimerIfIdle() {
-	if w.head == nil && w.timer != nil {
+	if w.head != nil {
+		return
+	}
+	if w.state.Load()&waitingBit != 0 {
+		w.state.And(^waitingBit)
+	}
+	if w.timer != nil {
 		w.timer.Stop()
 		w.timer = nil
 		w.timerGen++

@@ -29,12 +29,16 @@ import (
 // set of bulkheads, the listeners, the sweep timer and every creation and
 // eviction; lookups take no lock. A keyed call counts nothing in the
 // registry: its bulkhead's own permits and queue say it is in use. The
-// sweep marks an idle bulkhead's entry dead, then reads those counts under
-// the bulkhead's lock (busy) and evicts only an unused one; a keyed call
-// that acquired under that lock after the sweep read them finds the entry
-// dead (Catalog.Kept), undoes its acquire and goes to the key's new
-// bulkhead, and the registry's listeners never see the undone call
-// (gate). Get and Configure pin a bulkhead after one atomic add on its user
+// sweep marks an idle bulkhead's entry dead, then reads those counts
+// (busy) and evicts only an unused one; a keyed call that acquired after
+// the sweep read them finds the entry dead (Catalog.Kept), undoes its
+// acquire and goes to the key's new bulkhead. What orders the two is the
+// Semaphore's lock for a call that queues, and for a permit taken at once
+// (no lock: the Semaphore's permit word) the sequentially consistent
+// atomics: the call's CAS on the word comes before its load of the dead
+// mark, the sweep's CAS of the dead mark before its load of the word, so
+// at least one of the two sees the other's write. The registry's
+// listeners never see the undone call (gate). Get and Configure pin a bulkhead after one atomic add on its user
 // count, which the sweep's CAS excludes. The lock order is catalog lock,
 // then a Semaphore's lock; no Semaphore callback takes the catalog's lock
 // but a gate that finds its bulkhead being decided on, and of the funcs

@@ -401,9 +401,12 @@ func (r *Registry) sweep() {
 
 // busy reports whether s has a permit held or a call queued: the sweep's
 // keep func, which keeps a bulkhead in use by keyed calls (the fenced path
-// of internal/catalog). It reads s's counts under s's lock, the lock every
-// keyed call takes to acquire; that lock orders the sweep's decision and
-// the call (see Catalog.Kept).
+// of internal/catalog). It reads s's counts with Metrics: the queue under
+// s's lock, which a keyed call that queues takes, and the permits held
+// from s's permit word, which a keyed call granted at once moves by a CAS
+// without the lock; the lock, or the word's CAS before the call's load of
+// the dead mark against the sweep's CAS of that mark before this load,
+// orders the sweep's decision and the call (see Registry, Catalog.Kept).
 func busy(s *Semaphore) bool {
 	m := s.Metrics()
 	return m.InFlightCalls != 0 || m.QueuedCalls != 0

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rxbulkhead/bulkhead/internal/lockhold"
 	"github.com/rxbulkhead/bulkhead/internal/semhook"
@@ -13,14 +14,16 @@ import (
 // asynchronously. Waiting calls are records in a bounded queue; waits are
 // bounded by at most one timer per Semaphore.
 //
-// Invariants, all guarded by mu:
-//   - held permits = cfg.MaxConcurrentCalls - available; available may be
-//     negative after a shrinking ChangeConfig, until enough calls finish.
+// Invariants, guarded by mu but for the permit word (state, permits.go),
+// which takes and gives permits without mu while nobody waits:
+//   - the word holds the free and the held permits; free may be negative
+//     after a shrinking ChangeConfig, until enough calls finish.
 //   - a waiter is queued (linked) iff its Acquisition is pending: every
 //     decision of a queued waiter (grant, expiry, eviction, Cancel) is its
 //     CAS, taken under mu, and unlinks it in the same critical section.
-//   - the fast path takes a permit only when one is free and nobody waits,
-//     so queued calls are never overtaken.
+//   - a permit is taken only when one is free and nobody waits (the word's
+//     waitingBit, set before any call is queued), so queued calls are
+//     never overtaken.
 //   - a permit moves from the Semaphore to a waiter only when the waiter's
 //     CAS (pending -> granted) succeeds, which it does for every linked
 //     waiter (the CAS is kept so that the state word has one writer rule
@@ -37,9 +40,12 @@ type Semaphore struct {
 	clock  Clock
 	events publisher
 
-	mu        sync.Mutex
-	cfg       Config
-	available int
+	// state is the permit word (permits.go): free and held permits and
+	// whether a call waits, changed by CAS without mu while nobody waits.
+	state atomic.Uint64
+
+	mu  sync.Mutex
+	cfg Config
 	// wait holds everything a bulkhead needs once it has been full: the
 	// queue, its timer and the prebuilt rejections. It is allocated on the
 	// first wait or rejection, so that an idle bulkhead (most of a 500-partner
@@ -61,7 +67,9 @@ func New(name string, cfg Config, opts ...Option) (*Semaphore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Semaphore{name: name, clock: o.clock, cfg: cfg, available: cfg.MaxConcurrentCalls}, nil
+	s := &Semaphore{name: name, clock: o.clock, cfg: cfg}
+	s.state.Store(wordFor(cfg.MaxConcurrentCalls))
+	return s, nil
 }
 
 // waitLocked returns the wait state, allocating it on first use.
@@ -69,6 +77,7 @@ func (s *Semaphore) waitLocked() *waitState {
 	if s.wait == nil {
 		_, real := s.clock.(realClock)
 		s.wait = &waitState{
+			state:           &s.state,
 			coarse:          real,
 			epoch:           s.clock.Now(),
 			rejectNoWait:    newDone(stateRejected, &FullError{Name: s.name, Reason: NoWait}),
@@ -79,9 +88,6 @@ func (s *Semaphore) waitLocked() *waitState {
 	}
 	return s.wait
 }
-
-// nobodyWaitsLocked reports whether the wait queue is empty.
-func (s *Semaphore) nobodyWaitsLocked() bool { return s.wait == nil || s.wait.head == nil }
 
 // Name returns the bulkhead's name.
 func (s *Semaphore) Name() string { return s.name }
@@ -115,10 +121,14 @@ type Metrics struct {
 func (s *Semaphore) Metrics() Metrics {
 	s.lock()
 	defer s.unlock()
+	// One reading of the word: free and held agree with each other, and,
+	// if a call waits, with the queue (nothing but mu's holder moves the
+	// word then).
+	held := heldOf(s.state.Load())
 	return Metrics{
-		AvailableConcurrentCalls:  max(s.available, 0),
+		AvailableConcurrentCalls:  max(s.cfg.MaxConcurrentCalls-held, 0),
 		MaxAllowedConcurrentCalls: s.cfg.MaxConcurrentCalls,
-		InFlightCalls:             s.cfg.MaxConcurrentCalls - s.available,
+		InFlightCalls:             held,
 		QueuedCalls:               s.queuedLocked(),
 		MaxQueuedCalls:            s.cfg.MaxQueuedCalls,
 		ShadowMode:                s.cfg.ShadowMode,
@@ -163,9 +173,20 @@ func (s *Semaphore) publishSlow(t EventType, r Reason) {
 // and reports whether it did. It never waits and never overtakes queued calls.
 // It publishes CallPermitted or CallRejected (NoWait).
 func (s *Semaphore) TryAcquirePermission() bool {
+	if s.tryTake() {
+		if s.events.active() {
+			s.publishSlow(CallPermitted, 0)
+		}
+		return true
+	}
+	return s.tryAcquireSlow()
+}
+
+// tryAcquireSlow is TryAcquirePermission once the permit word said no:
+// under mu, where shadow mode and the rejection are decided.
+func (s *Semaphore) tryAcquireSlow() bool {
 	s.lock()
-	if s.available > 0 && s.nobodyWaitsLocked() {
-		s.available--
+	if s.tryTake() {
 		s.unlock()
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
@@ -196,9 +217,20 @@ func (s *Semaphore) TryAcquirePermission() bool {
 // rejected with WaitTimeout after MaxWaitDuration, or withdrawn by its
 // Cancel (see Acquisition.OnDone for where its callbacks run).
 func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
+	if s.tryTake() {
+		if s.events.active() {
+			s.publishSlow(CallPermitted, 0)
+		}
+		return grantedAcquisition
+	}
+	return s.acquireAsyncSlow()
+}
+
+// acquireAsyncSlow is AcquirePermissionAsync once the permit word said no:
+// under mu, where the call is granted after all, rejected, or queued.
+func (s *Semaphore) acquireAsyncSlow() *Acquisition {
 	s.lock()
-	if s.available > 0 && s.nobodyWaitsLocked() {
-		s.available--
+	if s.tryTake() {
 		s.unlock()
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
@@ -214,6 +246,13 @@ func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
 	}
 	var d decidedList
 	s.evictLocked(&d)
+	if s.markWaitingLocked() { // a permit came back: no call was evicted (the queue was empty)
+		s.unlock()
+		if s.events.active() {
+			s.publishSlow(CallPermitted, 0)
+		}
+		return grantedAcquisition
+	}
 	a := &Acquisition{owner: s}
 	s.enqueueLocked(a)
 	s.unlock()
@@ -299,31 +338,43 @@ func (s *Semaphore) FinishCall() { s.release(true, CallStart{}) }
 // release gives a permit back; finished publishes CallFinished, measured
 // from start (callduration.go).
 func (s *Semaphore) release(finished bool, start CallStart) {
-	s.lock()
-	if s.available >= s.cfg.MaxConcurrentCalls || !s.nobodyWaitsLocked() {
-		s.releaseSlowLocked(finished, start)
+	if !s.tryGive() {
+		s.releaseSlow(finished, start)
 		return
 	}
-	s.available++
-	s.unlock()
 	if finished && s.events.active() {
 		s.publishFinished(start)
 	}
 }
 
-// releaseSlowLocked is release when a call waits or the release is one too
-// many; mu is held and is released here.
-func (s *Semaphore) releaseSlowLocked(finished bool, start CallStart) {
-	if s.available >= s.cfg.MaxConcurrentCalls {
+// releaseSlow is release when a call waits or the release may be one too
+// many: under mu, where the permit goes to the next waiter.
+func (s *Semaphore) releaseSlow(finished bool, start CallStart) {
+	s.lock()
+	if s.tryGive() { // nobody waits (any more) and a permit was held
 		s.unlock()
-		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
+		if finished && s.events.active() {
+			s.publishFinished(start)
+		}
+		return
 	}
-	s.available++
+	// A call waits (so only mu's holder moves the word), or none is held.
 	// The permit goes to the next waiter in the same critical section, so
 	// no observer (Metrics, TryAcquirePermission) sees it free while calls
 	// wait, and the grant is visible (Done closed) before mu is released.
 	var d decidedList
-	s.grantLocked(&d)
+	switch v := s.state.Load(); {
+	case v&waitingBit != 0 && freeOf(v) == 0 && heldOf(v) > 0:
+		// The common hand-off: the permit goes from its holder straight to
+		// the next waiter, so held and free stay as they are and the word
+		// is not written at all.
+		s.handOffLocked(&d)
+	case !s.giveLocked():
+		s.unlock()
+		panic(fmt.Sprintf("bulkhead %q: released more permits than were acquired", s.name))
+	default: // after a shrink (free < 0 until enough calls finish), or nobody waits
+		s.grantLocked(&d)
+	}
 	s.unlock()
 	if finished {
 		s.deliverFinished(&d, start)
@@ -349,7 +400,7 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 	if s.wait != nil && s.wait.unstamped != nil {
 		s.wait.stampLocked(s.sinceEpochLocked()) // with the wait they were queued with
 	}
-	s.available += cfg.MaxConcurrentCalls - s.cfg.MaxConcurrentCalls
+	s.resizeLocked(s.cfg.MaxConcurrentCalls, cfg.MaxConcurrentCalls)
 	s.cfg = cfg
 	var d decidedList
 	if cfg.ShadowMode {
@@ -371,20 +422,36 @@ func (s *Semaphore) grantLocked(d *decidedList) {
 	if w == nil {
 		return
 	}
-	h := semhook.Get() // nil but in tests
-	for s.available > 0 && w.head != nil {
-		a := w.head
-		if s.cfg.QueueOrder == LIFO {
-			a = w.tail
-		}
-		w.unlink(a)
-		h.BeforeDecision()
-		a.mustDecide(stateGranted, nil)
-		s.available--
-		w.settled(a, d)
-		h.AfterDecision(a)
+	h := semhook.Get()                        // nil but in tests
+	for w.head != nil && s.freeLocked() > 0 { // waitingBit is set: the word is mu's
+		s.takeLocked()
+		s.grantNextLocked(h, d)
 	}
 	w.stopTimerIfIdle()
+}
+
+// handOffLocked grants the next waiter the permit its caller gives back,
+// which no other call could take meanwhile (waitingBit is set, no permit is
+// free): the permit changes holders, so the word stays as it is.
+func (s *Semaphore) handOffLocked(d *decidedList) {
+	s.grantNextLocked(semhook.Get(), d)
+	s.wait.stopTimerIfIdle()
+}
+
+// grantNextLocked decides, settles and collects in d the grant of the next
+// waiter in queue order (there is one), whose permit the caller has
+// counted.
+func (s *Semaphore) grantNextLocked(h *semhook.Hooks, d *decidedList) {
+	w := s.wait
+	a := w.head
+	if s.cfg.QueueOrder == LIFO {
+		a = w.tail
+	}
+	w.unlink(a)
+	h.BeforeDecision()
+	a.mustDecide(stateGranted, nil)
+	w.settled(a, d)
+	h.AfterDecision(a)
 }
 
 // cancel is Acquisition.Cancel of a waiter of s, and the withdrawal of a

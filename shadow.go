@@ -3,9 +3,9 @@ package bulkhead
 // Shadow mode (Config.ShadowMode): the Semaphore counts its permits as
 // usual but never refuses one. Invariants, all under mu:
 //   - nobody is queued while ShadowMode is on: a call that finds no free
-//     permit is granted at once (available goes negative), and ChangeConfig
+//     permit is granted at once (free goes negative), and ChangeConfig
 //     turning ShadowMode on grants every waiter first (grantAllLocked);
-//   - -available, when positive, is the number of calls running beyond
+//   - -free (the permit word's free count), when positive, is the number of calls running beyond
 //     MaxConcurrentCalls: the calls that would be waiting in the queue had
 //     the limit been enforced. It decides the Reason of a CallShadowed:
 //     NoWait if the call could not wait (TryAcquirePermission, or a
@@ -27,7 +27,7 @@ package bulkhead
 // mu. couldWait is false for TryAcquirePermission, which never waits.
 func (s *Semaphore) shadowGrantLocked(couldWait bool) {
 	r := s.shadowReasonLocked(couldWait)
-	s.available--
+	s.takeLocked() // past the limit: free goes negative
 	s.unlock()
 	if s.events.active() {
 		now := s.clock.Now()
@@ -42,7 +42,7 @@ func (s *Semaphore) shadowReasonLocked(couldWait bool) Reason {
 	if !couldWait || s.cfg.MaxWaitDuration == 0 {
 		return NoWait
 	}
-	if waiting := -s.available; waiting >= s.cfg.MaxQueuedCalls {
+	if waiting := -s.freeLocked(); waiting >= s.cfg.MaxQueuedCalls {
 		if s.cfg.QueueOrder == LIFO {
 			return Evicted
 		}
@@ -64,7 +64,7 @@ func (s *Semaphore) grantAllLocked(d *decidedList) {
 		a := w.head
 		w.unlink(a)
 		a.mustDecide(stateGranted, nil)
-		s.available--
+		s.takeLocked()
 		w.settled(a, d)
 	}
 	w.stopTimerIfIdle()

@@ -88,9 +88,14 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if s.tryTake() {
+		if s.events.active() {
+			s.publishSlow(CallPermitted, 0)
+		}
+		return nil
+	}
 	s.lock()
-	if s.available > 0 && s.nobodyWaitsLocked() {
-		s.available--
+	if s.tryTake() {
 		s.unlock()
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
@@ -106,6 +111,13 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	}
 	var d decidedList
 	s.evictLocked(&d)
+	if s.markWaitingLocked() { // a permit came back: no call was evicted (the queue was empty)
+		s.unlock()
+		if s.events.active() {
+			s.publishSlow(CallPermitted, 0)
+		}
+		return nil
+	}
 	a := getWaiter(s)
 	s.enqueueLocked(a)
 	s.unlock()

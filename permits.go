@@ -1,0 +1,160 @@
+package bulkhead
+
+// The permit word. A Semaphore keeps its free permits, the permits held
+// and whether a call waits in one atomic word (Semaphore.state), so that
+// taking a free permit while nobody waits, and giving one back while
+// nobody waits, is one compare-and-swap and no lock, as Tokio's semaphore
+// keeps its permits in one atomic (its waiter list has a lock, as the
+// queue here has mu). Everything else takes mu.
+//
+// Layout (uint64):
+//
+//	bits 32..63  free permits, an int32 (negative after a shrinking
+//	             ChangeConfig, or in shadow mode), at most wordPermits
+//	bits  2..31  permits held, at most wordPermits
+//	bit   1      unused
+//	bit   0      waitingBit: a call is queued
+//
+// A limit above wordPermits counts as wordPermits (more than a billion
+// calls can never hold permits at once); Metrics reports the configured
+// limit and the held count, so it is exact.
+//
+// Invariants:
+//   - free + held is the limit (clamped), but for ChangeConfig's Add of the
+//     difference, which moves it to the new limit in one atomic step;
+//   - waitingBit is set and cleared under mu only: set, by the CAS of
+//     markWaitingLocked, before a call is queued, and cleared by
+//     waitState.stopTimerIfIdle, which every critical section that may
+//     empty the queue ends with (grant, cancel, sweep, shadow mode's
+//     grant-all): so a queued call always finds it set, and a bit set at
+//     the end of a critical section means a call is queued;
+//   - a take (held+1, free-1) happens only when free > 0 and waitingBit is
+//     clear, by CAS: a free permit is never taken past a queued call
+//     (no barging), with or without mu. A give (held-1, free+1) happens by
+//     CAS only when held > 0 and waitingBit is clear; with waitingBit set
+//     it happens under mu, which hands the permit to the next waiter in
+//     the same critical section, so no observer sees it free while calls
+//     wait. A give that finds held at 0 is one too many: it panics, under
+//     mu, naming the bulkhead;
+//   - markWaitingLocked's CAS decides a call that found no free permit
+//     against a give that raced it without mu: if a permit came back, the
+//     call takes it instead of queueing;
+//   - while waitingBit is set nothing but mu's holder changes the word, so
+//     the grant loop and the sweep read it and Add to it freely;
+//   - every access is a sync/atomic operation, so sequentially consistent:
+//     the keyed registry's fence relies on it (registry.go): a keyed call's
+//     take (CAS) comes before its load of its entry's dead mark, and the
+//     sweep's CAS of that mark comes before its load of the word (busy, via
+//     Metrics), so at least one side sees the other.
+//
+// The word leaves room for what is to come: a weighted acquire takes k
+// permits with one CAS of k times the take, and an admission that never
+// waits is a take that fails instead of queueing.
+const (
+	waitingBit  uint64 = 1
+	heldShift          = 2
+	freeShift          = 32
+	wordPermits        = 1<<30 - 1
+	heldMask           = wordPermits << heldShift
+	// takeDelta added to the word takes a permit (held+1, free-1: the -1
+	// is 2^32-1 in the free bits, mod 2^64); subtracted, it gives one back.
+	takeDelta uint64 = 1<<heldShift | (1<<32-1)<<freeShift
+)
+
+// wordFor returns the word of a Semaphore whose limit is limit and that
+// has nothing held and nobody waiting.
+func wordFor(limit int) uint64 { return uint64(wordLimit(limit)) << freeShift }
+
+// wordLimit is a limit as the word counts it.
+func wordLimit(limit int) int { return min(limit, wordPermits) }
+
+func freeOf(v uint64) int { return int(int32(v >> freeShift)) }
+func heldOf(v uint64) int { return int(v & heldMask >> heldShift) }
+
+// tryTake takes a free permit if one is free and nobody waits. It is the
+// fast path of every acquire, and the first step of their slow path under
+// mu.
+func (s *Semaphore) tryTake() bool {
+	for {
+		v := s.state.Load()
+		if v&waitingBit != 0 || freeOf(v) <= 0 {
+			return false
+		}
+		if s.state.CompareAndSwap(v, v+takeDelta) {
+			return true
+		}
+	}
+}
+
+// tryGive gives a permit back if nobody waits and one is held; it reports
+// false, having done nothing, if a call waits (the permit goes to it, under
+// mu) or none is held (an over-release: it panics under mu).
+func (s *Semaphore) tryGive() bool {
+	for {
+		v := s.state.Load()
+		if v&waitingBit != 0 || heldOf(v) == 0 {
+			return false
+		}
+		if s.state.CompareAndSwap(v, v-takeDelta) {
+			return true
+		}
+	}
+}
+
+// markWaitingLocked sets waitingBit for a call that found no free permit
+// and is about to be queued. If a permit came back meanwhile (a give that
+// raced it without mu), the call takes it instead and markWaitingLocked
+// reports true. mu is held.
+func (s *Semaphore) markWaitingLocked() (took bool) {
+	for {
+		v := s.state.Load()
+		if v&waitingBit != 0 {
+			return false
+		}
+		if freeOf(v) > 0 {
+			if s.state.CompareAndSwap(v, v+takeDelta) {
+				return true
+			}
+			continue
+		}
+		if s.state.CompareAndSwap(v, v|waitingBit) {
+			return false
+		}
+	}
+}
+
+// freeLocked returns the free permits (negative after a shrink). mu is
+// held; the word may still move under it while nobody waits.
+func (s *Semaphore) freeLocked() int { return freeOf(s.state.Load()) }
+
+// takeLocked counts a permit as taken whatever the word says: a grant to a
+// waiter (waitingBit set: only mu's holder changes the word) or a grant
+// of shadow mode past the limit. mu is held.
+func (s *Semaphore) takeLocked() { s.state.Add(takeDelta) }
+
+// giveLocked counts a permit as given back, under mu, for a release whose
+// tryGive found a call waiting or no permit held. It reports false, having
+// done nothing, if none is held (an over-release). It is a CAS loop, not an
+// Add: with waitingBit clear, fast paths may move the word meanwhile, and
+// the check of held and the give must be one step. mu is held.
+func (s *Semaphore) giveLocked() bool {
+	for {
+		v := s.state.Load()
+		if heldOf(v) == 0 {
+			return false
+		}
+		if s.state.CompareAndSwap(v, v-takeDelta) {
+			return true
+		}
+	}
+}
+
+// resizeLocked moves the word to the limit next from prev in one atomic
+// step (free permits change by the difference; held ones stay). mu is
+// held.
+func (s *Semaphore) resizeLocked(prev, next int) {
+	s.state.Add(uint64(int64(wordLimit(next)-wordLimit(prev)) << freeShift))
+}
+
+// clearWaitingLocked clears waitingBit once the queue is empty. mu is held.
+func (s *Semaphore) clearWaitingLocked() { s.state.And(^waitingBit) }

@@ -1,0 +1,192 @@
+package bulkhead
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// With nobody waiting, taking and giving back a permit is a CAS on the
+// permit word and takes no lock: here mu is held by the test all along
+// (as a Metrics call or a grant would hold it), and the fast paths still
+// complete. They used to lock mu.
+func TestTheFastPathsTakeNoLockWhileNobodyWaits(t *testing.T) {
+	s, err := New("fast", Config{MaxConcurrentCalls: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lock()
+	done := make(chan string)
+	go func() {
+		switch {
+		case !s.TryAcquirePermission():
+			done <- "TryAcquirePermission found no permit"
+			return
+		case s.AcquirePermissionAsync() != grantedAcquisition:
+			done <- "AcquirePermissionAsync was not granted at once"
+			return
+		}
+		s.FinishCall()
+		s.ReleasePermission()
+		done <- ""
+	}()
+	select {
+	case msg := <-done:
+		s.unlock()
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fast paths waited for the Semaphore's lock")
+	}
+	if m := s.Metrics(); m.InFlightCalls != 0 || m.AvailableConcurrentCalls != 2 {
+		t.Fatalf("after two takes and two gives: %+v", m)
+	}
+}
+
+// markWaitingLocked decides a call that found no free permit against a
+// give that raced it without the lock: if a permit came back it takes it
+// (and sets nothing), otherwise it sets waitingBit, after which nothing
+// but the lock's holder moves the word.
+func TestMarkWaitingTakesAPermitThatCameBackOrSetsTheWaitingBit(t *testing.T) {
+	s, err := New("mark", Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: Unbounded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lock()
+	defer s.unlock()
+	if !s.markWaitingLocked() {
+		t.Fatal("a free permit was not taken")
+	}
+	if v := s.state.Load(); heldOf(v) != 1 || freeOf(v) != 0 || v&waitingBit != 0 {
+		t.Fatalf("after taking the free permit: held %d, free %d, waiting %v", heldOf(v), freeOf(v), v&waitingBit != 0)
+	}
+	if s.markWaitingLocked() {
+		t.Fatal("took a permit with none free")
+	}
+	if v := s.state.Load(); v&waitingBit == 0 {
+		t.Fatal("waitingBit not set")
+	}
+	if s.tryTake() || s.tryGive() {
+		t.Fatal("a fast path moved the word while waitingBit was set")
+	}
+	s.clearWaitingLocked()
+	if !s.tryGive() {
+		t.Fatal("the held permit could not be given back once nobody waits")
+	}
+}
+
+// Two calls that give back the one permit held race through the word's
+// CAS: exactly one gives it back, the other panics naming the bulkhead,
+// and the count stays right, every time.
+func TestConcurrentOverReleaseExactlyOnePanics(t *testing.T) {
+	s, err := New("over", Config{MaxConcurrentCalls: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2000 {
+		if !s.TryAcquirePermission() {
+			t.Fatal("permit not free")
+		}
+		var panics sync.WaitGroup
+		var mu sync.Mutex
+		n := 0
+		start := make(chan struct{})
+		for range 2 {
+			panics.Go(func() {
+				defer func() {
+					if p := recover(); p != nil {
+						if p != `bulkhead "over": released more permits than were acquired` {
+							t.Errorf("panic %v", p)
+						}
+						mu.Lock()
+						n++
+						mu.Unlock()
+					}
+				}()
+				<-start
+				s.FinishCall()
+			})
+		}
+		close(start)
+		panics.Wait()
+		if n != 1 {
+			t.Fatalf("%d of two releases of one permit panicked", n)
+		}
+		if m := s.Metrics(); m.InFlightCalls != 0 || m.AvailableConcurrentCalls != 1 {
+			t.Fatalf("after one release and one over-release: %+v", m)
+		}
+	}
+}
+
+// A limit above what the word counts (wordPermits) still reports the
+// configured limit and the exact count held.
+func TestALimitAboveTheWordsRangeKeepsMetricsExact(t *testing.T) {
+	s, err := New("huge", Config{MaxConcurrentCalls: Unbounded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if !s.TryAcquirePermission() {
+			t.Fatal("permit not free")
+		}
+	}
+	m := s.Metrics()
+	if m.MaxAllowedConcurrentCalls != Unbounded || m.InFlightCalls != 3 || m.AvailableConcurrentCalls != Unbounded-3 {
+		t.Fatalf("Metrics() = %+v", m)
+	}
+	if err := s.ChangeConfig(Config{MaxConcurrentCalls: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if s.TryAcquirePermission() {
+		t.Fatal("a permit was free with 3 held and a limit of 2")
+	}
+	for range 3 {
+		s.FinishCall()
+	}
+	if m := s.Metrics(); m.InFlightCalls != 0 || m.AvailableConcurrentCalls != 2 {
+		t.Fatalf("Metrics() = %+v", m)
+	}
+}
+
+// A give-back that finds a call waiting hands its permit straight to it:
+// held and free stay as they are (the word is not written but for
+// waitingBit, cleared once the queue is empty), the waiters are granted in
+// queue order, and Metrics stays exact throughout.
+func TestAGiveBackToAWaiterHandsThePermitOnAndKeepsTheCounts(t *testing.T) {
+	s, err := New("handoff", Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: Unbounded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.TryAcquirePermission() {
+		t.Fatal("permit not free")
+	}
+	first, second := s.AcquirePermissionAsync(), s.AcquirePermissionAsync()
+	word := func() (held, free int, waiting bool) {
+		v := s.state.Load()
+		return heldOf(v), freeOf(v), v&waitingBit != 0
+	}
+	if held, free, waiting := word(); held != 1 || free != 0 || !waiting {
+		t.Fatalf("with two calls queued: held %d, free %d, waiting %v", held, free, waiting)
+	}
+	s.FinishCall()
+	if first.Err() != nil || second.Err() != ErrPending {
+		t.Fatalf("after one give-back: first %v, second %v; want granted, pending", first.Err(), second.Err())
+	}
+	if held, free, waiting := word(); held != 1 || free != 0 || !waiting {
+		t.Fatalf("with one call still queued: held %d, free %d, waiting %v", held, free, waiting)
+	}
+	s.FinishCall()
+	if second.Err() != nil {
+		t.Fatalf("after two give-backs: second %v", second.Err())
+	}
+	if held, free, waiting := word(); held != 1 || free != 0 || waiting {
+		t.Fatalf("with the queue empty: held %d, free %d, waiting %v", held, free, waiting)
+	}
+	if m := s.Metrics(); m.InFlightCalls != 1 || m.AvailableConcurrentCalls != 0 || m.QueuedCalls != 0 {
+		t.Fatalf("Metrics() = %+v", m)
+	}
+	if !s.tryGive() { // nobody waits: the fast path again
+		t.Fatal("the last permit could not be given back without the lock")
+	}
+}
