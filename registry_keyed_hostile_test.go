@@ -190,6 +190,12 @@ func TestCallbacksOfKeyedCallsThatReenterPanicOrExitLeaveTheBulkheadEvictable(t 
 		bulkhead.WithIdleTimeout(time.Second))
 	held := mustGrant(t, r, "k")
 	reentered := make(chan bulkhead.Lease, 1)
+	// The waiters join 100 ms apart, so each expires in a sweep of its own
+	// on the goroutine that advances the clock (RunToEnd's: a callback
+	// exits it). A sweep of several callbacks would run them through a
+	// relay whose watchdog, on a loaded machine, may hand the panicking one
+	// to a goroutine of its own, where its panic ends the process (as any
+	// callback's panic on a timer's goroutine does).
 	for i, cb := range []func(error){
 		func(error) { panic(errors.New("callback bug")) },
 		func(error) { runtime.Goexit() },
@@ -201,11 +207,12 @@ func TestCallbacksOfKeyedCallsThatReenterPanicOrExitLeaveTheBulkheadEvictable(t 
 		a, _ := r.AcquirePermissionAsync("k", bulkhead.CallOptions{})
 		require.ErrorIs(t, a.Err(), bulkhead.ErrPending, "call %d", i)
 		a.OnDone(cb)
+		clock.Advance(100 * time.Millisecond)
 	}
-	// The three waiters expire on the goroutine that advances the clock
-	// (RunToEnd's: a callback exits it; the callbacks after it then run on
-	// a fresh goroutine).
-	testkit.RunToEnd(func() { clock.Advance(time.Second) })
+	testkit.RunToEnd(func() { clock.Advance(700 * time.Millisecond) })
+	for range 2 {
+		testkit.RunToEnd(func() { clock.Advance(100 * time.Millisecond) })
+	}
 	var again bulkhead.Lease
 	select {
 	case again = <-reentered:
