@@ -297,10 +297,19 @@ func TestQueuedTasksCostNoGoroutineAndShareOneTimer(t *testing.T) {
 	})
 }
 
-// poolGoroutines counts the goroutines running code of a Pool (its workers),
-// so that goroutines of other tests, starting or ending meanwhile, do not
-// disturb the count as runtime.NumGoroutine would.
+// poolGoroutines counts the goroutines running code of a Pool (its workers)
+// in the synctest bubble of its caller, so that goroutines of other tests
+// (a worker of an earlier test's pool still ending, outside any bubble or
+// in another) do not disturb the count as runtime.NumGoroutine would.
 func poolGoroutines() int {
+	own := make([]byte, 256)
+	own = own[:runtime.Stack(own, false)]
+	header, _, _ := strings.Cut(string(own), "\n")
+	_, bubble, inBubble := strings.Cut(header, "synctest bubble ")
+	if !inBubble {
+		panic("poolGoroutines called outside a synctest bubble: " + header)
+	}
+	bubble = "synctest bubble " + strings.TrimSuffix(bubble, "]:")
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -312,7 +321,8 @@ func poolGoroutines() int {
 	}
 	count := 0
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "bulkhead/pool.(*Pool)") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, bubble+"]") && strings.Contains(g, "bulkhead/pool.(*Pool)") {
 			count++
 		}
 	}
