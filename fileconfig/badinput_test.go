@@ -40,7 +40,7 @@ func requireFileError(t *testing.T, err error, parts ...string) {
 
 func TestBadInputConfigFileUnknownKey(t *testing.T) {
 	err := loadJSON(`{"instances": {"walmart": {"maxConcurentCalls": 5}}}`)
-	requireFileError(t, err, `bulkhead "walmart"`, "maxConcurentCalls", "unknown key (known: adaptive, baseConfig, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder, shadowMode, store)")
+	requireFileError(t, err, `bulkhead "walmart"`, "maxConcurentCalls", "unknown key (known: adaptive, baseConfig, class, group, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder, shadowMode, store)")
 }
 
 func TestBadInputConfigFileDurationWithoutUnit(t *testing.T) {
