@@ -63,6 +63,14 @@ func TestBadInputConfigFileInheritanceCycle(t *testing.T) {
 	requireFileError(t, err, "inheritance cycle a -> b -> a")
 }
 
+func TestBadInputConfigFileBudgetKeyNamingNothing(t *testing.T) {
+	budgets := `"budgets": {"hub": {"size": 4, "classes": [{"name": "interactive"}], "groups": [{"name": "gold", "nominal": 2}]}}`
+	err := loadJSON(`{"budget": "hub", ` + budgets + `, "instances": {"walmart": {"group": "platinum"}}}`)
+	requireFileError(t, err, `bulkhead "walmart": group "platinum": no such group of budget "hub" (known: gold)`)
+	err = loadJSON(`{` + budgets + `, "instances": {"walmart": {"class": "interactive"}}}`)
+	requireFileError(t, err, `bulkhead "walmart": class "interactive": needs a budget`)
+}
+
 func TestBadInputConfigFileNotJSON(t *testing.T) {
 	err := loadJSON(`configs: {default: {maxConcurrentCalls: 2}}`)
 	var syn *json.SyntaxError

@@ -202,7 +202,7 @@ func (bs *Budgets) NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhe
 		for name, e := range sec.entries {
 			for _, kv := range [][2]string{{"group", e.Partner.Group}, {"class", e.Partner.Class}} {
 				if text := partnerProblem(res.Budget, live, kv[0], kv[1]); text != "" {
-					r.add(sec.kind, name, kv[0], kv[1], text+" in the live budget")
+					r.add(sec.kind, name, kv[0], kv[1], strings.Replace(text, " of budget ", " of the live budget ", 1))
 				}
 			}
 		}

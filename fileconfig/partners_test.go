@@ -155,7 +155,7 @@ func TestBudgetsNewRegistryChecksTheLiveBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = bs.NewRegistry(decodeFile(t, hubFile))
-	requireFileError(t, err, `bulkhead config "gold": group "gold": no such group of budget "hub" (known: none) in the live budget`,
+	requireFileError(t, err, `bulkhead config "gold": group "gold": no such group of the live budget "hub" (known: none)`,
 		`bulkhead "walmart": group "gold"`)
 
 	// Without a budget key, it builds a registry without a budget.
