@@ -32,9 +32,10 @@ import (
 // checkPartners reports the problems of the budget, group and class keys
 // of f, whose entries are resolved in res: a budget key naming no budget,
 // a group or class set without a budget or naming none of its groups or
-// classes. Each is reported at the entry that sets the key. A budget that
-// did not decode, or a budget key that did not, is not checked against
-// (its own problems are reported).
+// classes. Each is reported at the entry that sets the key. Nothing is
+// checked against a budget that has problems of its own (it did not decode
+// or breaks a rule), nor after a budget key that did not decode: those
+// problems are reported, and names checked against them would add noise.
 func checkPartners(f File, res Resolved, r *report) {
 	if f.Budget == "" {
 		if r.has("", "", "budget") {
@@ -48,7 +49,7 @@ func checkPartners(f File, res Resolved, r *report) {
 	c, ok := res.Budgets[f.Budget]
 	switch {
 	case r.has("budget", f.Budget, ""):
-		return // the budget did not decode: its problems say why
+		return // the budget has problems: they say why
 	case !ok:
 		r.add("", "", "budget", f.Budget, "no such budget (known: "+known(slices.Sorted(maps.Keys(res.Budgets)))+")")
 		return
