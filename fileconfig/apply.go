@@ -11,9 +11,10 @@ import (
 // configuration is f's "default" (bulkhead.DefaultConfig() if f has none),
 // with every config of f added and every instance of f created. opts are
 // applied first, so a config of f replaces a bulkhead.WithConfig of the
-// same name. It fails, creating nothing, with the error of Resolve, or an
+// same name. It fails, creating nothing, with the error of Resolve, an
 // *Error for every entry whose store is redis (a fleet bulkhead: see
-// Store).
+// Store), or an *Error if f names a budget (File.Budget): such a registry
+// is built by Budgets.NewRegistry.
 func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, error) {
 	res, err := f.Resolve()
 	if err != nil {
@@ -22,6 +23,14 @@ func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, e
 	if err := refuseRedis(res); err != nil {
 		return nil, err
 	}
+	if res.Budget != "" {
+		return nil, &Error{Key: "budget", Value: res.Budget, Problem: "a registry whose bulkheads join a budget is built by Budgets.NewRegistry (NewBudgets of the same file)"}
+	}
+	return newRegistry(f, res, opts)
+}
+
+// newRegistry builds the registry of f, resolved in res and checked.
+func newRegistry(f File, res Resolved, opts []bulkhead.RegistryOption) (*bulkhead.Registry, error) {
 	r, err := bulkhead.NewRegistry(res.Configs[bulkhead.DefaultConfigName].Config, opts...)
 	if err != nil {
 		return nil, err
@@ -52,6 +61,20 @@ func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, e
 // ChangeConfig's guarantees (growth grants waiters at once, shrinking
 // blocks nobody), but not all of them at the same instant.
 //
+// The budget of a registry built by Budgets.NewRegistry, and the group and
+// class each of its bulkheads joined it with, are fixed when it is built
+// (a budget's partner keeps its group). A file without the top-level
+// budget key says nothing about them. A file with one is refused as a
+// whole, before anything changes, with an *Error naming the key, if it
+// names another budget, if r was not built by Budgets.NewRegistry, or if
+// its "default" config or an instance would get another group or class
+// than r gives that bulkhead (an instance new to r gets the "default"
+// config's of when r was built). To change them, restart with the new
+// file. Apply refuses too a file whose budgets section drops a group of
+// r's budget that r's bulkheads joined with, whether or not it has the
+// budget key. Reload the budgets themselves with Budgets.Apply, after
+// Apply: a file that Apply accepts keeps every group and class r uses.
+//
 // Waiters granted because a bulkhead grew have their OnDone callbacks run
 // on the goroutine calling Apply, as with ChangeConfig. Concurrent Apply
 // calls are not serialised: the last one to change a bulkhead wins, so
@@ -65,6 +88,9 @@ func Apply(r *bulkhead.Registry, f File) error {
 		return err
 	}
 	if err := refuseRedis(res); err != nil {
+		return err
+	}
+	if err := refusePartnerChanges(r, f, res); err != nil {
 		return err
 	}
 	return applyResolved(r, f, res)

@@ -40,7 +40,7 @@ func requireFileError(t *testing.T, err error, parts ...string) {
 
 func TestBadInputConfigFileUnknownKey(t *testing.T) {
 	err := loadJSON(`{"instances": {"walmart": {"maxConcurentCalls": 5}}}`)
-	requireFileError(t, err, `bulkhead "walmart"`, "maxConcurentCalls", "unknown key (known: adaptive, baseConfig, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder, shadowMode, store)")
+	requireFileError(t, err, `bulkhead "walmart"`, "maxConcurentCalls", "unknown key (known: adaptive, baseConfig, class, group, maxConcurrentCalls, maxQueuedCalls, maxWaitDuration, queueOrder, shadowMode, store)")
 }
 
 func TestBadInputConfigFileDurationWithoutUnit(t *testing.T) {
@@ -61,6 +61,14 @@ func TestBadInputConfigFileUnknownBaseConfig(t *testing.T) {
 func TestBadInputConfigFileInheritanceCycle(t *testing.T) {
 	err := loadJSON(`{"configs": {"a": {"baseConfig": "b"}, "b": {"baseConfig": "a"}}}`)
 	requireFileError(t, err, "inheritance cycle a -> b -> a")
+}
+
+func TestBadInputConfigFileBudgetKeyNamingNothing(t *testing.T) {
+	budgets := `"budgets": {"hub": {"size": 4, "classes": [{"name": "interactive"}], "groups": [{"name": "gold", "nominal": 2}]}}`
+	err := loadJSON(`{"budget": "hub", ` + budgets + `, "instances": {"walmart": {"group": "platinum"}}}`)
+	requireFileError(t, err, `bulkhead "walmart": group "platinum": no such group of budget "hub" (known: gold)`)
+	err = loadJSON(`{` + budgets + `, "instances": {"walmart": {"class": "interactive"}}}`)
+	requireFileError(t, err, `bulkhead "walmart": class "interactive": needs a budget`)
 }
 
 func TestBadInputConfigFileNotJSON(t *testing.T) {

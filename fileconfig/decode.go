@@ -95,14 +95,14 @@ func decodeFile(tree any, r *report) File {
 	var f File
 	top, ok := asMap(tree)
 	if !ok {
-		r.add("", "", "", nil, fmt.Sprintf("want a mapping with the keys configs, instances and budgets, got %s", kindOf(tree)))
+		r.add("", "", "", nil, fmt.Sprintf("want a mapping with the keys configs, instances, budgets and budget, got %s", kindOf(tree)))
 		return f
 	}
 	sections := map[string]string{} // normalised section name -> key as written
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		nk := normKey(k)
-		if nk != "configs" && nk != "instances" && nk != "budgets" {
-			r.add("", "", k, nil, "unknown key (known: budgets, configs, instances)")
+		if nk != "configs" && nk != "instances" && nk != "budgets" && nk != "budget" {
+			r.add("", "", k, nil, "unknown key (known: budget, budgets, configs, instances)")
 			continue
 		}
 		if prev, dup := sections[nk]; dup {
@@ -119,6 +119,13 @@ func decodeFile(tree any, r *report) File {
 	}
 	if k, ok := sections["budgets"]; ok {
 		f.Budgets = decodeBudgets(k, top[k], r) // budget.go
+	}
+	if k, ok := sections["budget"]; ok && top[k] != nil {
+		name, ok := top[k].(string)
+		if !ok {
+			r.add("", "", k, top[k], "want the name of one of the file's budgets, got "+kindOf(top[k]))
+		}
+		f.Budget = name
 	}
 	return f
 }

@@ -11,7 +11,10 @@
 //
 // A "budgets" section describes hub budgets (bulkhead.Budget), each with
 // its classes and groups; NewBudgets builds them and Budgets.Apply reloads
-// them (budget.go, BudgetSpec).
+// them (budget.go, BudgetSpec). The top-level key "budget" joins the
+// registry to one of them, each entry's "group" and "class" saying how its
+// bulkheads join: Budgets.NewRegistry builds that registry, and Apply keeps
+// its groups and classes (partners.go).
 //
 // Loading has four steps, one file each: the spec types ([File], [Spec],
 // [Duration], spec.go), decoding ([Decode], which [File.UnmarshalJSON] and

@@ -32,7 +32,7 @@ type Error struct {
 //	bulkhead "walmart": maxWaitDuration "5 parsecs": not a duration: ...   (an instance)
 //	bulkhead config "big": maxConcurrentCalls 0: must be >= 1              (a config)
 //	bulkhead budget "hub": classes[1].share -1: must be >= 0                (a budget)
-//	bulkhead config: bulkheads: unknown key (known: budgets, configs, instances)    (the top level)
+//	bulkhead config: bulkheads: unknown key (known: budget, budgets, configs, instances)    (the top level)
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch e.Kind {
@@ -101,6 +101,14 @@ func (r *report) addProblems(kind, name, key string, probs []problem) {
 	for _, p := range probs {
 		r.add(kind, name, joinKey(key, p.key), p.value, p.text)
 	}
+}
+
+// has reports whether a problem of the entry (kind, name) was reported at
+// key (matched as files may write it), or anywhere in it if key is "".
+func (r *report) has(kind, name, key string) bool {
+	return slices.ContainsFunc(r.errs, func(e *Error) bool {
+		return e.Kind == kind && e.Name == name && (key == "" || normKey(e.Key) == normKey(key))
+	})
 }
 
 // err returns nil, the one error, or every error joined in file order.

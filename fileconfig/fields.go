@@ -60,6 +60,10 @@ var specFields = []specField{
 	withCheck(setting("store", "", func(s *Spec) **Store { return &s.Store },
 		decodeStore, func(e *Entry, st Store) { e.Store = st }), checkStore),
 	adaptiveField, // adaptive.go
+	setting("group", "", func(s *Spec) **string { return &s.Group },
+		decodeName("group"), func(e *Entry, g string) { e.Partner.Group = g }),
+	setting("class", "", func(s *Spec) **string { return &s.Class },
+		decodeName("class"), func(e *Entry, c string) { e.Partner.Class = c }),
 }
 
 // withCheck adds a check to a row.
@@ -133,6 +137,18 @@ func decodeBool(v any) (bool, []problem) {
 		return false, problemf(v, "want true or false, got %s", kindOf(v))
 	}
 	return b, nil
+}
+
+// decodeName accepts a string: the name of a budget's group or class ("" is
+// none). Whether the budget has it is checked by checkPartners.
+func decodeName(what string) func(v any) (string, []problem) {
+	return func(v any) (string, []problem) {
+		s, ok := v.(string)
+		if !ok {
+			return "", problemf(v, "want the name of a %s of the file's budget, got %s", what, kindOf(v))
+		}
+		return s, nil
+	}
 }
 
 func decodeQueueOrder(v any) (bulkhead.QueueOrder, []problem) {

@@ -3,6 +3,7 @@ package fileconfig_test
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -146,6 +147,8 @@ func FuzzRegistryConfigJSON(f *testing.F) {
 	f.Add(hubJSON)
 	f.Add(`{"budgets": {"h": {"size": 3, "maxQueuedCalls": 2, "classes": [{"name": "a", "maxWaitDuration": "1s", "maxQueuedCalls": "unbounded"}, {"name": "b", "share": 4}], "groups": [{"name": "g", "lendable": 1}]}}}`)
 	f.Add(`{"budgets": {"h": {"size": 1, "classes": [null, {"name": 3}, "x"], "groups": {}}, "": {"size": -1}}}`)
+	f.Add(`{"budget": "h", "budgets": {"h": {"size": 4, "classes": [{"name": "a"}, {"name": "b"}], "groups": [{"name": "g", "nominal": 2}]}}, "configs": {"default": {"class": "a"}, "x": {"group": "g"}}, "instances": {"w": {"baseConfig": "x", "class": ""}, "v": {"group": ""}}}`)
+	f.Add(`{"Budget": "h", "budget": 1, "configs": {"default": {"class": "zz", "Group": "g"}}, "instances": {"w": {"group": ["g"]}}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		var file fileconfig.File
 		if err := json.Unmarshal([]byte(doc), &file); err != nil {
@@ -183,6 +186,21 @@ func FuzzRegistryConfigJSON(f *testing.F) {
 			b, ok := budgets.Get(name)
 			if !ok || !sameBudgetConfig(b.Config(), c) {
 				t.Fatalf("budget %q: built with %+v, resolved %+v", name, b.Config(), c)
+			}
+		}
+		// A file with a budget key builds its registry on its budgets, and
+		// reloads into it (a redis store is refused before either).
+		if !slices.ContainsFunc(slices.Collect(maps.Values(res.Instances)), func(e fileconfig.Entry) bool { return e.Store.Type == fileconfig.StoreRedis }) &&
+			!slices.ContainsFunc(slices.Collect(maps.Values(res.Configs)), func(e fileconfig.Entry) bool { return e.Store.Type == fileconfig.StoreRedis }) {
+			r, err := budgets.NewRegistry(file)
+			if err != nil {
+				t.Fatalf("Budgets.NewRegistry of the file the budgets were built from: %v", err)
+			}
+			if (r.Budget() != nil) != (res.Budget != "") {
+				t.Fatalf("registry's budget %v, the file names %q", r.Budget(), res.Budget)
+			}
+			if err := fileconfig.Apply(r, file); err != nil {
+				t.Fatalf("Apply of the file the registry was built from: %v", err)
 			}
 		}
 		if err := budgets.Apply(file); err != nil {

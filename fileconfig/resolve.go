@@ -54,6 +54,8 @@ func resolveInto(f File, r *report) Resolved {
 		rs.out.Instances[name] = rs.resolve("instance", name, f.Instances[name])
 	}
 	rs.out.Budgets = resolveBudgets(f, r) // budget.go
+	rs.out.Budget = f.Budget
+	checkPartners(f, rs.out, r) // partners.go
 	return rs.out
 }
 

@@ -29,8 +29,15 @@ type File struct {
 	// Instances are the bulkheads, by name.
 	Instances map[string]Spec `json:"instances,omitempty" yaml:"instances,omitempty"`
 	// Budgets are hub budgets (bulkhead.Budget), by name: see BudgetSpec
-	// and NewBudgets. NewRegistry and Apply do not read them.
+	// and NewBudgets. NewRegistry does not read them; Budgets.NewRegistry
+	// joins the one Budget names, and Apply checks that a reload keeps the
+	// groups its registry uses.
 	Budgets map[string]BudgetSpec `json:"budgets,omitempty" yaml:"budgets,omitempty"`
+	// Budget names the budget (one of Budgets) that every bulkhead of the
+	// registry joins, each with the group and class of its entry (Spec.Group,
+	// Spec.Class): Budgets.NewRegistry builds such a registry; NewRegistry
+	// refuses a file that names one. Empty: the registry has no budget.
+	Budget string `json:"budget,omitempty" yaml:"budget,omitempty"`
 }
 
 // Spec is one entry of a File: a named config or an instance. Only the
@@ -64,6 +71,13 @@ type Spec struct {
 	Store *Store `json:"store,omitempty" yaml:"store,omitempty"`
 	// Adaptive makes the bulkhead's limit adaptive (see AdaptiveSpec).
 	Adaptive *AdaptiveSpec `json:"adaptive,omitempty" yaml:"adaptive,omitempty"`
+	// Group is the group of File.Budget whose share the bulkhead draws on
+	// (bulkhead.PartnerOptions.Group); "" is none. It needs File.Budget.
+	Group *string `json:"group,omitempty" yaml:"group,omitempty"`
+	// Class is the class of File.Budget of the bulkhead's calls that name
+	// none (bulkhead.PartnerOptions.Class); "" is the budget's
+	// defaultClass. It needs File.Budget.
+	Class *string `json:"class,omitempty" yaml:"class,omitempty"`
 }
 
 // Entry is a resolved config or instance: what its bulkhead is built from,
@@ -77,6 +91,9 @@ type Entry struct {
 	Store Store
 	// Adaptive is the resolved adaptive section; nil: a static limit.
 	Adaptive *AdaptiveEntry
+	// Partner is the group and class the bulkhead joins the file's budget
+	// with (File.Budget); zero without one.
+	Partner bulkhead.PartnerOptions
 }
 
 // Resolved is a File with inheritance applied and every entry checked.
@@ -89,6 +106,8 @@ type Resolved struct {
 	Instances map[string]Entry
 	// Budgets holds the configuration of every budget.
 	Budgets map[string]bulkhead.BudgetConfig
+	// Budget is File.Budget: the budget the registry's bulkheads join.
+	Budget string
 }
 
 // builtin is what an entry inherits when there is nothing to inherit from.
