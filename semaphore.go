@@ -327,16 +327,35 @@ func (s *Semaphore) evictLocked(d *decidedList) {
 // visible before ReleasePermission returns, and its callbacks have run or
 // started (see Acquisition.OnDone). It panics, naming the bulkhead, if more
 // permits are released than were acquired.
-func (s *Semaphore) ReleasePermission() { s.release(false, CallStart{}) }
+func (s *Semaphore) ReleasePermission() {
+	if !s.tryGive() {
+		s.releaseSlow(false, CallStart{})
+	}
+}
 
 // FinishCall gives back a permit whose call ran, and publishes CallFinished
 // (without a CallDuration: see FinishCallStarted). It hands the permit on
 // as ReleasePermission does. It panics, naming the bulkhead, if more
 // permits are released than were acquired.
-func (s *Semaphore) FinishCall() { s.release(true, CallStart{}) }
+//
+// Its fast path (a permit held, nobody waiting, no listener) is written out
+// here rather than shared with FinishCallStarted through release: a call
+// that takes no argument but s passes nothing, spills nothing and tests no
+// flag, which is what it costs an async call granted at once (its
+// continuation ends with FinishCall).
+func (s *Semaphore) FinishCall() {
+	if !s.tryGive() {
+		s.releaseSlow(true, CallStart{})
+		return
+	}
+	if s.events.active() {
+		s.publishFinished(CallStart{})
+	}
+}
 
 // release gives a permit back; finished publishes CallFinished, measured
-// from start (callduration.go).
+// from start (callduration.go). FinishCall and ReleasePermission write its
+// fast path out.
 func (s *Semaphore) release(finished bool, start CallStart) {
 	if !s.tryGive() {
 		s.releaseSlow(finished, start)
