@@ -112,11 +112,25 @@ type budgetStress struct {
 
 // countedPartner is a partner's Semaphore that counts the permits it
 // grants and gets back, so that the budget giving a partner permit back
-// twice (or one it never got) is seen where it happens.
+// twice (or one it never got) is seen where it happens. A grant counts
+// once it is visible (Granted), not when a callback of the wrapper runs:
+// a callback registered after the grant runs inline at once (the budget's
+// partnerDone, which may give the permit back), while the wrapper's,
+// registered before it, runs later on the deciding goroutine. So a
+// give-back first counts the grants already visible whose callback has
+// not run yet.
 type countedPartner struct {
 	*bulkhead.Semaphore
-	r   *budgetStress
-	out atomic.Int64 // granted and not given back
+	r       *budgetStress
+	out     atomic.Int64 // granted and not given back
+	pending sync.Map     // *countedGrant -> true: not granted when returned
+}
+
+// countedGrant is an acquisition of the partner counted at most once, by
+// its callback or by a give-back that finds it granted first.
+type countedGrant struct {
+	a       *bulkhead.Acquisition
+	counted atomic.Bool
 }
 
 func (c *countedPartner) AcquirePermissionAsync() *bulkhead.Acquisition {
@@ -125,15 +139,24 @@ func (c *countedPartner) AcquirePermissionAsync() *bulkhead.Acquisition {
 		c.out.Add(1)
 		return a
 	}
+	g := &countedGrant{a: a}
+	c.pending.Store(g, true)
 	a.OnDone(func(err error) {
-		if err == nil {
+		if err == nil && g.counted.CompareAndSwap(false, true) {
 			c.out.Add(1)
 		}
+		c.pending.Delete(g)
 	})
 	return a
 }
 
 func (c *countedPartner) back() {
+	c.pending.Range(func(k, _ any) bool {
+		if g := k.(*countedGrant); g.a.Granted() && g.counted.CompareAndSwap(false, true) {
+			c.out.Add(1)
+		}
+		return true
+	})
 	if n := c.out.Add(-1); n < 0 {
 		buf := make([]byte, 1<<16)
 		c.r.violate("partner %q: a permit given back that was not granted (out %d)\n%s", c.Name(), n, buf[:runtime.Stack(buf, false)])
