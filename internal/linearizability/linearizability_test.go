@@ -31,7 +31,7 @@ func historiesPerConfig(t *testing.T) int {
 		}
 		return n
 	}
-	return 300
+	return 100
 }
 
 const (
