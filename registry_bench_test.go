@@ -125,22 +125,43 @@ func BenchmarkRegistryPaths(b *testing.B) {
 			s.FinishCall()
 		})
 	})
-	// keyedNames returns a registry with idle eviction and a cap, and its
-	// 1,000 names, each with a bulkhead.
-	keyedNames := func(b *testing.B) (*bulkhead.Registry, []string) {
-		r, names := registryWithNames(b, 1000, bulkhead.WithIdleTimeout(time.Hour),
-			bulkhead.WithMaxBulkheads(100_000, bulkhead.Config{MaxConcurrentCalls: 1 << 20}))
-		for _, name := range names {
-			l, err := r.TryAcquirePermission(name, bulkhead.CallOptions{})
+	keyedNames := func(b *testing.B) (*bulkhead.Registry, []string) { return warmKeyedRegistry(b) }
+	benchKeyedCalls(b, "keyed/", keyedNames)
+	b.Run("keyed/try+config+finish", func(b *testing.B) {
+		r, names := keyedNames(b)
+		eachName(b, names, func(name string) {
+			l, err := r.TryAcquirePermission(name, bulkhead.CallOptions{ConfigName: bulkhead.DefaultConfigName})
 			if err != nil {
 				b.Fatal(err)
 			}
 			l.FinishCall()
+		})
+	})
+}
+
+// warmKeyedRegistry returns a registry with idle eviction, a cap and opts,
+// and its 1,000 names, each with a bulkhead (made by one keyed call).
+func warmKeyedRegistry(b *testing.B, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, []string) {
+	b.Helper()
+	opts = append([]bulkhead.RegistryOption{bulkhead.WithIdleTimeout(time.Hour),
+		bulkhead.WithMaxBulkheads(100_000, bulkhead.Config{MaxConcurrentCalls: 1 << 20})}, opts...)
+	r, names := registryWithNames(b, 1000, opts...)
+	for _, name := range names {
+		l, err := r.TryAcquirePermission(name, bulkhead.CallOptions{})
+		if err != nil {
+			b.Fatal(err)
 		}
-		return r, names
+		l.FinishCall()
 	}
-	b.Run("keyed/async+finish", func(b *testing.B) {
-		r, names := keyedNames(b)
+	return r, names
+}
+
+// benchKeyedCalls runs prefix+"async+finish", prefix+"wait+finish" and
+// prefix+"try+finish": a keyed call of each form, granted at once, and its
+// Lease.FinishCall, over the names of the registry newRegistry makes.
+func benchKeyedCalls(b *testing.B, prefix string, newRegistry func(*testing.B) (*bulkhead.Registry, []string)) {
+	b.Run(prefix+"async+finish", func(b *testing.B) {
+		r, names := newRegistry(b)
 		eachName(b, names, func(name string) {
 			a, l := r.AcquirePermissionAsync(name, bulkhead.CallOptions{})
 			if !a.Granted() {
@@ -149,8 +170,8 @@ func BenchmarkRegistryPaths(b *testing.B) {
 			l.FinishCall()
 		})
 	})
-	b.Run("keyed/wait+finish", func(b *testing.B) {
-		r, names := keyedNames(b)
+	b.Run(prefix+"wait+finish", func(b *testing.B) {
+		r, names := newRegistry(b)
 		ctx := context.Background()
 		eachName(b, names, func(name string) {
 			l, err := r.AcquirePermission(ctx, name, bulkhead.CallOptions{})
@@ -160,20 +181,10 @@ func BenchmarkRegistryPaths(b *testing.B) {
 			l.FinishCall()
 		})
 	})
-	b.Run("keyed/try+finish", func(b *testing.B) {
-		r, names := keyedNames(b)
+	b.Run(prefix+"try+finish", func(b *testing.B) {
+		r, names := newRegistry(b)
 		eachName(b, names, func(name string) {
 			l, err := r.TryAcquirePermission(name, bulkhead.CallOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			l.FinishCall()
-		})
-	})
-	b.Run("keyed/try+config+finish", func(b *testing.B) {
-		r, names := keyedNames(b)
-		eachName(b, names, func(name string) {
-			l, err := r.TryAcquirePermission(name, bulkhead.CallOptions{ConfigName: bulkhead.DefaultConfigName})
 			if err != nil {
 				b.Fatal(err)
 			}

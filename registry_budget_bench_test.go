@@ -1,7 +1,6 @@
 package bulkhead_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -24,49 +23,9 @@ func BenchmarkRegistryBudgetPaths(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, names := registryWithNames(b, 1000, bulkhead.WithIdleTimeout(time.Hour),
-			bulkhead.WithMaxBulkheads(100_000, bulkhead.Config{MaxConcurrentCalls: 1 << 20}),
-			bulkhead.WithBudget(hub, nil))
-		for _, name := range names {
-			l, err := r.TryAcquirePermission(name, bulkhead.CallOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			l.FinishCall()
-		}
-		return r, names
+		return warmKeyedRegistry(b, bulkhead.WithBudget(hub, nil))
 	}
-	b.Run("async+finish", func(b *testing.B) {
-		r, names := budgeted(b)
-		eachName(b, names, func(name string) {
-			a, l := r.AcquirePermissionAsync(name, bulkhead.CallOptions{})
-			if !a.Granted() {
-				b.Fatal("not granted")
-			}
-			l.FinishCall()
-		})
-	})
-	b.Run("wait+finish", func(b *testing.B) {
-		r, names := budgeted(b)
-		ctx := context.Background()
-		eachName(b, names, func(name string) {
-			l, err := r.AcquirePermission(ctx, name, bulkhead.CallOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			l.FinishCall()
-		})
-	})
-	b.Run("try+finish", func(b *testing.B) {
-		r, names := budgeted(b)
-		eachName(b, names, func(name string) {
-			l, err := r.TryAcquirePermission(name, bulkhead.CallOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			l.FinishCall()
-		})
-	})
+	benchKeyedCalls(b, "", budgeted)
 	b.Run("try+class+weight+finish", func(b *testing.B) {
 		r, names := budgeted(b)
 		eachName(b, names, func(name string) {
