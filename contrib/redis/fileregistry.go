@@ -18,11 +18,16 @@ import (
 // LocalFraction. It fails, creating nothing, with Resolve's error, or with
 // an error naming each entry whose store is local (use
 // fileconfig.NewRegistry for those) or whose configuration a fleet bulkhead
-// refuses (LIFO).
+// refuses (LIFO). A file with a top-level budget key is refused with a
+// *fileconfig.Error naming it: a hub budget (bulkhead.Budget) is one
+// process's, and fleet bulkheads do not join one.
 func NewRegistryFromFile(s *Store, f fileconfig.File) (*Registry, error) {
 	res, err := f.Resolve()
 	if err != nil {
 		return nil, err
+	}
+	if res.Budget != "" {
+		return nil, &fileconfig.Error{Key: "budget", Value: res.Budget, Problem: "a fleet registry joins no budget (a bulkhead.Budget is one process's): drop the key, or load the file with fileconfig's Budgets.NewRegistry for local bulkheads"}
 	}
 	configs := make(map[string]Config, len(res.Configs))
 	var errs []error

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -105,5 +106,17 @@ func TestNewRegistryFromFileCreatesFleetBulkheadsFromTheCoreFormat(t *testing.T)
 	}
 	if _, err := rxredis.NewRegistryFromFile(s, local); err == nil || !strings.Contains(err.Error(), `instance "lab": store is local`) {
 		t.Errorf("a local entry: %v", err)
+	}
+	var budgeted fileconfig.File
+	if err := json.Unmarshal([]byte(`{
+	  "budgets": {"hub": {"size": 10, "classes": [{"name": "only"}]}},
+	  "budget": "hub",
+	  "configs": {"default": {"maxConcurrentCalls": 2, "store": "redis"}}
+	}`), &budgeted); err != nil {
+		t.Fatal(err)
+	}
+	var fe *fileconfig.Error
+	if _, err := rxredis.NewRegistryFromFile(s, budgeted); !errors.As(err, &fe) || fe.Key != "budget" || !strings.Contains(err.Error(), "joins no budget") {
+		t.Errorf("a file whose registry joins a budget: %v, want an error naming the budget key", err)
 	}
 }
