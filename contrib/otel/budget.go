@@ -22,6 +22,7 @@ import (
 //	bulkhead.budget.max_allowed_permits       Int64ObservableGauge    {permit} configured permits (BudgetConfig.Size)
 //	bulkhead.budget.available_permits         Int64ObservableGauge    {permit} free permits
 //	bulkhead.budget.max_queued_calls          Int64ObservableGauge    {call}   budget-wide queue bound (bulkhead.Unbounded: none)
+//	bulkhead.budget.partners                  Int64ObservableGauge    {partner} partners the budget keeps state for
 //	bulkhead.budget.permits_in_use            Int64ObservableGauge    {permit} permits held by the class's calls (class)
 //	bulkhead.budget.queued_calls              Int64ObservableGauge    {call}   calls of the class waiting in the budget (class)
 //	bulkhead.budget.calls                     Int64ObservableCounter  {call}   events (class; kind = permitted, rejected,
@@ -57,10 +58,10 @@ type BudgetInstruments struct {
 	reg     metric.Registration
 	closed  atomic.Bool
 
-	size, available, maxQueued, inUse, queued metric.Int64Observable
-	calls, permits, rejections                metric.Int64Observable
-	groupNominal, groupInUse, groupReserved   metric.Int64Observable
-	wait                                      metric.Float64Histogram
+	size, available, maxQueued, partners, inUse, queued metric.Int64Observable
+	calls, permits, rejections                          metric.Int64Observable
+	groupNominal, groupInUse, groupReserved             metric.Int64Observable
+	wait                                                metric.Float64Histogram
 
 	mu    sync.Mutex                // guards sets
 	sets  map[[2]string]*budgetSets // by budget and class, or budget and "group:"+group
@@ -125,6 +126,7 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 	in.size = gauge("bulkhead.budget.max_allowed_permits", "{permit}", "Configured number of permits of the budget (BudgetConfig.Size).")
 	in.available = gauge("bulkhead.budget.available_permits", "{permit}", "Number of free permits of the budget.")
 	in.maxQueued = gauge("bulkhead.budget.max_queued_calls", "{call}", "Configured bound of the calls waiting in the budget, all classes together; bulkhead.Unbounded (MaxInt) means no bound.")
+	in.partners = gauge("bulkhead.budget.partners", "{partner}", "Number of partners the budget keeps state for (BudgetMetrics.Partners); the bulkheads a registry evicts leave it.")
 	in.inUse = gauge("bulkhead.budget.permits_in_use", "{permit}", "Number of permits of the budget held by the calls of the class.")
 	in.queued = gauge("bulkhead.budget.queued_calls", "{call}", "Number of calls of the class waiting in the budget.")
 	in.calls = counter("bulkhead.budget.calls", "{call}", "Calls of the class by kind (permitted, rejected, finished, cancelled), counted since the instruments started.")
@@ -143,7 +145,7 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 	for _, b := range budgets {
 		in.watches = append(in.watches, callstats.NewBudgetWatch(b, nil, in.record)) // the histogram is the SDK's
 	}
-	in.reg, err = meter.RegisterCallback(in.observe, in.size, in.available, in.maxQueued, in.inUse, in.queued,
+	in.reg, err = meter.RegisterCallback(in.observe, in.size, in.available, in.maxQueued, in.partners, in.inUse, in.queued,
 		in.calls, in.permits, in.rejections, in.groupNominal, in.groupInUse, in.groupReserved)
 	if err != nil {
 		in.closeWatches()
@@ -215,6 +217,7 @@ func (in *BudgetInstruments) observe(_ context.Context, o metric.Observer) error
 		o.ObserveInt64(in.size, int64(m.Size), budget)
 		o.ObserveInt64(in.available, int64(m.Free), budget)
 		o.ObserveInt64(in.maxQueued, int64(m.MaxQueuedCalls), budget)
+		o.ObserveInt64(in.partners, int64(m.Partners), budget)
 		for _, cm := range m.Classes {
 			a := in.setsOf(name, "class", cm.Name)
 			o.ObserveInt64(in.inUse, int64(cm.InUse), a.plain)

@@ -94,6 +94,7 @@ func TestBudgetInstrumentsObserveGaugesCountsAndWaitsPerClassAndGroup(t *testing
 		"bulkhead.budget.max_allowed_permits{" + hub + "}":                                  4,
 		"bulkhead.budget.available_permits{" + hub + "}":                                    2,
 		"bulkhead.budget.max_queued_calls{" + hub + "}":                                     10,
+		"bulkhead.budget.partners{" + hub + "}":                                             2,
 		"bulkhead.budget.permits_in_use{" + hub + ",class=interactive}":                     2,
 		"bulkhead.budget.permits_in_use{" + hub + ",class=batch}":                           0,
 		"bulkhead.budget.queued_calls{" + hub + ",class=interactive}":                       0,
@@ -168,6 +169,8 @@ func TestBudgetInstrumentsHaveTheUnitsOfTheirKind(t *testing.T) {
 			switch {
 			case m.Name == "bulkhead.budget.wait.duration":
 				want = "s"
+			case m.Name == "bulkhead.budget.partners":
+				want = "{partner}"
 			case strings.HasSuffix(m.Name, "calls"):
 				want = "{call}"
 			}
@@ -179,8 +182,8 @@ func TestBudgetInstrumentsHaveTheUnitsOfTheirKind(t *testing.T) {
 			}
 		}
 	}
-	if seen != 12 {
-		t.Errorf("%d instruments, want 12", seen)
+	if seen != 13 {
+		t.Errorf("%d instruments, want 13", seen)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 //	bulkhead_budget_max_allowed_permits          gauge     configured permits (BudgetConfig.Size)
 //	bulkhead_budget_available_permits            gauge     free permits
 //	bulkhead_budget_max_queued_calls             gauge     budget-wide queue bound (bulkhead.Unbounded: none)
+//	bulkhead_budget_partners                     gauge     partners the budget keeps state for
 //	bulkhead_budget_permits_in_use{class}        gauge     permits held by the class's calls
 //	bulkhead_budget_queued_calls{class}          gauge     calls of the class waiting in the budget
 //	bulkhead_budget_calls_total{class,kind}      counter   events, kind = permitted, rejected,
@@ -67,10 +68,10 @@ type BudgetCollector struct {
 }
 
 type budgetDescs struct {
-	size, available, maxQueued, inUse, queued *prometheus.Desc
-	calls, permits, rejections, wait          *prometheus.Desc
-	groupNominal, groupInUse, groupReserved   *prometheus.Desc
-	waitBounds                                []float64
+	size, available, maxQueued, partners, inUse, queued *prometheus.Desc
+	calls, permits, rejections, wait                    *prometheus.Desc
+	groupNominal, groupInUse, groupReserved             *prometheus.Desc
+	waitBounds                                          []float64
 }
 
 // NewBudgetCollector returns a BudgetCollector over budgets and starts
@@ -111,6 +112,8 @@ func newBudgetDescs(o options) budgetDescs {
 			"Number of free permits of the budget.", budget, nil),
 		maxQueued: prometheus.NewDesc("bulkhead_budget_max_queued_calls",
 			"Configured bound of the calls waiting in the budget, all classes together; bulkhead.Unbounded (MaxInt) means no bound.", budget, nil),
+		partners: prometheus.NewDesc("bulkhead_budget_partners",
+			"Number of partners the budget keeps state for (BudgetMetrics.Partners); the bulkheads a registry evicts leave it.", budget, nil),
 		inUse: prometheus.NewDesc("bulkhead_budget_permits_in_use",
 			"Number of permits of the budget held by the calls of the class.", class, nil),
 		queued: prometheus.NewDesc("bulkhead_budget_queued_calls",
@@ -142,7 +145,7 @@ func newBudgetDescs(o options) budgetDescs {
 // Describe sends the descriptors of the metrics.
 func (c *BudgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	d := &c.d
-	for _, desc := range []*prometheus.Desc{d.size, d.available, d.maxQueued, d.inUse, d.queued,
+	for _, desc := range []*prometheus.Desc{d.size, d.available, d.maxQueued, d.partners, d.inUse, d.queued,
 		d.calls, d.permits, d.rejections, d.wait, d.groupNominal, d.groupInUse, d.groupReserved} {
 		ch <- desc
 	}
@@ -165,6 +168,7 @@ func (c *BudgetCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(d.size, m.Size, name)
 		gauge(d.available, m.Free, name)
 		gauge(d.maxQueued, m.MaxQueuedCalls, name)
+		gauge(d.partners, m.Partners, name)
 		for _, cm := range m.Classes {
 			gauge(d.inUse, cm.InUse, name, cm.Name)
 			gauge(d.queued, cm.Queued, name, cm.Name)

@@ -64,6 +64,7 @@ func ExampleNewBudgetCollector() {
 	// bulkhead_budget_group_permits_in_use budget=hub group=gold 8
 	// bulkhead_budget_group_reserved_permits budget=hub group=gold 2
 	// bulkhead_budget_max_allowed_permits budget=hub 100
+	// bulkhead_budget_partners budget=hub 1
 	// bulkhead_budget_permits_in_use budget=hub class=batch 8
 }
 

@@ -112,6 +112,9 @@ bulkhead_budget_queued_calls{budget="hub",class="interactive"} 0
 # HELP bulkhead_budget_max_queued_calls Configured bound of the calls waiting in the budget, all classes together; bulkhead.Unbounded (MaxInt) means no bound.
 # TYPE bulkhead_budget_max_queued_calls gauge
 bulkhead_budget_max_queued_calls{budget="hub"} 10
+# HELP bulkhead_budget_partners Number of partners the budget keeps state for (BudgetMetrics.Partners); the bulkheads a registry evicts leave it.
+# TYPE bulkhead_budget_partners gauge
+bulkhead_budget_partners{budget="hub"} 2
 # HELP bulkhead_budget_group_nominal_permits Configured nominal share of the group (GroupConfig.Nominal).
 # TYPE bulkhead_budget_group_nominal_permits gauge
 bulkhead_budget_group_nominal_permits{budget="hub",group="gold"} 2
@@ -128,7 +131,7 @@ bulkhead_budget_granted_permits_total{budget="hub",class="interactive"} 2
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"bulkhead_budget_available_permits", "bulkhead_budget_max_allowed_permits", "bulkhead_budget_permits_in_use",
-		"bulkhead_budget_queued_calls", "bulkhead_budget_max_queued_calls", "bulkhead_budget_group_nominal_permits",
+		"bulkhead_budget_queued_calls", "bulkhead_budget_max_queued_calls", "bulkhead_budget_partners", "bulkhead_budget_group_nominal_permits",
 		"bulkhead_budget_group_permits_in_use", "bulkhead_budget_group_reserved_permits", "bulkhead_budget_granted_permits_total"); err != nil {
 		t.Error(err)
 	}
