@@ -681,8 +681,16 @@ func (r *budgetStress) cancelAllBlockers() {
 // stablePoint parks the other workers and the clock, waits until every
 // decided outcome's callbacks have finished, and checks the metrics
 // against the independent counts exactly.
+//
+// Two workers may both reach it (one descheduled between its count and
+// here while the others do bsStableAt more operations): the second must
+// not wait for pauseMu, or it never parks and the first waits for it
+// forever (the run hung so, at 100% CPU). It skips, and parks in its loop.
+// run holds pauseMu only to set stop, which the worker then sees.
 func (r *budgetStress) stablePoint() {
-	r.pauseMu.Lock()
+	if !r.pauseMu.TryLock() {
+		return
+	}
 	defer r.pauseMu.Unlock()
 	if r.pause.Load() || r.stop.Load() {
 		return
