@@ -171,15 +171,21 @@ type bsCall struct {
 	partner int
 }
 
-// bsAcq is one call: three callbacks in this order, the counting one
-// (done), the one with a behaviour, and a tail one that must still run once
-// after a behaviour that panics or exits (tail, checked when tailSet: user
-// code run inline by the behaviour, such as another call's callback that
-// calls Goexit, may end the registering goroutine before it registers it).
+// bsAcq is one call: three callbacks, the counting one (done), the one
+// with a behaviour (which counts behaved when it ends, however it ends),
+// and a tail one that must still run once after a behaviour that panics or
+// exits (tail, checked when tailSet: user code run inline by the
+// behaviour, such as another call's callback that calls Goexit, may end
+// the registering goroutine before it registers it). They run in this
+// order only if all were registered before the outcome was published: one
+// registered after runs at once on the registering goroutine, while the
+// deciding goroutine may still be running the earlier ones. So a tail that
+// ran says nothing of the behaviour: quiesce waits for behaved.
 type bsAcq struct {
 	a       *bulkhead.Acquisition
 	c       bsCall
 	done    atomic.Int32
+	behaved atomic.Int32
 	tail    atomic.Int32
 	tailSet atomic.Bool
 }
@@ -407,6 +413,7 @@ func (r *budgetStress) acquire(rng *rand.Rand, c bsCall) {
 }
 
 func (r *budgetStress) firstCallback(x *bsAcq, err error, behaviour int, seed uint64) {
+	defer x.behaved.Add(1) // also on panic and Goexit
 	r.pendingMu.Lock()
 	delete(r.pending, x.a)
 	r.pendingMu.Unlock()
@@ -674,8 +681,16 @@ func (r *budgetStress) cancelAllBlockers() {
 // stablePoint parks the other workers and the clock, waits until every
 // decided outcome's callbacks have finished, and checks the metrics
 // against the independent counts exactly.
+//
+// Two workers may both reach it (one descheduled between its count and
+// here while the others do bsStableAt more operations): the second must
+// not wait for pauseMu, or it never parks and the first waits for it
+// forever (the run hung so, at 100% CPU). It skips, and parks in its loop.
+// run holds pauseMu only to set stop, which the worker then sees.
 func (r *budgetStress) stablePoint() {
-	r.pauseMu.Lock()
+	if !r.pauseMu.TryLock() {
+		return
+	}
 	defer r.pauseMu.Unlock()
 	if r.pause.Load() || r.stop.Load() {
 		return
@@ -743,13 +758,18 @@ func (r *budgetStress) retireDecided() {
 }
 
 // quiesce waits until every decided acquisition's callbacks have finished
-// (they may still run on fresh goroutines).
+// (they may still run on fresh goroutines). The behaviour's end is waited
+// for itself (behaved), not through the tail: a tail registered after the
+// outcome was published runs at once on the registering worker, possibly
+// before the deciding goroutine has recorded the grant, which left a
+// granted call that the harness did not count yet at the stable point and
+// that drain never gave back.
 func (r *budgetStress) quiesce() {
 	for {
 		busy := false
 		r.allMu.Lock()
 		for _, x := range r.all {
-			if x.a.Err() != bulkhead.ErrPending && (x.done.Load() == 0 || x.tailSet.Load() && x.tail.Load() == 0) {
+			if x.a.Err() != bulkhead.ErrPending && (x.done.Load() == 0 || x.behaved.Load() == 0 || x.tailSet.Load() && x.tail.Load() == 0) {
 				busy = true
 				break
 			}
@@ -803,6 +823,9 @@ func (r *budgetStress) drain() {
 		}
 		if n := x.done.Load(); n != 1 {
 			r.violate("a call's counting callback ran %d times", n)
+		}
+		if n := x.behaved.Load(); n != 1 {
+			r.violate("a call's behaviour callback ended %d times", n)
 		}
 		if n := x.tail.Load(); x.tailSet.Load() && n != 1 {
 			r.violate("a call's last callback ran %d times (after one that may panic or exit)", n)
