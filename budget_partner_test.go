@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -213,38 +214,42 @@ func TestBudgetCancelThatLosesToAGrantLeavesThePermitsWithTheCaller(t *testing.T
 }
 
 func TestBudgetBlockingAcquireWaitsForBothLevelsAndWithdrawsWhenCtxEnds(t *testing.T) {
-	clk := newClock()
-	b := newBudget(t, budgetConfig(1, 0, class("only", 0, 0)), clk)
-	holder := mustFlow(t, b, "holder", bulkhead.PartnerOptions{})
-	p, sem := newPartner(t, b, clk, "walmart", 1, bulkhead.PartnerOptions{})
-	holder.AcquirePermissionAsync()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.AcquirePermission(ctx) }()
-	for b.Metrics().Queued == 0 {
-		time.Sleep(time.Millisecond) // real time: the goroutine above is real
-	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("AcquirePermission after ctx ended: %v", err)
-	}
-	if sem.Metrics().InFlightCalls != 0 || b.Metrics().Queued != 0 {
-		t.Fatalf("partner %+v, budget %+v after the withdrawal", sem.Metrics(), b.Metrics())
-	}
-	go func() { done <- p.AcquirePermission(context.Background()) }()
-	for b.Metrics().Queued == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	holder.FinishCall()
-	if err := <-done; err != nil {
-		t.Fatalf("AcquirePermission: %v", err)
-	}
-	p.FinishCall()
-	ctx, cancel = context.WithCancel(context.Background())
-	cancel()
-	if err := p.AcquirePermission(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("AcquirePermission with an ended ctx: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		clk := newClock()
+		b := newBudget(t, budgetConfig(1, 0, class("only", 0, 0)), clk)
+		holder := mustFlow(t, b, "holder", bulkhead.PartnerOptions{})
+		p, sem := newPartner(t, b, clk, "walmart", 1, bulkhead.PartnerOptions{})
+		holder.AcquirePermissionAsync()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.AcquirePermission(ctx) }()
+		synctest.Wait() // the goroutine above waits in the budget
+		if b.Metrics().Queued != 1 {
+			t.Fatalf("budget %+v: the blocking call is not waiting in it", b.Metrics())
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("AcquirePermission after ctx ended: %v", err)
+		}
+		if sem.Metrics().InFlightCalls != 0 || b.Metrics().Queued != 0 {
+			t.Fatalf("partner %+v, budget %+v after the withdrawal", sem.Metrics(), b.Metrics())
+		}
+		go func() { done <- p.AcquirePermission(context.Background()) }()
+		synctest.Wait()
+		if b.Metrics().Queued != 1 {
+			t.Fatalf("budget %+v: the blocking call is not waiting in it", b.Metrics())
+		}
+		holder.FinishCall()
+		if err := <-done; err != nil {
+			t.Fatalf("AcquirePermission: %v", err)
+		}
+		p.FinishCall()
+		ctx, cancel = context.WithCancel(context.Background())
+		cancel()
+		if err := p.AcquirePermission(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("AcquirePermission with an ended ctx: %v", err)
+		}
+	})
 }
 
 // budgetEventLog records a budget's events.
@@ -331,32 +336,35 @@ func TestBudgetPartnerRacesOfGrantCancelAndExpiryLoseNoPermit(t *testing.T) {
 }
 
 func TestBudgetPanickingCallbackStrandsNoPermitOfEitherLevel(t *testing.T) {
-	clk := newClock()
-	b := newBudget(t, budgetConfig(2, 0, class("only", 0, 0)), clk)
-	holder, hsem := newPartner(t, b, clk, "holder", 1, bulkhead.PartnerOptions{})
-	p, sem := newPartner(t, b, clk, "p", 2, bulkhead.PartnerOptions{})
-	holder.Call(bulkhead.Class{}, 2).AcquirePermissionAsync()
-	panicky := p.AcquirePermissionAsync()
-	calm := p.AcquirePermissionAsync()
-	panicky.OnDone(func(error) { panic("boom") })
-	var calmRan atomic.Bool
-	calm.OnDone(func(error) { calmRan.Store(true) })
-	// The holder gives back 2 budget permits: both waiters are granted in
-	// one pass, one of them panics on the releasing goroutine.
-	if r := testkit.RunToEnd(func() { holder.Call(bulkhead.Class{}, 2).FinishCall() }); r != "boom" {
-		t.Fatalf("FinishCall ended with %v, want the callback's panic", r)
-	}
-	if hsem.Metrics().InFlightCalls != 0 {
-		t.Error("the holder's partner permit was not given back although a callback panicked")
-	}
-	for !calmRan.Load() {
-		time.Sleep(time.Millisecond) // started on a fresh goroutine before FinishCall returned
-	}
-	if !panicky.Granted() || !calm.Granted() || sem.Metrics().InFlightCalls != 2 {
-		t.Fatalf("%v %v %+v", panicky.Err(), calm.Err(), sem.Metrics())
-	}
-	p.FinishCall()
-	p.FinishCall()
+	synctest.Test(t, func(t *testing.T) {
+		clk := newClock()
+		b := newBudget(t, budgetConfig(2, 0, class("only", 0, 0)), clk)
+		holder, hsem := newPartner(t, b, clk, "holder", 1, bulkhead.PartnerOptions{})
+		p, sem := newPartner(t, b, clk, "p", 2, bulkhead.PartnerOptions{})
+		holder.Call(bulkhead.Class{}, 2).AcquirePermissionAsync()
+		panicky := p.AcquirePermissionAsync()
+		calm := p.AcquirePermissionAsync()
+		panicky.OnDone(func(error) { panic("boom") })
+		var calmRan atomic.Bool
+		calm.OnDone(func(error) { calmRan.Store(true) })
+		// The holder gives back 2 budget permits: both waiters are granted in
+		// one pass, one of them panics on the releasing goroutine.
+		if r := testkit.RunToEnd(func() { holder.Call(bulkhead.Class{}, 2).FinishCall() }); r != "boom" {
+			t.Fatalf("FinishCall ended with %v, want the callback's panic", r)
+		}
+		if hsem.Metrics().InFlightCalls != 0 {
+			t.Error("the holder's partner permit was not given back although a callback panicked")
+		}
+		synctest.Wait() // calm's callback started on a fresh goroutine before FinishCall returned
+		if !calmRan.Load() {
+			t.Fatal("the callback after the panicking one never ran")
+		}
+		if !panicky.Granted() || !calm.Granted() || sem.Metrics().InFlightCalls != 2 {
+			t.Fatalf("%v %v %+v", panicky.Err(), calm.Err(), sem.Metrics())
+		}
+		p.FinishCall()
+		p.FinishCall()
+	})
 }
 
 func TestBudgetGoexitInAListenerStillDeliversTheOutcomes(t *testing.T) {
