@@ -4,15 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rxbulkhead/bulkhead"
 	bulkheadprom "github.com/rxbulkhead/bulkhead/contrib/prometheus"
@@ -66,17 +61,7 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 
 	c := bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{hub}, bulkheadprom.WithWaitBuckets(buckets...))
 	defer c.Close()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
-
-	prom := metricstest.StartPrometheus(t, l.Addr().String())
+	prom := scrapedByPrometheus(t, c)
 	prom.Await(t, `up{job="bulkheads"}`, 1, 20*time.Second)
 	prom.Await(t, `sum(bulkhead_budget_calls_total{budget="hub"})`, 0, 5*time.Second)
 

@@ -80,17 +80,7 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 	c := bulkheadprom.NewCollector(r, bulkheadprom.WithPools(preg), bulkheadprom.WithWaitBuckets(buckets...),
 		bulkheadprom.WithCallDurationBuckets(durationBuckets...))
 	defer c.Close()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
-
-	prom := metricstest.StartPrometheus(t, l.Addr().String())
+	prom := scrapedByPrometheus(t, c)
 	// A first scrape sees every series at zero, so rate and increase
 	// cover every call of the load.
 	prom.Await(t, `up{job="bulkheads"}`, 1, 20*time.Second)
@@ -223,4 +213,21 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 		t.Errorf("reports has %v free workers, want 1", v)
 	}
 	t.Logf("handoff: %d grants, p99 %.4fs; mixed rejections %v; pool rejections %d", granted, got, reasons, poolRejected.Load())
+}
+
+// scrapedByPrometheus serves c's exposition on a free 127.0.0.1 port until
+// the test ends and starts a real Prometheus scraping it (skipped where
+// none is installed, failed under CI).
+func scrapedByPrometheus(t *testing.T, c prometheus.Collector) *metricstest.Prometheus {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return metricstest.StartPrometheus(t, l.Addr().String())
 }
