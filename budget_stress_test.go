@@ -802,6 +802,26 @@ func (r *budgetStress) stablePoint() {
 		}
 		inBudget -= extra
 	}
+	// Per group, exactly: a call of a partner with a Semaphore holds its
+	// partner's permit from before it enters the budget's queue until it
+	// gives back its grant (the harness counts the grant in between), so
+	// the partner's permits the harness does not count are its calls
+	// waiting in the budget; a group with a flow may have more waiting.
+	for _, g := range m.Groups {
+		extra, flows := 0, false
+		for i, s := range r.sems {
+			switch {
+			case r.groupOf[i] != g.Name:
+			case s == nil:
+				flows = true
+			default:
+				extra += s.Metrics().InFlightCalls - int(r.semHeld[i].Load())
+			}
+		}
+		if extra > g.Queued || !flows && extra != g.Queued {
+			r.violate("stable point: group %q has %d calls queued in the budget, its partners %d permits the harness does not hold (%+v)", g.Name, g.Queued, extra, m.Groups)
+		}
+	}
 	r.pause.Store(false)
 	close(r.resume)
 }
