@@ -42,7 +42,8 @@ import (
 // Independent counters (the permits the workers hold, per level and per
 // group) are checked on every grant against the limits in force, and at
 // stable points (all workers and the clock parked, every goroutine they
-// started ended, so every decided outcome's callbacks finished) against the budget's and partners' metrics exactly.
+// started ended, so every decided outcome's callbacks finished) against
+// the budget's and partners' metrics exactly, per group too.
 // At the end: every call has exactly one outcome, delivered once, and
 // neither level holds a permit or a waiter.
 func TestStressBudget(t *testing.T) {
@@ -922,6 +923,34 @@ func (r *budgetStress) quiesce() {
 			return
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestBudgetStressWaitsForTheGoroutinesItsWorkersStart checks the
+// harness's own wait: a goroutine started under the run's label is seen
+// (it inherits the label) until it ends. If the goroutine profile's format
+// changed, stable points would stop waiting without a word; this fails
+// instead.
+func TestBudgetStressWaitsForTheGoroutinesItsWorkersStart(t *testing.T) {
+	r := newBudgetStress(t, 1)
+	release, ended := make(chan struct{}), make(chan struct{})
+	pprof.Do(context.Background(), r.label, func(context.Context) {
+		go func() {
+			defer close(ended)
+			<-release
+		}()
+	})
+	if n, stacks := r.labelled(); n != 1 {
+		t.Fatalf("%d goroutines labelled, want 1 (the one started under the label):\n%s", n, stacks)
+	}
+	if n, _ := newBudgetStress(t, 2).labelled(); n != 0 {
+		t.Fatalf("another run sees %d goroutines with its label, want 0", n)
+	}
+	close(release)
+	<-ended
+	r.waitLabelled()
+	if n := r.violations.Load(); n != 0 {
+		t.Fatalf("waitLabelled: %s", r.firstViolations())
 	}
 }
 
