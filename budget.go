@@ -32,7 +32,9 @@ import (
 //     counted.
 //   - a waiter is linked in its lane (FIFO) and in its class's list (in
 //     arrival order, hence deadline order) while it waits, and waiting =
-//     Σ class.waiting counts them; a lane is in its class-group's heap iff
+//     Σ class.waiting = Σ group.waiting (over every group, noGroup
+//     included) counts them: enqueueLocked and unlinkLocked, the only
+//     places that link and unlink, move the three counts together; a lane is in its class-group's heap iff
 //     it has a waiter (outside a pass, which takes lanes out and puts them
 //     back).
 //   - reserved = Σ group.reserve, with group.reserve = max(0, Nominal -
@@ -128,6 +130,7 @@ type budgetGroup struct {
 	lendable   int
 	limit      int // Nominal + BorrowingLimit, saturating (Unbounded)
 	held       int
+	waiting    int // waiters of the group's lanes linked in the budget
 	reserve    int // max(0, nominal - lendable - held)
 }
 
@@ -396,6 +399,11 @@ type ClassMetrics struct {
 type GroupMetrics struct {
 	Name  string
 	InUse int
+	// Queued is the number of calls of the group's partners waiting in the
+	// budget (after their partner's permit), as BudgetMetrics.Queued counts
+	// them: the groups' Queued add up to it, but for the calls of partners
+	// that joined no group or a group the config in force dropped.
+	Queued int
 	// Reserved is the part of the group's reserve (Nominal - Lendable) it
 	// does not use: kept free for it.
 	Reserved int
@@ -420,7 +428,7 @@ func (b *Budget) Metrics() BudgetMetrics {
 	}
 	for i, gc := range b.cfg.Groups {
 		g := b.groups[gc.Name]
-		m.Groups[i] = GroupMetrics{Name: g.name, InUse: g.held, Reserved: g.reserve}
+		m.Groups[i] = GroupMetrics{Name: g.name, InUse: g.held, Queued: g.waiting, Reserved: g.reserve}
 	}
 	return m
 }

@@ -191,8 +191,14 @@ func runModelSeed(t *testing.T, seed uint64, steps int) {
 				fail("after step %d, call %d (flow %d class %s weight %d): budget says %s, model %s", step, c.ID, c.Flow, c.Class, c.Weight, got, c.State)
 			}
 		}
-		if rm := b.Metrics(); rm.InUse != m.InUse() || rm.Queued != m.Queued() {
+		rm := b.Metrics()
+		if rm.InUse != m.InUse() || rm.Queued != m.Queued() {
 			fail("after step %d: budget %+v, model %d in use, %d queued", step, rm, m.InUse(), m.Queued())
+		}
+		for _, g := range rm.Groups {
+			if g.Queued != m.GroupQueued(g.Name) {
+				fail("after step %d: group %q queued %d, model %d (budget %+v)", step, g.Name, g.Queued, m.GroupQueued(g.Name), rm)
+			}
 		}
 	}
 	// Clean up from the budget's own outcomes: a cancel or a release may

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,8 +41,9 @@ import (
 //
 // Independent counters (the permits the workers hold, per level and per
 // group) are checked on every grant against the limits in force, and at
-// stable points (all workers and the clock parked, every decided outcome's
-// callbacks finished) against the budget's and partners' metrics exactly.
+// stable points (all workers and the clock parked, every goroutine they
+// started ended, so every decided outcome's callbacks finished) against
+// the budget's and partners' metrics exactly, per group too.
 // At the end: every call has exactly one outcome, delivered once, and
 // neither level holds a permit or a waiter.
 func TestStressBudget(t *testing.T) {
@@ -68,6 +72,11 @@ const (
 
 var bsClasses = []string{"crit", "norm", "shed"}
 
+const (
+	bsLabelKey    = "bulkhead-budget-stress"
+	bsSettleLimit = 20 * time.Second // real time a stable point waits for the labelled goroutines
+)
+
 type budgetStress struct {
 	t        *testing.T
 	clk      *testkit.VirtualClock
@@ -77,25 +86,45 @@ type budgetStress struct {
 	classes  []bulkhead.Class
 	groupOf  []string // partner -> group
 
-	cfgMu      sync.Mutex // serialises ChangeConfig with the ceilings
-	cfg        bulkhead.BudgetConfig
-	sizeCeil   atomic.Int64
-	groupCeil  map[string]*atomic.Int64
-	semCeil    []atomic.Int64
-	held       atomic.Int64 // budget permits the harness holds (independent)
-	groupHeld  map[string]*atomic.Int64
-	semHeld    []atomic.Int64
-	heldMu     sync.Mutex
-	heldCalls  []bsCall // granted, to give back
-	pendingMu  sync.Mutex
-	pending    map[*bulkhead.Acquisition]bsCall
-	allMu      sync.Mutex
-	all        []*bsAcq // undecided at the last stable point, or newer
-	retired    []*bsAcq
-	workerIDs  sync.Map // goroutine id -> true: callbacks may panic there
-	exitIDs    sync.Map // goroutine id -> true: callbacks may Goexit there
-	blockerCtx sync.Map // context.CancelFunc of blocking acquires
+	cfgMu sync.Mutex // serialises the ChangeConfigs (budget and partners)
+	cfg   bulkhead.BudgetConfig
+	// ceilMu makes a grant's count and its check against the ceilings one
+	// step, ordered with every change of a ceiling: a count made under an
+	// old, larger limit and checked against the limit a shrinking
+	// ChangeConfig set meanwhile (after the permits were given back) was a
+	// false violation. The counts go down without it (a give-back lowers
+	// them before the library sees it, so they never exceed the library's).
+	ceilMu    sync.Mutex
+	sizeCeil  atomic.Int64
+	groupCeil map[string]*atomic.Int64
+	semCeil   []atomic.Int64
+	held      atomic.Int64 // budget permits the harness holds (independent)
+	groupHeld map[string]*atomic.Int64
+	semHeld   []atomic.Int64
+	heldMu    sync.Mutex
+	heldCalls []bsCall // granted, to give back
+	pendingMu sync.Mutex
+	pending   map[*bulkhead.Acquisition]bsCall
+	allMu     sync.Mutex
+	all       []*bsAcq // undecided at the last stable point, or newer
+	retired   []*bsAcq
+	workerIDs sync.Map // goroutine id -> true: callbacks may panic there
+	exitIDs   sync.Map // goroutine id -> true: callbacks may Goexit there
+	// blockersMu guards blockers (the contexts of the blocking acquires
+	// in progress) and orders them with stop: a blocking acquire that
+	// registers after cancelAllBlockers ran at the end sees stop and does
+	// not start. It used to start and, with the clock stopped and the other
+	// workers gone, wait forever for a permit nobody would give back.
+	blockersMu sync.Mutex
+	blockers   map[*context.CancelFunc]struct{}
 
+	// label marks the goroutines that may run the library's code for the
+	// harness: the workers and the clock while they operate (not while
+	// parked, nor at a stable point), and every goroutine started from
+	// them, which inherits it (the library's delivery goroutines, a
+	// context's AfterFunc). A stable point waits until none is alive.
+	label        pprof.LabelSet
+	labelValue   string
 	pauseMu      sync.Mutex // one stable point at a time, never once stop is set
 	stop         atomic.Bool
 	pause        atomic.Bool
@@ -203,8 +232,9 @@ const (
 
 func newBudgetStress(t *testing.T, seed uint64) *budgetStress {
 	clk := newClock()
-	r := &budgetStress{t: t, clk: clk, groupCeil: map[string]*atomic.Int64{}, groupHeld: map[string]*atomic.Int64{},
-		pending: map[*bulkhead.Acquisition]bsCall{}, resume: make(chan struct{}),
+	id := fmt.Sprintf("%s/%p", t.Name(), clk)
+	r := &budgetStress{t: t, clk: clk, labelValue: id, label: pprof.Labels(bsLabelKey, id), groupCeil: map[string]*atomic.Int64{}, groupHeld: map[string]*atomic.Int64{},
+		pending: map[*bulkhead.Acquisition]bsCall{}, blockers: map[*context.CancelFunc]struct{}{}, resume: make(chan struct{}),
 		semCeil: make([]atomic.Int64, bsPartners), semHeld: make([]atomic.Int64, bsPartners)}
 	rng := rand.New(rand.NewPCG(seed, 42))
 	r.cfg = r.randomConfig(rng)
@@ -217,7 +247,9 @@ func newBudgetStress(t *testing.T, seed uint64) *budgetStress {
 	for _, g := range []string{"", "gold", "silver"} {
 		r.groupCeil[g], r.groupHeld[g] = new(atomic.Int64), new(atomic.Int64)
 	}
+	r.ceilMu.Lock()
 	r.setCeilings()
+	r.ceilMu.Unlock()
 	r.groupOf = []string{"gold", "gold", "silver", "", ""}
 	for i := range bsPartners {
 		opts := bulkhead.PartnerOptions{Group: r.groupOf[i], Class: bsClasses[i%3]}
@@ -284,9 +316,11 @@ func (r *budgetStress) randomSemConfig(rng *rand.Rand) bulkhead.Config {
 	return c
 }
 
-// setCeilings sets, under cfgMu, the most each level may hold from now on:
-// the new limit, or what is held now if more (a shrink absorbs calls in
-// flight).
+// setCeilings sets, under cfgMu and ceilMu, the most each level may hold
+// from now on: the new limit, or what is held now if more (a shrink absorbs
+// calls in flight). What the harness counts never exceeds what the library
+// holds (counted after its grant, uncounted before its give-back), and
+// ceilMu orders this with every count.
 func (r *budgetStress) setCeilings() {
 	m := r.b.Metrics()
 	r.sizeCeil.Store(int64(max(r.cfg.Size, m.InUse)))
@@ -343,6 +377,7 @@ func (r *budgetStress) granted(c bsCall, release bool) {
 	r.grants.Add(1)
 	k := int64(c.call.Weight())
 	g := r.groupOf[c.partner]
+	r.ceilMu.Lock()
 	if h := r.held.Add(k); h > r.sizeCeil.Load() {
 		r.violate("budget: %d permits held by the harness, ceiling %d", h, r.sizeCeil.Load())
 	}
@@ -354,6 +389,7 @@ func (r *budgetStress) granted(c bsCall, release bool) {
 			r.violate("partner %d: %d held, ceiling %d (now %+v, config %+v)", c.partner, h, r.semCeil[c.partner].Load(), r.sems[c.partner].Metrics(), r.sems[c.partner].Config())
 		}
 	}
+	r.ceilMu.Unlock()
 	if release {
 		r.giveBack(c, true)
 		return
@@ -444,10 +480,16 @@ func (r *budgetStress) firstCallback(x *bsAcq, err error, behaviour int, seed ui
 		}
 	case 2: // another call inside the callback
 		r.stats[statInside].Add(1)
+		// The outcome is read once: a grant landing between a read of
+		// Granted and one of Err (both false for it) was neither counted
+		// nor given back, and the stable point found the budget holding
+		// permits the harness did not.
 		c := r.newCall(rng)
-		if a := c.call.AcquirePermissionAsync(); a.Granted() {
+		a := c.call.AcquirePermissionAsync()
+		switch err := a.Err(); {
+		case err == nil:
 			r.granted(c, true)
-		} else if a.Err() == bulkhead.ErrPending && !a.Cancel() {
+		case err == bulkhead.ErrPending && !a.Cancel(): // a grant or a rejection won
 			<-a.Done()
 			if a.Granted() {
 				r.granted(c, true)
@@ -494,19 +536,24 @@ func (r *budgetStress) changeBudget(rng *rand.Rand) {
 
 // changeBudgetLocked changes the budget's config under cfgMu: the ceilings
 // are raised to the new limits first (a grant may follow at once), and set
-// to the new limits (or what is held, if more) after.
+// to the new limits (or what is held, if more) after, each under ceilMu,
+// which is not held across ChangeConfig (its grants' callbacks count).
 func (r *budgetStress) changeBudgetLocked(rng *rand.Rand) {
 	cfg := r.randomConfig(rng)
+	r.ceilMu.Lock()
 	raise(&r.sizeCeil, cfg.Size)
 	for _, g := range cfg.Groups {
 		raise(r.groupCeil[g.Name], g.Nominal+g.BorrowingLimit)
 	}
+	r.ceilMu.Unlock()
 	if err := r.b.ChangeConfig(cfg); err != nil {
 		r.violate("ChangeConfig(%+v): %v", cfg, err)
 		return
 	}
 	r.cfg = cfg
+	r.ceilMu.Lock()
 	r.setCeilings()
+	r.ceilMu.Unlock()
 	r.changes.Add(1)
 }
 
@@ -515,12 +562,16 @@ func (r *budgetStress) changePartner(rng *rand.Rand) {
 	r.cfgMu.Lock()
 	defer r.cfgMu.Unlock()
 	cfg := r.randomSemConfig(rng)
+	r.ceilMu.Lock()
 	raise(&r.semCeil[i], cfg.MaxConcurrentCalls)
+	r.ceilMu.Unlock()
 	if err := r.sems[i].ChangeConfig(cfg); err != nil {
 		r.violate("partner ChangeConfig: %v", err)
 		return
 	}
+	r.ceilMu.Lock()
 	r.semCeil[i].Store(int64(max(cfg.MaxConcurrentCalls, r.sems[i].Metrics().InFlightCalls)))
+	r.ceilMu.Unlock()
 	r.changes.Add(1)
 }
 
@@ -599,10 +650,18 @@ func (r *budgetStress) op(rng *rand.Rand) {
 func (r *budgetStress) blockingAcquire(rng *rand.Rand) {
 	c := r.newCall(rng)
 	ctx, cancel := context.WithCancel(context.Background())
-	r.blockerCtx.Store(&cancel, true)
+	defer cancel()
+	r.blockersMu.Lock()
+	if r.stop.Load() { // set before cancelAllBlockers took blockersMu
+		r.blockersMu.Unlock()
+		return
+	}
+	r.blockers[&cancel] = struct{}{}
+	r.blockersMu.Unlock()
 	defer func() {
-		r.blockerCtx.Delete(&cancel)
-		cancel()
+		r.blockersMu.Lock()
+		delete(r.blockers, &cancel)
+		r.blockersMu.Unlock()
 	}()
 	switch err := c.call.AcquirePermission(ctx); {
 	case err == nil:
@@ -616,10 +675,12 @@ func (r *budgetStress) blockingAcquire(rng *rand.Rand) {
 }
 
 func (r *budgetStress) cancelABlocker() {
-	r.blockerCtx.Range(func(k, _ any) bool {
-		(*k.(*context.CancelFunc))()
-		return false
-	})
+	r.blockersMu.Lock()
+	defer r.blockersMu.Unlock()
+	for c := range r.blockers {
+		(*c)()
+		return
+	}
 }
 
 func (r *budgetStress) run(d time.Duration) {
@@ -636,7 +697,7 @@ func (r *budgetStress) run(d time.Duration) {
 				<-resume
 				continue
 			}
-			r.clk.Advance(bsStep)
+			pprof.Do(context.Background(), r.label, func(context.Context) { r.clk.Advance(bsStep) })
 		}
 	}()
 	for w := range bsWorkers {
@@ -652,7 +713,7 @@ func (r *budgetStress) run(d time.Duration) {
 					<-resume
 					continue
 				}
-				r.op(rng)
+				pprof.Do(context.Background(), r.label, func(context.Context) { r.op(rng) })
 				if r.ops.Add(1)%bsStableAt == 0 {
 					r.stablePoint()
 				}
@@ -665,17 +726,20 @@ func (r *budgetStress) run(d time.Duration) {
 	r.pauseMu.Lock() // no stable point in progress: every worker sees stop
 	stop.Store(true)
 	r.pauseMu.Unlock()
-	r.cancelAllBlockers()
+	pprof.Do(context.Background(), r.label, func(context.Context) { r.cancelAllBlockers() })
 	wg.Wait()
 	<-clockDone
 	r.drain()
 }
 
+// cancelAllBlockers cancels the blocking acquires in progress; once stop
+// is set, no other starts after it (blockersMu).
 func (r *budgetStress) cancelAllBlockers() {
-	r.blockerCtx.Range(func(k, _ any) bool {
-		(*k.(*context.CancelFunc))()
-		return true
-	})
+	r.blockersMu.Lock()
+	defer r.blockersMu.Unlock()
+	for c := range r.blockers {
+		(*c)()
+	}
 }
 
 // stablePoint parks the other workers and the clock, waits until every
@@ -705,10 +769,13 @@ func (r *budgetStress) stablePoint() {
 		case <-parked:
 			waiting = false
 		default:
-			r.cancelAllBlockers() // a worker blocked in AcquirePermission cannot park
+			// A worker blocked in AcquirePermission cannot park; what
+			// the cancel starts is labelled, so waitLabelled waits for it.
+			pprof.Do(context.Background(), r.label, func(context.Context) { r.cancelAllBlockers() })
 			runtime.Gosched()
 		}
 	}
+	r.waitLabelled()
 	r.quiesce()
 	r.retireDecided()
 	r.stablePoints++
@@ -736,8 +803,85 @@ func (r *budgetStress) stablePoint() {
 		}
 		inBudget -= extra
 	}
+	// Per group, exactly: a call of a partner with a Semaphore holds its
+	// partner's permit from before it enters the budget's queue until it
+	// gives back its grant (the harness counts the grant in between), so
+	// the partner's permits the harness does not count are its calls
+	// waiting in the budget; a group with a flow may have more waiting.
+	for _, g := range m.Groups {
+		extra, flows := 0, false
+		for i, s := range r.sems {
+			switch {
+			case r.groupOf[i] != g.Name:
+			case s == nil:
+				flows = true
+			default:
+				extra += s.Metrics().InFlightCalls - int(r.semHeld[i].Load())
+			}
+		}
+		if extra > g.Queued || !flows && extra != g.Queued {
+			r.violate("stable point: group %q has %d calls queued in the budget, its partners %d permits the harness does not hold (%+v)", g.Name, g.Queued, extra, m.Groups)
+		}
+	}
 	r.pause.Store(false)
 	close(r.resume)
+}
+
+// waitLabelled waits (at a stable point, or at the end once the workers
+// and the clock are gone) until no goroutine with the run's label is alive:
+// the library's delivery goroutines and their callbacks have ended. quiesce
+// alone missed those of calls the harness registers no callback on (a
+// partner's grant running the budget's enqueue, a call made inside a
+// callback), so the metrics were read mid-delivery. It gives up after
+// bsSettleLimit of real time with a violation listing those goroutines.
+func (r *budgetStress) waitLabelled() {
+	deadline := time.Now().Add(bsSettleLimit)
+	for i := 0; ; i++ {
+		n, stacks := r.labelled()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.violate("%d goroutines labelled %s=%s still alive after %v (workers and clock parked):\n%s",
+				n, bsLabelKey, r.labelValue, bsSettleLimit, stacks)
+			return
+		}
+		if i < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(100 * time.Microsecond) // real time: the goroutines are running, not the clock
+		}
+	}
+}
+
+// labelled counts the live goroutines with the run's label, from the
+// goroutine profile (debug=1: a line "N @ pcs" per distinct stack and label
+// set, then "# labels: {...}" if it has labels, then the frames), and
+// returns their entries.
+func (r *budgetStress) labelled() (int, string) {
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		panic(err) // a strings.Builder takes every write
+	}
+	want := strconv.Quote(bsLabelKey) + ":" + strconv.Quote(r.labelValue)
+	n, count, in := 0, 0, false
+	var out strings.Builder
+	for line := range strings.Lines(b.String()) {
+		if c, _, ok := strings.Cut(line, " @ "); ok {
+			if k, err := strconv.Atoi(c); err == nil {
+				count, in = k, false
+				continue
+			}
+		}
+		if strings.HasPrefix(line, "# labels: ") && strings.Contains(line, want) {
+			n, in = n+count, true
+			fmt.Fprintf(&out, "%d goroutines:\n", count)
+		}
+		if in {
+			out.WriteString(line)
+		}
+	}
+	return n, out.String()
 }
 
 // retireDecided moves the decided acquisitions (whose callbacks have run,
@@ -782,10 +926,48 @@ func (r *budgetStress) quiesce() {
 	}
 }
 
+// TestBudgetStressWaitsForTheGoroutinesItsWorkersStart checks the
+// harness's own wait: a goroutine started under the run's label is seen
+// (it inherits the label) until it ends. If the goroutine profile's format
+// changed, stable points would stop waiting without a word; this fails
+// instead.
+func TestBudgetStressWaitsForTheGoroutinesItsWorkersStart(t *testing.T) {
+	r := newBudgetStress(t, 1)
+	release, ended := make(chan struct{}), make(chan struct{})
+	pprof.Do(context.Background(), r.label, func(context.Context) {
+		go func() {
+			defer close(ended)
+			<-release
+		}()
+	})
+	if n, stacks := r.labelled(); n != 1 {
+		t.Fatalf("%d goroutines labelled, want 1 (the one started under the label):\n%s", n, stacks)
+	}
+	if n, _ := newBudgetStress(t, 2).labelled(); n != 0 {
+		t.Fatalf("another run sees %d goroutines with its label, want 0", n)
+	}
+	close(release)
+	<-ended
+	r.waitLabelled()
+	if n := r.violations.Load(); n != 0 {
+		t.Fatalf("waitLabelled: %s", r.firstViolations())
+	}
+}
+
 // drain ends the run: every pending call is cancelled (or, if a grant won,
 // its permits come back through its callback), every held call given back,
 // then each call must have had exactly one outcome.
 func (r *budgetStress) drain() {
+	// What the give-backs and cancels start is labelled, so that
+	// waitLabelled sees the run's every callback end before the checks.
+	pprof.Do(context.Background(), r.label, func(context.Context) { r.drainCalls() })
+	r.waitLabelled()
+	r.checkOutcomes()
+}
+
+// drainCalls cancels the pending calls and gives back the held ones until
+// none is left.
+func (r *budgetStress) drainCalls() {
 	for {
 		r.pendingMu.Lock()
 		var as []*bulkhead.Acquisition
@@ -812,9 +994,14 @@ func (r *budgetStress) drain() {
 		left += len(r.heldCalls)
 		r.heldMu.Unlock()
 		if left == 0 {
-			break
+			return
 		}
 	}
+}
+
+// checkOutcomes checks, at the end, that each call had exactly one
+// outcome, delivered once, and that the harness holds no permit.
+func (r *budgetStress) checkOutcomes() {
 	r.allMu.Lock()
 	defer r.allMu.Unlock()
 	for _, x := range append(r.all, r.retired...) {

@@ -60,6 +60,7 @@ func (b *Budget) enqueueLocked(w *budgetWaiter, arm bool) {
 	}
 	c.tail = w
 	c.waiting++
+	l.cg.group.waiting++
 	b.waiting++
 	if l.head == w {
 		l.cg.push(l)
@@ -100,6 +101,7 @@ func (b *Budget) unlinkLocked(w *budgetWaiter) {
 	}
 	w.cprev, w.cnext = nil, nil
 	c.waiting--
+	l.cg.group.waiting--
 	b.waiting--
 	if wasHead && l.idx >= 0 {
 		if l.head == nil {

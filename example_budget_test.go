@@ -170,7 +170,8 @@ func ExampleBudget_OnEvent() {
 }
 
 // Metrics is a consistent snapshot: permits in use and calls waiting, in
-// all and per class and group.
+// all and per class and group (a group's Queued counts its partners' calls
+// waiting in the budget).
 func ExampleBudget_Metrics() {
 	hub, _ := bulkhead.NewBudget("hub", bulkhead.BudgetConfig{
 		Size:           3,
@@ -182,17 +183,20 @@ func ExampleBudget_Metrics() {
 		Groups: []bulkhead.GroupConfig{{Name: "gold", Nominal: 1, Lendable: 0, BorrowingLimit: bulkhead.Unbounded}},
 	})
 	acme, _ := hub.Flow("acme", bulkhead.PartnerOptions{Class: "batch"})
+	globex, _ := hub.Flow("globex", bulkhead.PartnerOptions{Group: "gold", Class: "interactive"})
 	acme.Call(bulkhead.Class{}, 2).AcquirePermissionAsync()
-	waiting := acme.Call(bulkhead.Class{}, 1).AcquirePermissionAsync() // the last permit is gold's reserve
+	waiting := acme.Call(bulkhead.Class{}, 1).AcquirePermissionAsync()       // the last permit is gold's reserve
+	goldWaiting := globex.Call(bulkhead.Class{}, 2).AcquirePermissionAsync() // gold's reserve is 1 permit
 	m := hub.Metrics()
 	fmt.Printf("size %d, in use %d, free %d, queued %d\n", m.Size, m.InUse, m.Free, m.Queued)
 	fmt.Printf("%+v\n%+v\n", m.Classes, m.Groups)
 	waiting.Cancel()
+	goldWaiting.Cancel()
 	acme.Call(bulkhead.Class{}, 2).FinishCall()
 	// Output:
-	// size 3, in use 2, free 1, queued 1
-	// [{Name:interactive InUse:0 Queued:0} {Name:batch InUse:2 Queued:1}]
-	// [{Name:gold InUse:0 Reserved:1}]
+	// size 3, in use 2, free 1, queued 2
+	// [{Name:interactive InUse:0 Queued:1} {Name:batch InUse:2 Queued:1}]
+	// [{Name:gold InUse:0 Queued:1 Reserved:1}]
 }
 
 // The blocking form waits for both levels, bounded by the context.

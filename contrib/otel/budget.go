@@ -36,6 +36,8 @@ import (
 //	                                                                           rejected)
 //	bulkhead.budget.group.nominal_permits     Int64ObservableGauge    {permit} the group's Nominal share (group)
 //	bulkhead.budget.group.permits_in_use      Int64ObservableGauge    {permit} permits held by the group's partners (group)
+//	bulkhead.budget.group.queued_calls        Int64ObservableGauge    {call}   calls of the group's partners waiting in the
+//	                                                                           budget (group)
 //	bulkhead.budget.group.reserved_permits    Int64ObservableGauge    {permit} the unused part of the group's reserve
 //	                                                                           (Nominal - Lendable), kept free for it (group)
 //
@@ -58,10 +60,10 @@ type BudgetInstruments struct {
 	reg     metric.Registration
 	closed  atomic.Bool
 
-	size, available, maxQueued, partners, inUse, queued metric.Int64Observable
-	calls, permits, rejections                          metric.Int64Observable
-	groupNominal, groupInUse, groupReserved             metric.Int64Observable
-	wait                                                metric.Float64Histogram
+	size, available, maxQueued, partners, inUse, queued  metric.Int64Observable
+	calls, permits, rejections                           metric.Int64Observable
+	groupNominal, groupInUse, groupQueued, groupReserved metric.Int64Observable
+	wait                                                 metric.Float64Histogram
 
 	mu    sync.Mutex                // guards sets
 	sets  map[[2]string]*budgetSets // by budget and class, or budget and "group:"+group
@@ -134,6 +136,7 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 	in.rejections = counter("bulkhead.budget.rejected_calls", "{call}", "Calls of the class the budget rejected, by reason: no_wait, queue_full, wait_timeout, evicted, too_heavy.")
 	in.groupNominal = gauge("bulkhead.budget.group.nominal_permits", "{permit}", "Configured nominal share of the group (GroupConfig.Nominal).")
 	in.groupInUse = gauge("bulkhead.budget.group.permits_in_use", "{permit}", "Number of permits of the budget held by the partners of the group.")
+	in.groupQueued = gauge("bulkhead.budget.group.queued_calls", "{call}", "Number of calls of the group's partners waiting in the budget (after their partner's permit).")
 	in.groupReserved = gauge("bulkhead.budget.group.reserved_permits", "{permit}", "Permits kept free for the group: the part of its reserve (Nominal - Lendable) it does not use.")
 	var e error
 	in.wait, e = meter.Float64Histogram("bulkhead.budget.wait.duration", metric.WithUnit("s"),
@@ -146,7 +149,7 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 		in.watches = append(in.watches, callstats.NewBudgetWatch(b, nil, in.record)) // the histogram is the SDK's
 	}
 	in.reg, err = meter.RegisterCallback(in.observe, in.size, in.available, in.maxQueued, in.partners, in.inUse, in.queued,
-		in.calls, in.permits, in.rejections, in.groupNominal, in.groupInUse, in.groupReserved)
+		in.calls, in.permits, in.rejections, in.groupNominal, in.groupInUse, in.groupQueued, in.groupReserved)
 	if err != nil {
 		in.closeWatches()
 		return nil, err
@@ -242,6 +245,7 @@ func (in *BudgetInstruments) observe(_ context.Context, o metric.Observer) error
 			}
 			o.ObserveInt64(in.groupNominal, int64(nominal), a.plain)
 			o.ObserveInt64(in.groupInUse, int64(gm.InUse), a.plain)
+			o.ObserveInt64(in.groupQueued, int64(gm.Queued), a.plain)
 			o.ObserveInt64(in.groupReserved, int64(gm.Reserved), a.plain)
 		}
 	}

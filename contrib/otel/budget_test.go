@@ -82,7 +82,13 @@ func TestBudgetInstrumentsObserveGaugesCountsAndWaitsPerClassAndGroup(t *testing
 	held[1] = waiter
 	walmart.Call(interactive, 2).AcquirePermissionAsync()
 	clock.Advance(time.Second)
+	// A gold call of weight 3 waits (2 permits free); cancelled after
+	// the collection.
+	goldWaiting := gold.Call(interactive, 3).AcquirePermissionAsync()
 	defer func() {
+		if !goldWaiting.Cancel() {
+			t.Errorf("gold call not waiting: %v", goldWaiting.Err())
+		}
 		for _, c := range held {
 			c.FinishCall()
 		}
@@ -97,7 +103,7 @@ func TestBudgetInstrumentsObserveGaugesCountsAndWaitsPerClassAndGroup(t *testing
 		"bulkhead.budget.partners{" + hub + "}":                                             2,
 		"bulkhead.budget.permits_in_use{" + hub + ",class=interactive}":                     2,
 		"bulkhead.budget.permits_in_use{" + hub + ",class=batch}":                           0,
-		"bulkhead.budget.queued_calls{" + hub + ",class=interactive}":                       0,
+		"bulkhead.budget.queued_calls{" + hub + ",class=interactive}":                       1,
 		"bulkhead.budget.queued_calls{" + hub + ",class=batch}":                             0,
 		"bulkhead.budget.calls{" + hub + ",class=interactive,kind=permitted}":               2,
 		"bulkhead.budget.calls{" + hub + ",class=interactive,kind=rejected}":                1,
@@ -114,6 +120,7 @@ func TestBudgetInstrumentsObserveGaugesCountsAndWaitsPerClassAndGroup(t *testing
 		"bulkhead.budget.rejected_calls{" + hub + ",class=batch,reason=too_heavy}":          1,
 		"bulkhead.budget.group.nominal_permits{" + hub + ",group=gold}":                     2,
 		"bulkhead.budget.group.permits_in_use{" + hub + ",group=gold}":                      1,
+		"bulkhead.budget.group.queued_calls{" + hub + ",group=gold}":                        1,
 		"bulkhead.budget.group.reserved_permits{" + hub + ",group=gold}":                    1,
 	}
 	for k, v := range want {
@@ -182,8 +189,8 @@ func TestBudgetInstrumentsHaveTheUnitsOfTheirKind(t *testing.T) {
 			}
 		}
 	}
-	if seen != 13 {
-		t.Errorf("%d instruments, want 13", seen)
+	if seen != 14 {
+		t.Errorf("%d instruments, want 14", seen)
 	}
 }
 

@@ -33,6 +33,8 @@ import (
 //	                                                       or rejected
 //	bulkhead_budget_group_nominal_permits{group}  gauge    the group's Nominal share
 //	bulkhead_budget_group_permits_in_use{group}   gauge    permits held by the group's partners
+//	bulkhead_budget_group_queued_calls{group}     gauge    calls of the group's partners waiting
+//	                                                       in the budget
 //	bulkhead_budget_group_reserved_permits{group} gauge    the part of the group's reserve
 //	                                                       (Nominal - Lendable) it does not use:
 //	                                                       kept free for it
@@ -68,10 +70,10 @@ type BudgetCollector struct {
 }
 
 type budgetDescs struct {
-	size, available, maxQueued, partners, inUse, queued *prometheus.Desc
-	calls, permits, rejections, wait                    *prometheus.Desc
-	groupNominal, groupInUse, groupReserved             *prometheus.Desc
-	waitBounds                                          []float64
+	size, available, maxQueued, partners, inUse, queued  *prometheus.Desc
+	calls, permits, rejections, wait                     *prometheus.Desc
+	groupNominal, groupInUse, groupQueued, groupReserved *prometheus.Desc
+	waitBounds                                           []float64
 }
 
 // NewBudgetCollector returns a BudgetCollector over budgets and starts
@@ -133,6 +135,8 @@ func newBudgetDescs(o options) budgetDescs {
 			"Configured nominal share of the group (GroupConfig.Nominal).", group, nil),
 		groupInUse: prometheus.NewDesc("bulkhead_budget_group_permits_in_use",
 			"Number of permits of the budget held by the partners of the group.", group, nil),
+		groupQueued: prometheus.NewDesc("bulkhead_budget_group_queued_calls",
+			"Number of calls of the group's partners waiting in the budget (after their partner's permit).", group, nil),
 		groupReserved: prometheus.NewDesc("bulkhead_budget_group_reserved_permits",
 			"Permits kept free for the group: the part of its reserve (Nominal - Lendable) it does not use.", group, nil),
 	}
@@ -146,7 +150,7 @@ func newBudgetDescs(o options) budgetDescs {
 func (c *BudgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	d := &c.d
 	for _, desc := range []*prometheus.Desc{d.size, d.available, d.maxQueued, d.partners, d.inUse, d.queued,
-		d.calls, d.permits, d.rejections, d.wait, d.groupNominal, d.groupInUse, d.groupReserved} {
+		d.calls, d.permits, d.rejections, d.wait, d.groupNominal, d.groupInUse, d.groupQueued, d.groupReserved} {
 		ch <- desc
 	}
 }
@@ -183,6 +187,7 @@ func (c *BudgetCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(d.groupNominal, nominal, name, gm.Name)
 			gauge(d.groupInUse, gm.InUse, name, gm.Name)
+			gauge(d.groupQueued, gm.Queued, name, gm.Name)
 			gauge(d.groupReserved, gm.Reserved, name, gm.Name)
 		}
 	}

@@ -42,6 +42,9 @@ func ExampleNewBudgetCollector() {
 	document := partner.Call(batch, 8) // a 10 MB EDI batch: 8 permits
 	document.AcquirePermissionAsync()
 	defer document.FinishCall()
+	archive := partner.Call(batch, 95) // 92 permits free: it waits
+	waiting := archive.AcquirePermissionAsync()
+	defer waiting.Cancel()
 
 	families, _ := reg.Gather()
 	for _, mf := range families {
@@ -62,10 +65,12 @@ func ExampleNewBudgetCollector() {
 	// bulkhead_budget_granted_permits_total budget=hub class=batch 8
 	// bulkhead_budget_group_nominal_permits budget=hub group=gold 30
 	// bulkhead_budget_group_permits_in_use budget=hub group=gold 8
+	// bulkhead_budget_group_queued_calls budget=hub group=gold 1
 	// bulkhead_budget_group_reserved_permits budget=hub group=gold 2
 	// bulkhead_budget_max_allowed_permits budget=hub 100
 	// bulkhead_budget_partners budget=hub 1
 	// bulkhead_budget_permits_in_use budget=hub class=batch 8
+	// bulkhead_budget_queued_calls budget=hub class=batch 1
 }
 
 // Serving a hub budget's metrics beside those of its partners' registry.

@@ -93,6 +93,16 @@ func TestBudgetCollectorReportsGaugesCountsAndWaitsPerClassAndGroup(t *testing.T
 	defer c.Close()
 	finish := runBudgetLoad(t, b, clock)
 	defer finish()
+	// A gold call of weight 3 waits (2 permits free); cancelled after the
+	// scrape.
+	gold, _ := b.Flow("acme", bulkhead.PartnerOptions{Group: "gold"})
+	interactive, _ := b.Class("interactive")
+	goldWaiting := gold.Call(interactive, 3).AcquirePermissionAsync()
+	defer func() {
+		if !goldWaiting.Cancel() {
+			t.Errorf("gold call not waiting: %v", goldWaiting.Err())
+		}
+	}()
 
 	want := `
 # HELP bulkhead_budget_available_permits Number of free permits of the budget.
@@ -108,7 +118,7 @@ bulkhead_budget_permits_in_use{budget="hub",class="interactive"} 2
 # HELP bulkhead_budget_queued_calls Number of calls of the class waiting in the budget.
 # TYPE bulkhead_budget_queued_calls gauge
 bulkhead_budget_queued_calls{budget="hub",class="batch"} 0
-bulkhead_budget_queued_calls{budget="hub",class="interactive"} 0
+bulkhead_budget_queued_calls{budget="hub",class="interactive"} 1
 # HELP bulkhead_budget_max_queued_calls Configured bound of the calls waiting in the budget, all classes together; bulkhead.Unbounded (MaxInt) means no bound.
 # TYPE bulkhead_budget_max_queued_calls gauge
 bulkhead_budget_max_queued_calls{budget="hub"} 10
@@ -121,6 +131,9 @@ bulkhead_budget_group_nominal_permits{budget="hub",group="gold"} 2
 # HELP bulkhead_budget_group_permits_in_use Number of permits of the budget held by the partners of the group.
 # TYPE bulkhead_budget_group_permits_in_use gauge
 bulkhead_budget_group_permits_in_use{budget="hub",group="gold"} 1
+# HELP bulkhead_budget_group_queued_calls Number of calls of the group's partners waiting in the budget (after their partner's permit).
+# TYPE bulkhead_budget_group_queued_calls gauge
+bulkhead_budget_group_queued_calls{budget="hub",group="gold"} 1
 # HELP bulkhead_budget_group_reserved_permits Permits kept free for the group: the part of its reserve (Nominal - Lendable) it does not use.
 # TYPE bulkhead_budget_group_reserved_permits gauge
 bulkhead_budget_group_reserved_permits{budget="hub",group="gold"} 1
@@ -132,7 +145,7 @@ bulkhead_budget_granted_permits_total{budget="hub",class="interactive"} 2
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"bulkhead_budget_available_permits", "bulkhead_budget_max_allowed_permits", "bulkhead_budget_permits_in_use",
 		"bulkhead_budget_queued_calls", "bulkhead_budget_max_queued_calls", "bulkhead_budget_partners", "bulkhead_budget_group_nominal_permits",
-		"bulkhead_budget_group_permits_in_use", "bulkhead_budget_group_reserved_permits", "bulkhead_budget_granted_permits_total"); err != nil {
+		"bulkhead_budget_group_permits_in_use", "bulkhead_budget_group_queued_calls", "bulkhead_budget_group_reserved_permits", "bulkhead_budget_granted_permits_total"); err != nil {
 		t.Error(err)
 	}
 

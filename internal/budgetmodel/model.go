@@ -99,6 +99,18 @@ func (m *Model) InUse() int { return m.held(func(*Call) bool { return true }) }
 // Queued is the calls waiting.
 func (m *Model) Queued() int { return len(m.waiting()) }
 
+// GroupQueued is the calls of the flows of group g waiting
+// (GroupMetrics.Queued).
+func (m *Model) GroupQueued(g string) int {
+	n := 0
+	for _, c := range m.waiting() {
+		if m.flows[c.Flow] == g {
+			n++
+		}
+	}
+	return n
+}
+
 // Key describes the whole state, for porcupine's Equal and Hash: two models
 // with the same key behave alike.
 func (m *Model) Key() string {
