@@ -140,7 +140,7 @@ func TestRunPrintsTableAndWritesChart(t *testing.T) {
 	chart := filepath.Join(t.TempDir(), "hub.png")
 	var out, progress bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		err := runOn(newPipes(), []string{"-partners", "20", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart, "-metrics", ""}, &out, &progress)
+		err := runOn(newPipes(), []string{"-partners", "20", "-rate", "400", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart, "-metrics", ""}, &out, &progress)
 		if err != nil {
 			t.Fatal(err)
 		}
