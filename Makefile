@@ -19,8 +19,8 @@ all: lint test
 ## test: the race-enabled tests of every module, vet included (go test
 ## -vet=all), TEST_JOBS modules at a time, longest first (.ci/test-modules;
 ## each module's log is in .bin/test-logs and printed when all are done).
-## Under 2 minutes on 2 cores: long sweeps belong in stress, bench and the
-## *-sim/-matrix targets, not here.
+## Keep it under 2 minutes on 2 cores: long sweeps belong in stress, bench
+## and the *-sim/-matrix targets, not here.
 TEST_LOGS  := $(BIN)/test-logs
 TEST_JOBS  ?= 2
 # The modules that take longest, in that order; the others follow.
