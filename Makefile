@@ -16,20 +16,26 @@ FUZZ_TIME       ?= 30s
 
 all: lint test
 
-## test: go vet and the race-enabled tests of every module, the modules in
-## parallel (each module's log is in .bin/test-logs and printed when done)
-TEST_LOGS := $(BIN)/test-logs
-test: vet redis-server prometheus
-	@mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*; \
-	for m in $(MODULES); do \
-		log=$(TEST_LOGS)/$$(echo $$m | sed 's|^\./||; s|^\.$$|core|; s|/|_|g').log; \
-		( cd $$m && $(GO) test -race -count=1 ./... > $$log 2>&1; echo $$? > $$log.rc ) & \
-	done; wait; \
-	fail=0; for rc in $(TEST_LOGS)/*.rc; do \
-		log=$${rc%.rc}; echo "== go test -race $$(basename $$log .log)"; cat $$log; \
-		if [ "$$(cat $$rc)" != 0 ]; then fail=1; echo "FAILED: $$(basename $$log .log)"; fi; \
-	done; exit $$fail
+## test: the race-enabled tests of every module, vet included (go test
+## -vet=all), TEST_JOBS modules at a time, longest first (.ci/test-modules;
+## each module's log is in .bin/test-logs and printed when all are done).
+## Keep it under 2 minutes on 2 cores: long sweeps belong in stress, bench
+## and the *-sim/-matrix targets, not here.
+TEST_LOGS  := $(BIN)/test-logs
+TEST_JOBS  ?= 2
+# The modules that take longest, in that order; the others follow.
+# internal/installcheck first: with a cold build cache its consumers compile
+# every third-party package (230 s at load 12 on 2 cores; 15 s warm).
+TEST_FIRST := internal/installcheck . bench contrib/redis internal/fleetmetrics examples/edihub contrib/prometheus
+TEST_MODULES = $(TEST_FIRST) $(filter-out $(TEST_FIRST),$(MODULES:./%=%))
+# Packages tested without -race: no concurrency of their own (the adaptive
+# simulation runs on a virtual clock; installcheck runs the go command), and
+# several times slower under it.
+NORACE     := internal/installcheck bench/adaptivesim
+test: redis-server prometheus
+	@GO="$(GO)" TEST_JOBS="$(TEST_JOBS)" NORACE="$(NORACE)" ./.ci/test-modules $(TEST_LOGS) $(TEST_MODULES)
 
+## vet: go vet over every module on its own (make test vets inside go test)
 vet:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 
@@ -97,11 +103,14 @@ demo:
 	cd examples/edihub && $(GO) run .
 
 LIN_HISTORIES   ?= 5000
+POOL_STRESS_TASKS ?= 4800
 
-## stress: long stress run of the semaphore (STRESS_TIME, FIFO and LIFO)
-## and many linearizability histories
+## stress: long stress run of the semaphore (STRESS_TIME, FIFO and LIFO),
+## the pool's stress test with POOL_STRESS_TASKS tasks per submitter (400 in
+## make test) and many linearizability histories
 stress:
 	$(GO) test -race -count=1 -timeout 0 -run '^TestStressSemaphore$$' -v . -stress.duration=$(STRESS_TIME)
+	$(GO) test -race -count=1 -timeout 0 -run '^TestPoolStress$$' -v ./pool -pool.stresstasks=$(POOL_STRESS_TASKS)
 	cd internal/linearizability && LINEARIZABILITY_HISTORIES=$(LIN_HISTORIES) $(GO) test -race -count=1 -timeout 0 -run '^TestConcurrentHistoriesAreLinearizable$$' -v ./...
 
 ## fuzz: each fuzz target for FUZZ_TIME

@@ -6,7 +6,8 @@ import (
 )
 
 // checkSeeds is how many seeds TestDefaultHoldsOnHealthyPartners runs
-// (make test runs it with -race; the full matrix has FullSeeds).
+// (make test runs it, without -race: bench/adaptivesim is in the
+// Makefile's NORACE list; the full matrix has FullSeeds).
 const checkSeeds = 3
 
 // TestDefaultHoldsOnHealthyPartners is the regression test of issue 23, in

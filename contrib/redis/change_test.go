@@ -38,7 +38,20 @@ func TestChangeConfigReachesEveryReplicaUnderLoad(t *testing.T) {
 		_, sc := startChild(t, "hammer", p)
 		children = append(children, func() childResult { return readResult(t, sc) })
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Lower the limit once the children have held more than their
+	// configured 2 together (the stored 4 reached them) at 20 reads of the
+	// independent counter, 10ms apart at least: a fixed wait of 1.5s lowered
+	// it before the children had started on a loaded machine, and waited
+	// longer than needed on an idle one. Twenty reads, not one, so that the
+	// children's own records of those holds (taken after their INCR
+	// returned) fall before the change even when a child is slow to run.
+	seen := 0
+	eventually(t, p.Duration+outcomeTimeout, "the children holding more than 2 together under the stored limit of 4", func() bool {
+		if n, err := c.Get(ctx, p.Counter).Int(); err == nil && n > 2 {
+			seen++
+		}
+		return seen >= 20
+	})
 	lowered := b.Config()
 	lowered.MaxConcurrentCalls = 2
 	if err := b.ChangeConfig(ctx, lowered); err != nil {

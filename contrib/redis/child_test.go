@@ -54,6 +54,11 @@ type childParams struct {
 	// KillAt (Unix ns): hammer: when the parent kills a server; the child
 	// reports when callers saw the fleet again after it.
 	KillAt int64
+	// MinGrants, if set: the hammer goes on after Duration until it has
+	// made MinGrants grants, one wait timeout and one cancel, for at most
+	// Duration + outcomeTimeout, so that a test asserting every outcome
+	// does not fail because a loaded machine ran the child too little.
+	MinGrants int64
 }
 
 // childResult is what a child reports.
@@ -197,11 +202,20 @@ func hammerChild(p childParams) (childResult, error) {
 	var grants, cancels, timeouts, rejections, violations, maxHolders atomic.Int64
 	ctx := context.Background()
 	stop := time.Now().Add(p.Duration)
+	hardStop := stop.Add(outcomeTimeout)
+	running := func() bool {
+		now := time.Now()
+		if now.Before(stop) {
+			return true
+		}
+		exercised := grants.Load() >= p.MinGrants && (p.MinGrants == 0 || timeouts.Load() > 0 && cancels.Load() > 0)
+		return !exercised && now.Before(hardStop)
+	}
 	var wg sync.WaitGroup
 	for w := range p.Workers {
 		rng := rand.New(rand.NewPCG(p.Seed, uint64(w)))
 		wg.Go(func() {
-			for time.Now().Before(stop) {
+			for running() {
 				// Both styles in one process: a Permit of Acquire given back
 				// by its own Finish, the others by FinishCall and
 				// ReleasePermission (which must never take a Permit).

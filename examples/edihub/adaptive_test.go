@@ -49,7 +49,7 @@ func TestRunWithAdaptiveFlag(t *testing.T) {
 	chart := filepath.Join(t.TempDir(), "hub.png")
 	var out, progress bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		err := runOn(newPipes(), []string{"-partners", "20", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-pool=false", "-adaptive", "-chart", chart, "-metrics", "", "-month-end=false"}, &out, &progress)
+		err := runOn(newPipes(), []string{"-partners", "20", "-rate", "400", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-pool=false", "-adaptive", "-chart", chart, "-metrics", "", "-month-end=false"}, &out, &progress)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,16 +24,28 @@ func shortOptions() options {
 	return o
 }
 
-// shortRuns memoizes simulateInBubble(t, m, shortOptions()): the tests that
-// only read a run's results share one run per mode.
-var shortRuns sync.Map // mode name -> *result
+// shortRuns memoizes simulateInBubble(t, m, shortOptions()), its progress
+// bar written to a buffer: the tests that only read a run's results, or its
+// progress bar, share one run per mode.
+var shortRuns sync.Map // mode name -> *shortResult
 
-func shortRun(t *testing.T, m mode) *result {
+type shortResult struct {
+	r        *result
+	progress string // what the run's progress bar printed
+}
+
+func shortRun(t *testing.T, m mode) *result { return memoShortRun(t, m).r }
+
+func memoShortRun(t *testing.T, m mode) *shortResult {
 	t.Helper()
 	if r, ok := shortRuns.Load(m.name); ok {
-		return r.(*result)
+		return r.(*shortResult)
 	}
-	r := simulateInBubble(t, m, shortOptions())
+	o := shortOptions()
+	var progress bytes.Buffer
+	o.progress = &progress
+	r := &shortResult{r: simulateInBubble(t, m, o)}
+	r.progress = progress.String()
 	shortRuns.Store(m.name, r)
 	return r
 }
@@ -116,11 +128,7 @@ func TestWaitingDocumentsCostNoGoroutine(t *testing.T) {
 }
 
 func TestProgressBarShowsTheSlowdown(t *testing.T) {
-	o := shortOptions()
-	var buf bytes.Buffer
-	o.progress = &buf
-	simulateInBubble(t, transportMode, o)
-	out := buf.String()
+	out := memoShortRun(t, transportMode).progress
 	for _, want := range []string{"walmart healthy", "walmart SLOW x10", "[##############################]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress output lacks %q:\n%s", want, out)
@@ -132,7 +140,7 @@ func TestRunPrintsTableAndWritesChart(t *testing.T) {
 	chart := filepath.Join(t.TempDir(), "hub.png")
 	var out, progress bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		err := runOn(newPipes(), []string{"-partners", "20", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart, "-metrics", ""}, &out, &progress)
+		err := runOn(newPipes(), []string{"-partners", "20", "-rate", "400", "-duration", "1s", "-slow-after", "300ms", "-quiet", "-chart", chart, "-metrics", ""}, &out, &progress)
 		if err != nil {
 			t.Fatal(err)
 		}

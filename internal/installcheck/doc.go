@@ -12,8 +12,9 @@
 //     public proxy zips a tag;
 //  2. [Consume] creates a throwaway module outside the tree and, with
 //     GOWORK=off and that proxy first in GOPROXY, runs `go get` for each
-//     published module and builds a program that imports every package a
-//     user can import.
+//     published module and vets a program that imports every package a
+//     user can import, and those packages (type-checking them, their tests
+//     and Examples: what does not compile fails as it would in go build).
 //
 // A module is published unless its go.mod says "// Not published" in a
 // comment before its module line (test and benchmark modules do). The tests

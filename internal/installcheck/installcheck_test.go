@@ -17,7 +17,7 @@ import (
 // treeRoot is the repository's root, seen from this package's directory.
 const treeRoot = "../.."
 
-// installTimeout bounds one consumer run: go get and a build of every
+// installTimeout bounds one consumer run: go get and a vet of every
 // published package, on a machine whose build cache may be cold.
 const installTimeout = 5 * time.Minute
 
@@ -92,7 +92,7 @@ func TestReadmeInstallSectionNamesEveryPublishedModule(t *testing.T) {
 // (a user who wants contrib/redis asks for it alone) in a consumer of its own.
 func TestEveryPublishedModuleInstallsFromAProxy(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds every published package in consumer modules")
+		t.Skip("vets every published package in consumer modules")
 	}
 	mods := treeModules(t)
 	proxy, work := t.TempDir(), t.TempDir()
@@ -234,6 +234,24 @@ func TestANestedModuleRequiringTheReleasedCoreInstalls(t *testing.T) {
 	}
 	if err := consumeFake(t, root); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The consumer vets instead of building: a published package that does not
+// compile (here a nested module using a core identifier that does not exist)
+// must still fail the check, naming the package and the error.
+func TestAPublishedPackageThatDoesNotCompileFailsToInstall(t *testing.T) {
+	root := fakeTree(t, installcheck.ReleaseVersion)
+	broken := "package broken\n\nimport \"example.com/fakecore\"\n\n// Limit is a core constant that was never published.\nconst Limit = fakecore.Missing\n"
+	if err := os.MkdirAll(filepath.Join(root, "sub", "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sub", "broken", "broken.go"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := consumeFake(t, root)
+	if err == nil || !strings.Contains(err.Error(), "example.com/fakecore/sub/broken") || !strings.Contains(err.Error(), "undefined: fakecore.Missing") {
+		t.Fatalf("installing a tree whose sub/broken does not compile = %v, want the check to fail naming the package and undefined: fakecore.Missing", err)
 	}
 }
 

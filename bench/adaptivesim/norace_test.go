@@ -1,3 +1,0 @@
-//go:build !race
-
-package adaptivesim
