@@ -81,13 +81,6 @@ func (r *Registry) leaveBudgetLocked(name string, s *Semaphore) {
 // the catalog: look the key up again.
 var errPartnerGone = errors.New("bulkhead: the bulkhead left the registry")
 
-// budgetCallHook, if not nil, is called by budgetCall once it found the
-// partner of s: between a budgeted keyed call's lookup and its act on s,
-// the point where a sweep that evicts s must be undone by the fence
-// (Catalog.Kept after the act). Tests only (registry_fence_internal_test.go);
-// nil, as in production, it costs a load and a branch not taken.
-var budgetCallHook func(s *Semaphore)
-
 // budgetCall returns the BudgetCall of a keyed call on s: its partner, the
 // class opts names (the partner's class if none, or one the budget does
 // not have) and its weight. Weight 1 allocates nothing; a heavier call
@@ -97,8 +90,8 @@ func (r *Registry) budgetCall(s *Semaphore, opts CallOptions, where string) (*Bu
 	if !ok {
 		return nil, errPartnerGone
 	}
-	if budgetCallHook != nil {
-		budgetCallHook(s)
+	if keyedFoundHook != nil {
+		keyedFoundHook(s)
 	}
 	p := v.(*BudgetPartner)
 	c := p.class

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/rxbulkhead/bulkhead/internal/catalog"
 )
 
 // The keyed registry's fence on the permit word, pinned interleaving by
@@ -15,10 +13,9 @@ import (
 // word"). A keyed call granted at once takes its permit by a CAS on the
 // bulkhead's word, with no lock, and then loads its entry's dead mark
 // (Catalog.Kept); the sweep CASes that mark and then loads the word
-// (busy). These tests stop a call between its lookup and its take (a test
-// hook: catalog.FoundHook for a plain registry, budgetCallHook for a
-// budgeted one, whose call finds the bulkhead's partner after the lookup)
-// and run the sweep's decision there or around the take. They fail if the
+// (busy). These tests stop a call between its lookup and its take (the
+// test hook keyedFoundHook; a budgeted call reaches it once it found the
+// bulkhead's partner, after the lookup) and run the sweep's decision there or around the take. They fail if the
 // call's side of the fence is removed (no Kept check after the take: the
 // first test) or reordered (the check before the take: the second), or if
 // the sweep asks keep before it marks the entry dead (the second).
@@ -72,33 +69,19 @@ func fenceRegistry(t *testing.T, budgeted bool, idle time.Duration) (*Registry, 
 	return r, b
 }
 
-// betweenLookupAndTake sets the hook that runs f once, on the calling
+// betweenLookupAndTake sets keyedFoundHook to run f once, on the calling
 // goroutine, when a keyed call for "k" has found its bulkhead (and, in a
 // budgeted registry, its partner) and has not acted on it yet. The hook
 // is reset when the test ends.
-func betweenLookupAndTake(t *testing.T, budgeted bool, f func()) {
+func betweenLookupAndTake(t *testing.T, f func()) {
 	done := false
-	once := func() {
-		if !done {
+	keyedFoundHook = func(s *Semaphore) {
+		if s.Name() == "k" && !done {
 			done = true
 			f()
 		}
 	}
-	if budgeted {
-		budgetCallHook = func(s *Semaphore) {
-			if s.Name() == "k" {
-				once()
-			}
-		}
-		t.Cleanup(func() { budgetCallHook = nil })
-		return
-	}
-	catalog.FoundHook = func(name string) {
-		if name == "k" {
-			once()
-		}
-	}
-	t.Cleanup(func() { catalog.FoundHook = nil })
+	t.Cleanup(func() { keyedFoundHook = nil })
 }
 
 func fenceVariants(t *testing.T, test func(t *testing.T, budgeted bool, c fenceCall)) {
@@ -125,7 +108,7 @@ func TestKeyedCallThatFoundTheBulkheadBeforeItsEvictionAndTookAfterGoesToTheNewO
 		synctest.Test(t, func(t *testing.T) {
 			r, b := fenceRegistry(t, budgeted, time.Second)
 			old := r.cat.Lookup("k")
-			betweenLookupAndTake(t, budgeted, func() {
+			betweenLookupAndTake(t, func() {
 				time.Sleep(3 * time.Second) // idle for more than the timeout: the sweep evicts k
 				if r.cat.Lookup("k") != nil {
 					t.Fatal("k's bulkhead was not evicted while the call stood between its lookup and its take")
@@ -185,7 +168,7 @@ func TestSweepThatMarkedTheBulkheadDeadBeforeAKeyedTakeSeesItAndKeepsTheBulkhead
 		e := r.cat.Lookup("k")
 		s := e.Item()
 		found, proceed := make(chan struct{}), make(chan struct{})
-		betweenLookupAndTake(t, budgeted, func() {
+		betweenLookupAndTake(t, func() {
 			close(found)
 			<-proceed
 		})

@@ -27,14 +27,6 @@ import "errors"
 //     under a caller needs the caller to stall for that long between its
 //     lookup and its act.
 
-// FoundHook, if not nil, is called by LookupOrCatchAll when it found the
-// live entry of name, just before it returns it: between a fenced
-// caller's lookup and its act. It is for tests only (they set it before
-// the calls they watch start and reset it after they end), to run a Sweep
-// right there; nil, as in production, it costs a load and a branch not
-// taken.
-var FoundHook func(name string)
-
 // Lookup returns the live entry named name, or nil, without counting a
 // user: one lookup, with no lock and no write to shared memory.
 func (c *Catalog[C, B]) Lookup(name string) *Entry[B] {
@@ -50,9 +42,6 @@ func (c *Catalog[C, B]) Lookup(name string) *Entry[B] {
 // (Stamp, act, Kept).
 func (c *Catalog[C, B]) LookupOrCatchAll(name, configName string) (*Entry[B], error) {
 	if e := c.items.load(name); e != nil && !e.Dead() {
-		if FoundHook != nil {
-			FoundHook(name)
-		}
 		return e, nil
 	}
 	ca := c.catchAll
