@@ -90,6 +90,9 @@ func (r *Registry) budgetCall(s *Semaphore, opts CallOptions, where string) (*Bu
 	if !ok {
 		return nil, errPartnerGone
 	}
+	if keyedFoundHook != nil {
+		keyedFoundHook(s)
+	}
 	p := v.(*BudgetPartner)
 	c := p.class
 	if opts.Class != "" {

@@ -29,6 +29,9 @@ func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallO
 		if err != nil {
 			return Lease{}, err
 		}
+		if keyedFoundHook != nil {
+			keyedFoundHook(e.Item())
+		}
 		e.Stamp()
 		err = e.Item().AcquirePermission(ctx)
 		if e.Dead() && !r.cat.Kept(e) { // evicted before the call reached it: undo, go again
@@ -62,6 +65,9 @@ func (r *Registry) TryAcquirePermission(key string, opts CallOptions) (Lease, er
 		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
 		if err != nil {
 			return Lease{}, err
+		}
+		if keyedFoundHook != nil {
+			keyedFoundHook(e.Item())
 		}
 		e.Stamp()
 		ok := e.Item().TryAcquirePermission()
