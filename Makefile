@@ -102,6 +102,7 @@ LIN_HISTORIES   ?= 5000
 ## and many linearizability histories
 stress:
 	$(GO) test -race -count=1 -timeout 0 -run '^TestStressSemaphore$$' -v . -stress.duration=$(STRESS_TIME)
+	$(GO) test -race -count=1 -timeout 0 -run '^TestStressWeightedSemaphore$$' -v . -stress.duration=$(STRESS_TIME)
 	cd internal/linearizability && LINEARIZABILITY_HISTORIES=$(LIN_HISTORIES) $(GO) test -race -count=1 -timeout 0 -run '^TestConcurrentHistoriesAreLinearizable$$' -v ./...
 
 ## fuzz: each fuzz target for FUZZ_TIME

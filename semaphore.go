@@ -255,10 +255,14 @@ func (s *Semaphore) acquireAsyncSlow() *Acquisition {
 	}
 	a := &Acquisition{owner: s}
 	s.enqueueLocked(a)
+	var g decidedList
 	if s.wait.weighted != 0 {
-		s.passIfFreeLocked(&d) // a permit may be free behind a heavy waiter
+		s.passIfFreeLocked(&g) // a permit may be free behind a heavy waiter (weights.go)
 	}
 	s.unlock()
+	if g.head != nil || g.wake != nil {
+		s.deliverAside(&g)
+	}
 	if d.head != nil || d.wake != nil {
 		s.deliverEvictions(&d, a)
 	}
@@ -505,8 +509,8 @@ func (s *Semaphore) cancel(a *Acquisition) bool {
 	}
 	s.wait.unlink(a) // pending, so linked
 	// A withdrawn heavy waiter may have held lighter ones back (weights.go):
-	// they go now, and their grants are delivered before the withdrawal's
-	// event and callbacks, so that a panicking callback cannot strand them.
+	// they go now, their callbacks on a fresh goroutine (deliverAside), so
+	// that Cancel runs no callback but the withdrawn call's.
 	var d decidedList
 	s.passIfFreeLocked(&d)
 	s.wait.stopTimerIfIdle()
@@ -516,7 +520,7 @@ func (s *Semaphore) cancel(a *Acquisition) bool {
 	}
 	s.unlock()
 	if d.head != nil || d.wake != nil {
-		s.deliver(&d)
+		s.deliverAside(&d)
 	}
 	if s.events.active() {
 		s.announceCancelled(a, blocking)

@@ -3,6 +3,7 @@ package bulkhead
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/rxbulkhead/bulkhead/internal/semhook"
 )
@@ -245,8 +246,12 @@ func (s *Semaphore) acquireAsyncSlowN(k int) *Acquisition {
 		return grantedAcquisition
 	}
 	a := &Acquisition{owner: &weightedOwner{s: s, k: int32(k)}}
-	s.enqueueWeightedLocked(a, &d)
+	var g decidedList
+	s.enqueueWeightedLocked(a, &g)
 	s.unlock()
+	if g.head != nil || g.wake != nil {
+		s.deliverAside(&g)
+	}
 	if d.head != nil || d.wake != nil {
 		s.deliverEvictions(&d, a)
 	}
@@ -483,4 +488,26 @@ func (s *Semaphore) rejectTooHeavyLocked(d *decidedList) {
 		}
 		a = next
 	}
+}
+
+// deliverAside delivers the grants of a pass that a call made without
+// giving a permit back (a Cancel, a newcomer queued behind a heavy waiter):
+// the blocking waiters are woken here, the events and callbacks of the
+// others run on a fresh goroutine, so that the call runs no callback of
+// another call (a Cancel runs only the withdrawn call's). It returns once
+// that goroutine has started, so that a call made after it does not run
+// ahead of those callbacks.
+func (s *Semaphore) deliverAside(d *decidedList) {
+	wakeBlocking(d)
+	if d.head == nil {
+		return
+	}
+	rest := *d
+	var started sync.WaitGroup
+	started.Add(1)
+	go func() {
+		started.Done()
+		s.deliver(&rest)
+	}()
+	started.Wait()
 }
