@@ -372,7 +372,7 @@ type stressWorker struct {
 	pending   []*bulkhead.Acquisition // async acquisitions not collected yet
 	// weights holds the weight of every acquisition of pending and
 	// callbacks heavier than 1.
-	weights map[*bulkhead.Acquisition]int
+	weights   map[*bulkhead.Acquisition]int
 	callbacks []*bulkhead.Acquisition // acquisitions whose OnDone releases
 	// registeredOn counts the callbacks registered on each of callbacks.
 	registeredOn map[*bulkhead.Acquisition]int
