@@ -255,10 +255,11 @@ func (s *Semaphore) acquireAsyncSlow() *Acquisition {
 	}
 	a := &Acquisition{owner: s}
 	s.enqueueLocked(a)
+	// A permit may be free behind a heavy waiter, or one that a LIFO
+	// eviction just removed (weights.go): without weights, none is ever
+	// free while a call waits, and this is one load of the word.
 	var g decidedList
-	if s.wait.weighted != 0 {
-		s.passIfFreeLocked(&g) // a permit may be free behind a heavy waiter (weights.go)
-	}
+	s.passIfFreeLocked(&g)
 	s.unlock()
 	if g.head != nil || g.wake != nil {
 		s.deliverAside(&g)

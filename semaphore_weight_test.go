@@ -381,3 +381,19 @@ func TestSemaphoreCallFastPathsDoNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per run", n)
 	}
 }
+
+// A LIFO newcomer that evicts a heavy waiter which held a free permit back
+// takes that permit at once (the fuzz model found it left waiting).
+func TestLIFONewcomerEvictingAHeavyWaiterTakesTheFreePermit(t *testing.T) {
+	cfg := weightedConfig(2, bulkhead.LIFO)
+	cfg.MaxQueuedCalls = 1
+	s := newSemaphore(t, "edi", cfg)
+	holdOnes(t, s, 1)
+	heavy := s.Call(2).AcquirePermissionAsync()
+	light := s.AcquirePermissionAsync()
+	if !errors.Is(heavy.Err(), bulkhead.ErrBulkheadFull) || !light.Granted() {
+		t.Fatalf("heavy %v, light %v: want the heavy one evicted and the light one granted", heavy.Err(), light.Err())
+	}
+	s.FinishCall()
+	s.FinishCall()
+}

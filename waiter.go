@@ -125,9 +125,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	}
 	a := getWaiter(s)
 	s.enqueueLocked(a)
-	if s.wait.weighted != 0 {
-		s.passIfFreeLocked(&d) // a permit may be free behind a heavy waiter
-	}
+	s.passIfFreeLocked(&d) // a permit may be free behind a heavy waiter, or an evicted one (weights.go)
 	s.unlock()
 	if d.head != nil || d.wake != nil {
 		evicted := d
