@@ -275,6 +275,10 @@ func (m *refModel) pass() {
 			skipped++
 			n++
 		case blocked && m.bypassed+a.k > m.cfg.MaxConcurrentCalls:
+			if a.k > 1 && !a.passed { // passed over too (with k = 1 nobody behind can go)
+				a.passed = true
+				m.passedOver++
+			}
 			skipped++
 			n++
 		default:

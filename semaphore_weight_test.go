@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -396,4 +397,85 @@ func TestLIFONewcomerEvictingAHeavyWaiterTakesTheFreePermit(t *testing.T) {
 	}
 	s.FinishCall()
 	s.FinishCall()
+}
+
+// Random weighted traffic on one goroutine, with the limit fixed: the two
+// halves of docs/design.md's claim, checked after every operation. (i)
+// While a waiter waits, the calls granted past it (behind it in grant
+// order: younger in FIFO, older in LIFO) take at most MaxConcurrentCalls
+// permits in all. (ii) A call waits while permits are free only behind
+// one that needs more than are free.
+func TestSemaphoreBypassIsBoundedAndNeverStalls(t *testing.T) {
+	type call struct {
+		seq, k  int
+		a       *bulkhead.Acquisition
+		charged int // permits granted past it while it waited
+	}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 27))
+		limit := 2 + rng.IntN(4)
+		order := bulkhead.QueueOrder(rng.IntN(2))
+		s := newSemaphore(t, "edi", weightedConfig(limit, order), bulkhead.WithClock(newClock()))
+		var pending, held []*call
+		seq := 0
+		for op := range 300 {
+			switch r := rng.IntN(10); {
+			case r < 5:
+				k := 1 + rng.IntN(limit)
+				if rng.IntN(3) > 0 {
+					k = 1 // mostly light calls, so that heavy ones get passed
+				}
+				c := &call{seq: seq, k: k, a: s.Call(k).AcquirePermissionAsync()}
+				seq++
+				pending = append(pending, c)
+			case r < 8 && len(held) > 0:
+				i := rng.IntN(len(held))
+				s.Call(held[i].k).FinishCall()
+				held = slices.Delete(held, i, i+1)
+			case len(pending) > 0:
+				pending[rng.IntN(len(pending))].a.Cancel()
+			}
+			// Collect this operation's grants, then charge the waiters
+			// they passed.
+			var granted []*call
+			kept := pending[:0]
+			for _, c := range pending {
+				switch c.a.Err() {
+				case bulkhead.ErrPending:
+					kept = append(kept, c)
+				case nil:
+					granted = append(granted, c)
+					held = append(held, c)
+				}
+			}
+			pending = kept
+			for _, g := range granted {
+				for _, w := range pending {
+					if (order == bulkhead.FIFO) == (w.seq < g.seq) {
+						w.charged += g.k
+						if w.charged > limit {
+							t.Fatalf("seed %d, %s, limit %d, op %d: calls granted past a waiter of weight %d took %d permits, more than the limit", seed, order, limit, op, w.k, w.charged)
+						}
+					}
+				}
+			}
+			m := s.Metrics()
+			heaviest := 0
+			for _, c := range pending {
+				heaviest = max(heaviest, c.k)
+			}
+			if m.QueuedCalls != len(pending) || (len(pending) > 0 && m.AvailableConcurrentCalls >= heaviest) {
+				t.Fatalf("seed %d, %s, op %d: %+v with %d pending, the heaviest of weight %d: a call that fits waits", seed, order, op, m, len(pending), heaviest)
+			}
+		}
+		for _, c := range pending {
+			c.a.Cancel()
+			if c.a.Granted() {
+				held = append(held, c)
+			}
+		}
+		for _, c := range held {
+			s.Call(c.k).FinishCall()
+		}
+	}
 }

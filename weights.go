@@ -29,11 +29,15 @@ import (
 //     counted in waitState.passedOver) and the waiters behind it in that
 //     pass may still be granted, each adding its weight to
 //     waitState.bypassed, but only while bypassed stays within
-//     MaxConcurrentCalls. bypassed is reset to 0 only when no marked waiter
-//     is queued any more (passedOver falls to 0), so while a passed-over
-//     waiter waits, calls behind it take at most MaxConcurrentCalls permits
-//     past it in all: it is never starved (it reaches the head and then
-//     waits for at most MaxConcurrentCalls + k permits to come back);
+//     MaxConcurrentCalls; a waiter behind it that fits but would take
+//     bypassed past that bound is held back, and marked too (a lighter one
+//     behind may still go). bypassed is reset to 0 only when no marked
+//     waiter is queued any more (passedOver falls to 0). A call granted
+//     past a waiter W was granted in a pass that looked at W and did not
+//     grant it, so W was marked then at the latest: calls behind W take at
+//     most MaxConcurrentCalls permits past it in all while it waits, and
+//     it is never starved (first in line, it waits for at most
+//     MaxConcurrentCalls + k permits to come back);
 //   - no stall: every critical section that may leave a waiter able to go
 //     (a release, ChangeConfig, an enqueue, a Cancel, an expiry sweep) ends
 //     with a pass when a permit is free and a call waits (passIfFreeLocked).
@@ -445,14 +449,15 @@ func (s *Semaphore) passLocked(h *semhook.Hooks, d *decidedList) {
 		k := weightOf(a)
 		switch {
 		case k > free: // so k > 1: a weighted waiter
-			if o, ok := a.owner.(*weightedOwner); ok && !o.passed {
-				o.passed = true
-				w.passedOver++
-			}
+			w.markPassed(a)
 			blocked = true
 			skipped++
 		case blocked && w.bypassed+k > limit:
-			skipped++ // the allowance is spent for this one; a lighter one behind may fit
+			// The allowance is spent for this one; a lighter one behind may
+			// still fit, so this one is passed over too (k > 1: with k = 1
+			// the allowance is spent for everyone behind it).
+			w.markPassed(a)
+			skipped++
 		default:
 			if blocked {
 				w.bypassed += k
@@ -466,6 +471,15 @@ func (s *Semaphore) passLocked(h *semhook.Hooks, d *decidedList) {
 			h.AfterDecision(a)
 		}
 		a = next
+	}
+}
+
+// markPassed marks a, a waiter of weight > 1 that a pass does not grant,
+// as passed over: until it leaves, the bypass allowance is not renewed.
+func (w *waitState) markPassed(a *Acquisition) {
+	if o, ok := a.owner.(*weightedOwner); ok && !o.passed {
+		o.passed = true
+		w.passedOver++
 	}
 }
 
