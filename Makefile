@@ -105,12 +105,14 @@ demo:
 LIN_HISTORIES   ?= 5000
 POOL_STRESS_TASKS ?= 4800
 
-## stress: long stress run of the semaphore (STRESS_TIME, FIFO and LIFO),
+## stress: long stress runs of the semaphore, with weight 1 and with
+## random weights (STRESS_TIME each, FIFO and LIFO),
 ## the pool's stress test with POOL_STRESS_TASKS tasks per submitter (400 in
 ## make test) and many linearizability histories
 stress:
 	$(GO) test -race -count=1 -timeout 0 -run '^TestStressSemaphore$$' -v . -stress.duration=$(STRESS_TIME)
 	$(GO) test -race -count=1 -timeout 0 -run '^TestPoolStress$$' -v ./pool -pool.stresstasks=$(POOL_STRESS_TASKS)
+	$(GO) test -race -count=1 -timeout 0 -run '^TestStressWeightedSemaphore$$' -v . -stress.duration=$(STRESS_TIME)
 	cd internal/linearizability && LINEARIZABILITY_HISTORIES=$(LIN_HISTORIES) $(GO) test -race -count=1 -timeout 0 -run '^TestConcurrentHistoriesAreLinearizable$$' -v ./...
 
 ## fuzz: each fuzz target for FUZZ_TIME

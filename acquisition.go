@@ -203,7 +203,11 @@ func (a *Acquisition) Granted() bool {
 //   - if the outcome is already decided, the caller of OnDone, at once;
 //   - for a grant by a Semaphore, the goroutine that gave the permit back
 //     (ReleasePermission, FinishCall) or grew the limit (ChangeConfig),
-//     before that call returns;
+//     before that call returns; with weighted calls (SemaphoreCall), a
+//     grant that an expiry made possible (a heavy waiter that held lighter
+//     ones back expired) runs on the Clock's timer goroutine with the
+//     sweep, and one that a Cancel or a newcomer's enqueue made possible
+//     on a fresh goroutine, started before that call returns;
 //   - for an expiry, the Clock's timer goroutine (testkit.VirtualClock: the
 //     caller of Advance); for a LIFO eviction, the caller of
 //     AcquirePermissionAsync that evicted it (a fresh goroutine when the

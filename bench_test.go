@@ -176,3 +176,52 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// A weighted call (Semaphore.Call(3)) on the fast path: one CAS of three
+// takes, one of three gives.
+func BenchmarkWeightedTryAcquireFinishCall(b *testing.B) {
+	s, _ := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
+	c := s.Call(3)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !c.TryAcquirePermission() {
+			b.Fatal("not acquired")
+		}
+		c.FinishCall()
+	}
+}
+
+func BenchmarkWeightedAsyncFastPath(b *testing.B) {
+	s, _ := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
+	c := s.Call(3)
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.AcquirePermissionAsync().Err() != nil {
+			b.Fatal("not granted")
+		}
+		c.FinishCall()
+	}
+}
+
+// Heap bytes per queued weighted acquisition (weight 2), with 100k queued:
+// the Acquisition and its weight's owner record.
+func BenchmarkQueuedWeightedAcquisitionMemory(b *testing.B) {
+	const queued = 100_000
+	for b.Loop() {
+		s, _ := bulkhead.New("bench", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})
+		s.TryAcquirePermission()
+		c := s.Call(2)
+		before := heapInUse()
+		waiters := make([]*bulkhead.Acquisition, queued)
+		sliceBytes := float64(queued * 8)
+		for i := range waiters {
+			waiters[i] = c.AcquirePermissionAsync()
+		}
+		after := heapInUse()
+		b.ReportMetric((float64(after-before)-sliceBytes)/queued, "B/waiter")
+		for _, w := range waiters {
+			w.Cancel()
+		}
+		s.ReleasePermission()
+	}
+}

@@ -239,7 +239,8 @@ func (e *BudgetError) Error() string {
 // Is reports whether target is ErrBulkheadFull.
 func (e *BudgetError) Is(target error) bool { return target == ErrBulkheadFull }
 
-// ErrTooHeavy is the errors.Is target of every *WeightError.
+// ErrTooHeavy is the errors.Is target of every *WeightError (a budget's)
+// and every *TooHeavyError (a Semaphore's weighted call, SemaphoreCall).
 var ErrTooHeavy = errors.New("bulkhead: call heavier than the budget can grant")
 
 // WeightError is the error of a call whose weight is more than the budget

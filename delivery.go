@@ -324,8 +324,11 @@ func (s *Semaphore) publishOutcome(a *Acquisition) {
 	case stateGranted:
 		s.publishWaited(CallPermitted, 0, a.deadline)
 	case stateRejected:
-		if fe, ok := a.err.(*FullError); ok {
-			s.publishWaited(CallRejected, fe.Reason, a.deadline)
+		switch e := a.err.(type) {
+		case *FullError:
+			s.publishWaited(CallRejected, e.Reason, a.deadline)
+		case *TooHeavyError:
+			s.publishWaited(CallRejected, 0, a.deadline)
 		}
 	}
 }

@@ -22,10 +22,20 @@ import (
 // operation, the same outcome (Err) of every acquisition made so far, the
 // same Metrics and Config, and the same events (type, reason and time) in
 // the same order.
+//
+// Calls are weighted (Semaphore.Call): the weight of a TryAcquirePermission,
+// an AcquirePermissionAsync, a ReleasePermission or a FinishCall is 1 +
+// arg>>6 (1 to 4; an arg below 64, as in the older seeds, is a call of
+// weight 1), so the model also checks bounded bypass (docs/design.md,
+// "Weighted calls on a Semaphore") and the rejection of too heavy calls.
 func FuzzSemaphore(f *testing.F) {
 	// More seeds live in testdata/fuzz/FuzzSemaphore.
 	f.Add([]byte{0x21, 0x13, 0x00, 0x01, 0x01, 0x01, 0x03, 0x04, 0x05, 0x02, 0x02, 0x00})
 	f.Add([]byte{0x30, 0x11, 0x01, 0x01, 0x01, 0x07, 0x07, 0x05, 0x0f, 0x04, 0x04})
+	// Limit 4 held by four calls; a heavy call of 4 waits, then lighter
+	// ones that pass it (weights 1, 2) and a too heavy one; releases of 1.
+	f.Add([]byte{0x03, 0x01, 0x00, 0x01, 0x00, 0x01, 0x00, 0x01, 0x00, 0x01, 0xc0, 0x01, 0x00, 0x07, 0x40, 0x01, 0x00,
+		0x04, 0x00, 0x04, 0x00, 0x04, 0x00, 0x04, 0x00, 0x04, 0x00, 0x06, 0x01, 0x04, 0x40})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		runSemaphoreModel(t, data)
 	})
@@ -55,6 +65,9 @@ type modelWaiter struct {
 	deadline time.Time
 }
 
+// fuzzWeight is the weight an operation's argument encodes.
+func fuzzWeight(arg byte) int { return 1 + int(arg>>6) }
+
 // modelEvent is what the model predicts a listener sees.
 type modelEvent struct {
 	Type   bulkhead.EventType
@@ -78,6 +91,9 @@ type modelAcq struct {
 	state         int
 	reason        bulkhead.Reason
 	releaseOnDone bool // OnDone calls FinishCall when granted
+	k             int  // weight
+	tooHeavy      int  // rejected as too heavy: the limit then (else 0)
+	passed        bool // passed over while queued (bounded bypass)
 }
 
 // refModel is the sequential reference model of a Semaphore: what issue 2
@@ -95,40 +111,49 @@ type refModel struct {
 	// unordered is set when a batch grants two or more acquisitions whose
 	// callbacks release: the Semaphore runs the first one's callbacks
 	// inline and the others' on fresh goroutines, so the events their
-	// releases publish interleave in no fixed order.
+	// releases publish interleave in no fixed order. It is set too when a
+	// Cancel or an enqueue grants (their grants are delivered on a fresh
+	// goroutine).
 	unordered bool
+	// Bounded bypass: the queued waiters passed over, and the permits
+	// granted past them since there were none.
+	passedOver, bypassed int
 }
 
 func (m *refModel) event(t bulkhead.EventType, r bulkhead.Reason) {
 	m.events = append(m.events, modelEvent{t, r, m.now})
 }
 
-// fastPath takes a permit if one is free and nobody waits.
-func (m *refModel) fastPath() bool {
-	if m.available > 0 && len(m.queue) == 0 {
-		m.available--
+// fastPath takes k permits if k are free and nobody waits.
+func (m *refModel) fastPath(k int) bool {
+	if m.available >= k && len(m.queue) == 0 {
+		m.available -= k
 		m.event(bulkhead.CallPermitted, 0)
 		return true
 	}
 	return false
 }
 
-func (m *refModel) try() bool {
-	if m.fastPath() {
+func (m *refModel) try(k int) bool {
+	if m.fastPath(k) {
 		return true
+	}
+	if k > m.cfg.MaxConcurrentCalls {
+		m.event(bulkhead.CallRejected, 0)
+		return false
 	}
 	m.event(bulkhead.CallRejected, bulkhead.NoWait)
 	return false
 }
 
-// async returns the id of a new acquisition.
-func (m *refModel) async(releaseOnDone bool) int {
+// async returns the id of a new acquisition of weight k.
+func (m *refModel) async(releaseOnDone bool, k int) int {
 	id := len(m.acqs)
-	m.acqs = append(m.acqs, modelAcq{releaseOnDone: releaseOnDone})
-	if m.fastPath() {
+	m.acqs = append(m.acqs, modelAcq{releaseOnDone: releaseOnDone, k: k})
+	if m.fastPath(k) {
 		m.acqs[id].state = modelGranted
 		if releaseOnDone {
-			m.release(true)
+			m.release(true, k)
 		}
 		return id
 	}
@@ -136,6 +161,10 @@ func (m *refModel) async(releaseOnDone bool) int {
 		m.acqs[id].state, m.acqs[id].reason = modelRejected, r
 		m.event(bulkhead.CallRejected, r)
 		return id
+	}
+	if k > m.cfg.MaxConcurrentCalls {
+		m.acqs[id].tooHeavy = m.cfg.MaxConcurrentCalls
+		return reject(0)
 	}
 	if m.cfg.MaxWaitDuration == 0 {
 		return reject(bulkhead.NoWait)
@@ -146,12 +175,36 @@ func (m *refModel) async(releaseOnDone bool) int {
 		}
 		for len(m.queue) >= q { // LIFO: evict the oldest
 			m.decide(m.queue[0].id, modelRejected, bulkhead.Evicted)
-			m.queue = m.queue[1:]
+			m.unqueue(0)
 		}
 	}
 	m.queue = append(m.queue, modelWaiter{id: id, deadline: addDeadline(m.now, m.cfg.MaxWaitDuration)})
+	// A permit may be free behind a heavy waiter: the newcomer's pass. Its
+	// grants are delivered on a fresh goroutine, then the evictions here.
+	evicted := m.batch
+	m.batch = nil
+	if m.available > 0 {
+		m.pass()
+		if len(m.batch) > 0 {
+			m.unordered = true
+			m.deliver()
+		}
+	}
+	m.batch = evicted
 	m.deliver()
 	return id
+}
+
+// unqueue takes the waiter at i out of the queue, as any decision does.
+func (m *refModel) unqueue(i int) {
+	a := &m.acqs[m.queue[i].id]
+	if a.passed {
+		a.passed = false
+		if m.passedOver--; m.passedOver == 0 {
+			m.bypassed = 0
+		}
+	}
+	m.queue = slices.Delete(m.queue, i, i+1)
 }
 
 // addDeadline is now+d, saturating far in the future.
@@ -193,35 +246,63 @@ func (m *refModel) deliver() {
 	}
 	for _, id := range batch {
 		if a := m.acqs[id]; a.state == modelGranted && a.releaseOnDone {
-			m.release(true)
+			m.release(true, a.k)
 		}
 	}
 }
 
-// grant hands free permits to waiters in queue order.
-func (m *refModel) grant() {
-	for m.available > 0 && len(m.queue) > 0 {
-		i := 0
-		if m.cfg.QueueOrder == bulkhead.LIFO {
-			i = len(m.queue) - 1
+// pass grants the waiters that fit in queue order (FIFO from the oldest,
+// LIFO from the newest), with bounded bypass: a waiter that does not fit
+// is passed over, and the ones after it go only while the permits granted
+// past passed-over waiters stay within MaxConcurrentCalls; at most 64
+// waiters are looked at without a grant.
+func (m *refModel) pass() {
+	lifo := m.cfg.QueueOrder == bulkhead.LIFO
+	blocked, skipped := false, 0
+	for n := 0; n < len(m.queue) && m.available > 0 && skipped < 64; {
+		i := n // the n-th in grant order, counting only the ones kept
+		if lifo {
+			i = len(m.queue) - 1 - n
 		}
-		id := m.queue[i].id
-		m.queue = slices.Delete(m.queue, i, i+1)
-		m.available--
-		m.decide(id, modelGranted, 0)
+		a := &m.acqs[m.queue[i].id]
+		switch {
+		case a.k > m.available:
+			if !a.passed {
+				a.passed = true
+				m.passedOver++
+			}
+			blocked = true
+			skipped++
+			n++
+		case blocked && m.bypassed+a.k > m.cfg.MaxConcurrentCalls:
+			if a.k > 1 && !a.passed { // passed over too (with k = 1 nobody behind can go)
+				a.passed = true
+				m.passedOver++
+			}
+			skipped++
+			n++
+		default:
+			if blocked {
+				m.bypassed += a.k
+			}
+			id := m.queue[i].id
+			m.unqueue(i)
+			m.available -= a.k
+			m.decide(id, modelGranted, 0)
+		}
 	}
 }
 
 // release returns false if it must panic (more releases than grants).
-func (m *refModel) release(finished bool) bool {
-	if m.available >= m.cfg.MaxConcurrentCalls {
+func (m *refModel) release(finished bool, k int) bool {
+	if m.cfg.MaxConcurrentCalls-m.available < k {
 		return false
 	}
-	m.available++
+	m.available += k
 	if finished {
 		m.event(bulkhead.CallFinished, 0)
 	}
-	m.grant()
+	m.pass()
 	m.deliver()
 	return true
 }
@@ -231,8 +312,17 @@ func (m *refModel) cancel(id int) bool {
 		return false
 	}
 	i := slices.IndexFunc(m.queue, func(w modelWaiter) bool { return w.id == id })
-	m.queue = slices.Delete(m.queue, i, i+1)
+	m.unqueue(i)
 	m.acqs[id].state = modelCancelled
+	// A heavy waiter withdrawn may let others go: their grants are
+	// delivered on a fresh goroutine, the CallCancelled here.
+	if m.available > 0 {
+		m.pass()
+		if len(m.batch) > 0 {
+			m.unordered = true
+			m.deliver()
+		}
+	}
 	m.event(bulkhead.CallCancelled, 0)
 	return true
 }
@@ -243,7 +333,16 @@ func (m *refModel) change(cfg bulkhead.Config) bool {
 	}
 	m.available += cfg.MaxConcurrentCalls - m.cfg.MaxConcurrentCalls
 	m.cfg = cfg
-	m.grant()
+	for i := 0; i < len(m.queue); { // waiters the new limit can never grant
+		if id := m.queue[i].id; m.acqs[id].k > cfg.MaxConcurrentCalls {
+			m.acqs[id].tooHeavy = cfg.MaxConcurrentCalls
+			m.decide(id, modelRejected, 0)
+			m.unqueue(i)
+			continue
+		}
+		i++
+	}
+	m.pass()
 	m.deliver()
 	return true
 }
@@ -264,15 +363,17 @@ func (m *refModel) advance(target time.Time) {
 		if next.After(m.now) {
 			m.now = next
 		}
-		kept := m.queue[:0]
-		for _, w := range m.queue {
-			if !w.deadline.After(m.now) {
+		for i := 0; i < len(m.queue); {
+			if w := m.queue[i]; !w.deadline.After(m.now) {
 				m.decide(w.id, modelRejected, bulkhead.WaitTimeout)
-			} else {
-				kept = append(kept, w)
+				m.unqueue(i)
+				continue
 			}
+			i++
 		}
-		m.queue = kept
+		if m.available > 0 { // an expired heavy waiter may have held others back
+			m.pass()
+		}
 		m.deliver()
 	}
 	if target.After(m.now) {
@@ -295,6 +396,9 @@ func (m *refModel) errOf(id int) error {
 	case modelGranted:
 		return nil
 	case modelRejected:
+		if a.tooHeavy > 0 {
+			return &bulkhead.TooHeavyError{Name: "fuzz", Weight: a.k, Limit: a.tooHeavy}
+		}
 		return &bulkhead.FullError{Name: "fuzz", Reason: a.reason}
 	case modelCancelled:
 		return bulkhead.ErrCancelled
@@ -362,6 +466,13 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 	// with the model only once every callback it decided has run, wherever
 	// it runs.
 	var ran []chan struct{}
+	// call is the call of weight k: the Semaphore's own methods for 1.
+	call := func(k int) fuzzCall {
+		if k == 1 {
+			return sem
+		}
+		return sem.Call(k)
+	}
 	m := &refModel{cfg: cfg, available: cfg.MaxConcurrentCalls, now: clock.Now()}
 	var acqs []*bulkhead.Acquisition
 	var trace []string
@@ -374,28 +485,30 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		var desc string
 		switch op {
 		case opTry:
-			gotOK, wantOK := sem.TryAcquirePermission(), m.try()
-			desc = fmt.Sprintf("TryAcquirePermission() = %v", gotOK)
+			k := fuzzWeight(arg)
+			gotOK, wantOK := call(k).TryAcquirePermission(), m.try(k)
+			desc = fmt.Sprintf("Call(%d).TryAcquirePermission() = %v", k, gotOK)
 			if gotOK != wantOK {
 				t.Fatalf("%s, model says %v; ops:\n%s", desc, wantOK, strings.Join(trace, "\n"))
 			}
 		case opAsync, opAsyncRelease:
 			releaseOnDone := op == opAsyncRelease
-			a := sem.AcquirePermissionAsync()
+			k := fuzzWeight(arg)
+			a := call(k).AcquirePermissionAsync()
 			var done chan struct{}
 			if releaseOnDone {
 				done = make(chan struct{})
 				a.OnDone(func(err error) {
 					defer close(done)
 					if err == nil {
-						sem.FinishCall()
+						call(k).FinishCall()
 					}
 				})
 			}
 			acqs = append(acqs, a)
 			ran = append(ran, done)
-			m.async(releaseOnDone)
-			desc = fmt.Sprintf("#%d = AcquirePermissionAsync() (release in OnDone: %v)", len(acqs)-1, releaseOnDone)
+			m.async(releaseOnDone, k)
+			desc = fmt.Sprintf("#%d = Call(%d).AcquirePermissionAsync() (release in OnDone: %v)", len(acqs)-1, k, releaseOnDone)
 		case opCancel:
 			if len(acqs) == 0 {
 				continue
@@ -409,8 +522,9 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		case opRelease, opComplete:
 			finished := op == opComplete
 			name := map[bool]string{false: "ReleasePermission", true: "FinishCall"}[finished]
+			k := fuzzWeight(arg)
 			before := m.metrics()
-			wantOK := m.release(finished)
+			wantOK := m.release(finished, k)
 			panicMsg := func() (msg string) {
 				defer func() {
 					if v := recover(); v != nil {
@@ -418,13 +532,13 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 					}
 				}()
 				if finished {
-					sem.FinishCall()
+					call(k).FinishCall()
 				} else {
-					sem.ReleasePermission()
+					call(k).ReleasePermission()
 				}
 				return ""
 			}()
-			desc = fmt.Sprintf("%s() (panic: %q)", name, panicMsg)
+			desc = fmt.Sprintf("Call(%d).%s() (panic: %q)", k, name, panicMsg)
 			switch {
 			case wantOK && panicMsg != "":
 				t.Fatalf("%s panicked: %s; ops:\n%s", name, panicMsg, strings.Join(trace, "\n"))
@@ -463,6 +577,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 			live = append(live, compared) // made by this operation
 		}
 		awaitCallbacks(t, m, ran, trace)
+		awaitEvents(len(m.events), events)
 		live = compareWithModel(t, sem, m, acqs, live, events(), &checked, trace)
 	}
 	// Wind down: cancel or release everything; nothing may be left.
@@ -472,7 +587,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		}
 	}
 	for m.metrics().InFlightCalls > 0 {
-		m.release(false)
+		m.release(false, 1)
 		sem.ReleasePermission()
 	}
 	trace = append(trace, "wind-down")
@@ -481,6 +596,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		all[k] = k
 	}
 	awaitCallbacks(t, m, ran, trace)
+	awaitEvents(len(m.events), events)
 	compareWithModel(t, sem, m, acqs, all, events(), &checked, trace)
 	if n := clock.PendingTimers(); n != 0 {
 		t.Fatalf("%d timer(s) armed with nobody waiting", n)
@@ -515,9 +631,14 @@ func compareWithModel(t *testing.T, sem *bulkhead.Semaphore, m *refModel, acqs [
 			pending = append(pending, k)
 		}
 		var gf, wf *bulkhead.FullError
+		var gh, wh *bulkhead.TooHeavyError
 		switch {
 		case errors.As(we, &wf):
 			if !errors.As(ge, &gf) || *gf != *wf {
+				fail("#%d.Err() = %v, model %v", k, ge, we)
+			}
+		case errors.As(we, &wh):
+			if !errors.As(ge, &gh) || *gh != *wh {
 				fail("#%d.Err() = %v, model %v", k, ge, we)
 			}
 		case ge != we:
@@ -569,5 +690,26 @@ func awaitCallbacks(t *testing.T, m *refModel, ran []chan struct{}, trace []stri
 		case <-timeout.C:
 			t.Fatalf("#%d is decided in the model but its callback has not returned after 10s; ops:\n%s", k, strings.Join(trace, "\n"))
 		}
+	}
+}
+
+// fuzzCall is what a call of FuzzSemaphore goes through: a SemaphoreCall,
+// or the Semaphore itself for weight 1.
+type fuzzCall interface {
+	TryAcquirePermission() bool
+	AcquirePermissionAsync() *bulkhead.Acquisition
+	ReleasePermission()
+	FinishCall()
+}
+
+// awaitEvents waits until the Semaphore has published at least want
+// events: the grants of a Cancel or an enqueue are published by a fresh
+// goroutine, which may not have run yet when the call returns. Should it
+// never publish them, the wait ends after a bound and the comparison
+// that follows fails saying which are missing.
+func awaitEvents(want int, events func() []modelEvent) {
+	deadline := time.Now().Add(10 * time.Second)
+	for len(events()) < want && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
 	}
 }

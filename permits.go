@@ -47,9 +47,9 @@ package bulkhead
 //     sweep's CAS of that mark comes before its load of the word (busy, via
 //     Metrics), so at least one side sees the other.
 //
-// The word leaves room for what is to come: a weighted acquire takes k
-// permits with one CAS of k times the take, and an admission that never
-// waits is a take that fails instead of queueing.
+// A weighted call (SemaphoreCall, weights.go) takes and gives its k
+// permits with one CAS of k times the take (tryTakeN, tryGiveN), under the
+// same rules: all k at once or none, only while nobody waits.
 const (
 	waitingBit  uint64 = 1
 	heldShift          = 2
@@ -158,3 +158,73 @@ func (s *Semaphore) resizeLocked(prev, next int) {
 
 // clearWaitingLocked clears waitingBit once the queue is empty. mu is held.
 func (s *Semaphore) clearWaitingLocked() { s.state.And(^waitingBit) }
+
+// takeN is the word's change for a take of k permits (k ≤ wordPermits):
+// k times takeDelta, mod 2^64 (held+k, free-k).
+func takeN(k int) uint64 { return uint64(k) * takeDelta }
+
+// tryTakeN is tryTake for k permits: it takes k if k are free and nobody
+// waits, all at once, by one CAS.
+func (s *Semaphore) tryTakeN(k int) bool {
+	for {
+		v := s.state.Load()
+		if v&waitingBit != 0 || freeOf(v) < k {
+			return false
+		}
+		if s.state.CompareAndSwap(v, v+takeN(k)) {
+			return true
+		}
+	}
+}
+
+// tryGiveN is tryGive for k permits: it gives k back if nobody waits and
+// at least k are held; else it does nothing and reports false.
+func (s *Semaphore) tryGiveN(k int) bool {
+	for {
+		v := s.state.Load()
+		if v&waitingBit != 0 || heldOf(v) < k {
+			return false
+		}
+		if s.state.CompareAndSwap(v, v-takeN(k)) {
+			return true
+		}
+	}
+}
+
+// giveNLocked is giveLocked for k permits: it reports false, having done
+// nothing, if fewer than k are held (an over-release). mu is held.
+func (s *Semaphore) giveNLocked(k int) bool {
+	for {
+		v := s.state.Load()
+		if heldOf(v) < k {
+			return false
+		}
+		if s.state.CompareAndSwap(v, v-takeN(k)) {
+			return true
+		}
+	}
+}
+
+// markWaitingNLocked is markWaitingLocked for a call of k permits: if k
+// came back meanwhile it takes them (true), else it sets waitingBit (or
+// finds it set) and reports false. mu is held.
+func (s *Semaphore) markWaitingNLocked(k int) (took bool) {
+	for {
+		v := s.state.Load()
+		if v&waitingBit != 0 {
+			return false
+		}
+		if freeOf(v) >= k {
+			if s.state.CompareAndSwap(v, v+takeN(k)) {
+				return true
+			}
+			continue
+		}
+		if s.state.CompareAndSwap(v, v|waitingBit) {
+			return false
+		}
+	}
+}
+
+// takeNLocked is takeLocked for k permits. mu is held.
+func (s *Semaphore) takeNLocked(k int) { s.state.Add(takeN(k)) }

@@ -49,6 +49,15 @@ type waitState struct {
 	stamping  bool
 	unstamped *Acquisition
 
+	// Weighted waiters (weights.go): weighted counts the queued waiters of
+	// weight > 1 (0: every path is the unweighted one); passedOver counts
+	// the queued ones a pass has passed over; bypassed is the permits
+	// granted past a waiter that did not fit since passedOver was last 0,
+	// at most MaxConcurrentCalls.
+	weighted   int
+	passedOver int
+	bypassed   int
+
 	// inline counts the deliveries running on their deciding goroutines at
 	// this moment (atomic, not guarded by mu; see inlineCount).
 	inline inlineCount
@@ -139,6 +148,9 @@ func (s *Semaphore) onTimer(gen uint64) {
 	for {
 		r := s.expireLocked(now, batch, h, &d)
 		if !r.more {
+			// An expired waiter may have been a heavy one that held
+			// lighter ones back, or the last passed-over one.
+			s.passIfFreeLocked(&d)
 			if w.head != nil {
 				if next := w.earliestDeadlineLocked(); next < noDeadline && (w.timer == nil || next < w.timerAt) {
 					s.armTimerLocked(now, next)
@@ -260,6 +272,9 @@ func (w *waitState) settled(a *Acquisition, d *decidedList) {
 }
 
 func (w *waitState) unlink(a *Acquisition) {
+	if w.weighted != 0 {
+		w.unlinkWeighted(a)
+	}
 	if len(w.runs) > 0 {
 		w.unlinkFromRuns(a)
 	}

@@ -28,7 +28,8 @@ import (
 // bulkheads, however many keys callers send (BudgetMetrics.Partners).
 // Calls through a *Semaphore from Get, Find or Configure take no budget
 // permit: only the keyed path is budgeted. The bulkhead's own permit stays
-// 1 per call whatever the weight (a Semaphore has no weights yet).
+// 1 per call whatever the weight (the budget weighs the call; the
+// bulkhead does not: see Semaphore.Call for weights on a bulkhead).
 //
 // A nil b makes NewRegistry fail.
 func WithBudget(b *Budget, partner func(key string) PartnerOptions) RegistryOption {

@@ -144,7 +144,8 @@ type CallOptions struct {
 	Class string
 	// Weight is the number of the budget's permits the call takes in a
 	// registry with a budget; 0 means 1. The call still takes one permit of
-	// its key's bulkhead (a Semaphore has no weights yet). A negative weight
+	// its key's bulkhead (the keyed path does not weigh it there; see
+	// Semaphore.Call for weights on a bulkhead). A negative weight
 	// fails the call with an error naming it; a weight above what the
 	// call's class and group can ever hold fails it with a *WeightError.
 	// Without a budget it is ignored.

@@ -194,7 +194,7 @@ func (s *Semaphore) tryAcquireSlow() bool {
 		return true
 	}
 	if s.cfg.ShadowMode {
-		s.shadowGrantLocked(false) // mu released
+		s.shadowGrantLocked(false, 1) // mu released
 		return true
 	}
 	s.unlock()
@@ -238,7 +238,7 @@ func (s *Semaphore) acquireAsyncSlow() *Acquisition {
 		return grantedAcquisition
 	}
 	if s.cfg.ShadowMode {
-		s.shadowGrantLocked(true) // mu released
+		s.shadowGrantLocked(true, 1) // mu released
 		return grantedAcquisition
 	}
 	if r := s.rejectAtOnceLocked(); r != nil {
@@ -255,7 +255,15 @@ func (s *Semaphore) acquireAsyncSlow() *Acquisition {
 	}
 	a := &Acquisition{owner: s}
 	s.enqueueLocked(a)
+	// A permit may be free behind a heavy waiter, or one that a LIFO
+	// eviction just removed (weights.go): without weights, none is ever
+	// free while a call waits, and this is one load of the word.
+	var g decidedList
+	s.passIfFreeLocked(&g)
 	s.unlock()
+	if g.head != nil || g.wake != nil {
+		s.deliverAside(&g)
+	}
 	if d.head != nil || d.wake != nil {
 		s.deliverEvictions(&d, a)
 	}
@@ -289,7 +297,7 @@ func (s *Semaphore) abandon(a *Acquisition) {
 		return
 	}
 	if a.cell.Load()&outcomeMask == stateGranted {
-		s.ReleasePermission()
+		s.releaseN(weightOf(a))
 	}
 }
 
@@ -383,10 +391,12 @@ func (s *Semaphore) releaseSlow(finished bool, start CallStart) {
 	// wait, and the grant is visible (Done closed) before mu is released.
 	var d decidedList
 	switch v := s.state.Load(); {
-	case v&waitingBit != 0 && freeOf(v) == 0 && heldOf(v) > 0:
+	case v&waitingBit != 0 && freeOf(v) == 0 && heldOf(v) > 0 && s.wait.weighted == 0:
 		// The common hand-off: the permit goes from its holder straight to
 		// the next waiter, so held and free stay as they are and the word
-		// is not written at all.
+		// is not written at all. (With a weighted waiter queued, the next
+		// one may need more than one permit: the permit goes back to the
+		// word and a pass hands it on.)
 		s.handOffLocked(&d)
 	case !s.giveLocked():
 		s.unlock()
@@ -422,6 +432,7 @@ func (s *Semaphore) ChangeConfig(cfg Config) error {
 	s.resizeLocked(s.cfg.MaxConcurrentCalls, cfg.MaxConcurrentCalls)
 	s.cfg = cfg
 	var d decidedList
+	s.rejectTooHeavyLocked(&d) // weights.go: waiters the new limit can never grant
 	if cfg.ShadowMode {
 		s.grantAllLocked(&d) // shadow.go: nobody waits in shadow mode
 	} else {
@@ -441,7 +452,12 @@ func (s *Semaphore) grantLocked(d *decidedList) {
 	if w == nil {
 		return
 	}
-	h := semhook.Get()                        // nil but in tests
+	h := semhook.Get() // nil but in tests
+	if w.weighted != 0 {
+		s.passLocked(h, d) // weights.go: bounded bypass
+		w.stopTimerIfIdle()
+		return
+	}
 	for w.head != nil && s.freeLocked() > 0 { // waitingBit is set: the word is mu's
 		s.takeLocked()
 		s.grantNextLocked(h, d)
@@ -493,12 +509,20 @@ func (s *Semaphore) cancel(a *Acquisition) bool {
 		return false
 	}
 	s.wait.unlink(a) // pending, so linked
+	// A withdrawn heavy waiter may have held lighter ones back (weights.go):
+	// they go now, their callbacks on a fresh goroutine (deliverAside), so
+	// that Cancel runs no callback but the withdrawn call's.
+	var d decidedList
+	s.passIfFreeLocked(&d)
 	s.wait.stopTimerIfIdle()
 	blocking := a.isBlocking()
 	if !blocking {
 		a.settle()
 	}
 	s.unlock()
+	if d.head != nil || d.wake != nil {
+		s.deliverAside(&d)
+	}
 	if s.events.active() {
 		s.announceCancelled(a, blocking)
 	}

@@ -24,10 +24,11 @@ package bulkhead
 
 // shadowGrantLocked grants a call that found no free permit, in shadow
 // mode, and publishes its CallShadowed and CallPermitted after releasing
-// mu. couldWait is false for TryAcquirePermission, which never waits.
-func (s *Semaphore) shadowGrantLocked(couldWait bool) {
+// mu. couldWait is false for TryAcquirePermission, which never waits. k
+// is the call's weight.
+func (s *Semaphore) shadowGrantLocked(couldWait bool, k int) {
 	r := s.shadowReasonLocked(couldWait)
-	s.takeLocked() // past the limit: free goes negative
+	s.takeNLocked(k) // past the limit: free goes negative
 	s.unlock()
 	if s.events.active() {
 		now := s.clock.Now()
@@ -64,7 +65,7 @@ func (s *Semaphore) grantAllLocked(d *decidedList) {
 		a := w.head
 		w.unlink(a)
 		a.mustDecide(stateGranted, nil)
-		s.takeLocked()
+		s.takeNLocked(weightOf(a))
 		w.settled(a, d)
 	}
 	w.stopTimerIfIdle()

@@ -125,6 +125,7 @@ func (w *stressWorker) callbackAcquire() {
 			kept = append(kept, a)
 		} else {
 			delete(w.registeredOn, a)
+			delete(w.weights, a)
 		}
 	}
 	clear(w.callbacks[len(kept):])
@@ -140,7 +141,12 @@ func (w *stressWorker) callbackAcquire() {
 	finished := w.rng.IntN(2) == 0
 	cfg := randomConfig(w.rng)
 	steps := 1 + w.rng.IntN(5)
-	a := r.sem.AcquirePermissionAsync()
+	k := w.weight()
+	inside := w.weight() // of the AcquirePermission of cbAcquireInside
+	a := r.acquireAsync(k)
+	if a.Err() == bulkhead.ErrPending {
+		w.setWeight(a, k) // (not a shared Acquisition: the stable point reads the weight of pending ones)
+	}
 	w.callbacks = append(w.callbacks, a)
 	if a.Err() == bulkhead.ErrPending {
 		r.cb.open.Store(a, true)
@@ -200,22 +206,22 @@ func (w *stressWorker) callbackAcquire() {
 		switch {
 		case err == nil:
 			r.grants.Add(1)
-			if n := r.held.Add(1); n > stressMaxLimit {
+			if n := r.held.Add(int64(k)); n > stressMaxLimit {
 				r.violate("workers hold %d permits, more than the largest limit %d", n, stressMaxLimit)
 			}
 			// Deferred: a callback that whileHolding's re-entry runs on
 			// this goroutine may panic through this one.
 			defer func() {
-				r.held.Add(-1)
+				r.held.Add(-int64(k))
 				if finished {
 					r.onCompletes.Add(1)
-					r.sem.FinishCall()
+					r.finish(k)
 				} else {
 					r.releases.Add(1)
-					r.sem.ReleasePermission()
+					r.release(k)
 				}
 			}()
-			r.whileHolding(behaviour, cfg, steps)
+			r.whileHolding(behaviour, cfg, steps, inside)
 		case err == bulkhead.ErrCancelled:
 		default:
 			w.rejected(err)
@@ -238,11 +244,17 @@ func (w *stressWorker) callbackAcquire() {
 
 // whileHolding is what a granted callback does before it gives its permit
 // back.
-func (r *stressRun) whileHolding(behaviour int, cfg bulkhead.Config, steps int) {
+func (r *stressRun) whileHolding(behaviour int, cfg bulkhead.Config, steps, k int) {
+	if (behaviour == cbBlockOnTime || behaviour == cbAcquireInside) && r.weighted && goroutineID() == r.clockG.Load() {
+		// Without weights, never on the clock's goroutine: only grants get
+		// here, and the clock only expires waits. With weights, an expiry
+		// may grant the waiters a heavy one held back, on the clock's
+		// goroutine, where waiting for time (or for a wait to expire)
+		// would wait for ever.
+		return
+	}
 	switch behaviour {
 	case cbBlockOnTime:
-		// Never on the clock's goroutine: only grants get here, and the
-		// clock only expires waits.
 		r.cb.blockedOnTime.Add(1)
 		ch := make(chan struct{})
 		r.clock.AfterFunc(time.Duration(steps)*stressClockStep, func() { close(ch) })
@@ -250,16 +262,16 @@ func (r *stressRun) whileHolding(behaviour int, cfg bulkhead.Config, steps int) 
 	case cbAcquireInside:
 		r.cb.acquiredInside.Add(1)
 		r.blocking.Add(1)
-		switch err := r.sem.AcquirePermission(context.Background()); {
+		switch err := r.acquire(context.Background(), k); {
 		case err == nil:
 			r.grants.Add(1)
-			if n := r.held.Add(1); n > stressMaxLimit {
+			if n := r.held.Add(int64(k)); n > stressMaxLimit {
 				r.violate("workers hold %d permits, more than the largest limit %d", n, stressMaxLimit)
 			}
-			r.held.Add(-1)
+			r.held.Add(-int64(k))
 			r.onCompletes.Add(1)
-			r.sem.FinishCall() // may run (and panic in) a callback of the grant it makes
-		case errors.Is(err, bulkhead.ErrBulkheadFull):
+			r.finish(k) // may run (and panic in) a callback of the grant it makes
+		case errors.Is(err, bulkhead.ErrBulkheadFull), errors.Is(err, bulkhead.ErrTooHeavy):
 			r.rejectedErr(err)
 		default:
 			r.violate("AcquirePermission inside a callback returned %v", err)

@@ -88,11 +88,29 @@ const (
 // (CallRejected = rejections seen, CallFinished = FinishCall calls, and
 // CallPermitted/CallCancelled = grants/cancellations seen plus the
 // AcquirePermission calls that returned ctx.Err()).
-func TestStressSemaphore(t *testing.T) {
+func TestStressSemaphore(t *testing.T) { stressSemaphore(t, false) }
+
+// TestStressWeightedSemaphore is TestStressSemaphore with weighted calls
+// (SemaphoreCall): every operation takes and gives a random weight of 1 to
+// stressMaxWeight permits (some above the limit in force: ErrTooHeavy), so
+// waiters of different weights pass each other (bounded bypass), heavy
+// ones are rejected by ChangeConfig, and the callbacks re-enter with
+// weights of their own. The counts are of permits: InFlightCalls must be
+// the permits held plus the weights granted and not collected, and the
+// independent counter of permits the workers hold never exceeds the
+// largest limit. At stable points a call may wait while permits are free
+// only behind one that needs more than are free (no stall).
+func TestStressWeightedSemaphore(t *testing.T) { stressSemaphore(t, true) }
+
+// stressMaxWeight is the heaviest call of TestStressWeightedSemaphore.
+const stressMaxWeight = 3
+
+func stressSemaphore(t *testing.T, weighted bool) {
 	d := stressRunTime(t)
 	for _, order := range []bulkhead.QueueOrder{bulkhead.FIFO, bulkhead.LIFO} {
 		t.Run(order.String(), func(t *testing.T) {
 			r := newStressRun(t, order)
+			r.weighted = weighted
 			r.run(d / 2)
 			t.Logf("%s: %d operations in %v (%d stable-point checks, %d continuous checks), %d violations; outcomes: %s",
 				order, r.ops.Load(), d/2, r.stablePoints, r.checks.Load(), r.violations.Load(), r.stats())
@@ -108,6 +126,12 @@ type stressRun struct {
 	t     *testing.T
 	sem   *bulkhead.Semaphore
 	clock *testkit.VirtualClock
+	// weighted: calls take 1..stressMaxWeight permits (SemaphoreCall);
+	// else every call is the Semaphore's own, of one permit.
+	weighted bool
+	// clockG is the clock goroutine's ID: a callback it runs (a grant that
+	// an expiry made possible, weighted runs only) must not block on time.
+	clockG atomic.Uint64
 
 	// cfgMu serialises ChangeConfig with the continuous checks, which read
 	// the config in force and the queue ceiling under it.
@@ -132,6 +156,7 @@ type stressRun struct {
 	// Counters of what the workers saw.
 	ops, checks                          atomic.Int64
 	held                                 atomic.Int64 // permits held by workers right now
+	tooHeavy                             atomic.Int64 // *TooHeavyError rejections
 	grants, onCompletes, releases        atomic.Int64
 	rejections, cancels, ctxErrs         atomic.Int64
 	preCancelled                         atomic.Int64
@@ -191,9 +216,9 @@ func (r *stressRun) firstViolations() string {
 }
 
 func (r *stressRun) stats() string {
-	return fmt.Sprintf("grants=%d onComplete=%d release=%d rejections=%d (no wait %d, queue full %d, wait timeout %d, evicted %d) cancels=%d ctxErr=%d try=%d/%d blocking=%d changeConfig=%d invalidConfig=%d callbacks=%d",
+	return fmt.Sprintf("grants=%d onComplete=%d release=%d rejections=%d (no wait %d, queue full %d, wait timeout %d, evicted %d, too heavy %d) cancels=%d ctxErr=%d try=%d/%d blocking=%d changeConfig=%d invalidConfig=%d callbacks=%d",
 		r.grants.Load(), r.onCompletes.Load(), r.releases.Load(), r.rejections.Load(),
-		r.reasons[bulkhead.NoWait].Load(), r.reasons[bulkhead.QueueFull].Load(), r.reasons[bulkhead.WaitTimeout].Load(), r.reasons[bulkhead.Evicted].Load(),
+		r.reasons[bulkhead.NoWait].Load(), r.reasons[bulkhead.QueueFull].Load(), r.reasons[bulkhead.WaitTimeout].Load(), r.reasons[bulkhead.Evicted].Load(), r.tooHeavy.Load(),
 		r.cancels.Load(), r.ctxErrs.Load(), r.tryOK.Load(), r.tryOK.Load()+r.tryNo.Load(), r.blocking.Load(), r.changes.Load(), r.bad.Load(), r.callbacksRun.Load()) +
 		fmt.Sprintf("; in callbacks: blocked on time=%d AcquirePermission=%d cancels=%d changeConfig=%d panics=%d (recovered by workers, %d of them evicted waiters' that withdrew the newcomer; %d skipped off a worker)",
 			r.cb.blockedOnTime.Load(), r.cb.acquiredInside.Load(), r.cb.cancelledInside.Load(), r.cb.changedInside.Load(), r.cb.panics.Load(), r.cb.abandoned.Load(), r.cb.panicsSkipped.Load())
@@ -226,6 +251,7 @@ func (r *stressRun) run(d time.Duration) {
 // advanceClock moves virtual time forward without pause, firing expiry
 // timers on this goroutine, until stop is closed.
 func (r *stressRun) advanceClock(stop <-chan struct{}) {
+	r.clockG.Store(goroutineID())
 	for {
 		select {
 		case <-stop:
@@ -255,20 +281,22 @@ func (r *stressRun) stablePoint() {
 	<-r.parked
 	r.stablePoints++
 	m := r.sem.Metrics()
-	var held, granted, pending int
+	var held, granted, pending, heaviest int
 	for _, w := range r.workers {
 		held += w.held
 		for _, a := range w.pending {
 			switch a.Err() {
 			case nil:
-				granted++
+				granted += w.weightOf(a)
 			case bulkhead.ErrPending:
 				pending++
+				heaviest = max(heaviest, w.weightOf(a))
 			}
 		}
 		for _, a := range w.callbacks {
 			if a.Err() == bulkhead.ErrPending {
 				pending++
+				heaviest = max(heaviest, w.weightOf(a))
 			}
 		}
 	}
@@ -281,8 +309,10 @@ func (r *stressRun) stablePoint() {
 	if m.QueuedCalls != pending {
 		r.violate("stable point: QueuedCalls %d, want %d pending acquisitions; %+v", m.QueuedCalls, pending, m)
 	}
-	if m.QueuedCalls > 0 && m.AvailableConcurrentCalls > 0 {
-		r.violate("stable point: %d calls wait while %d permits are free; %+v", m.QueuedCalls, m.AvailableConcurrentCalls, m)
+	if m.QueuedCalls > 0 && m.AvailableConcurrentCalls >= heaviest {
+		// A call waits while permits are free only behind one that needs
+		// more than are free (weights; without them, none is free).
+		r.violate("stable point: %d calls wait while %d permits are free, and the heaviest waiter needs %d; %+v", m.QueuedCalls, m.AvailableConcurrentCalls, heaviest, m)
 	}
 	if int64(held) != r.held.Load() {
 		r.violate("stable point: workers hold %d permits, counter says %d", held, r.held.Load())
@@ -338,7 +368,11 @@ type stressWorker struct {
 	id        int
 	rng       *rand.Rand
 	held      int                     // permits this worker holds
+	heldCalls []int                   // the weights of the calls holding them
 	pending   []*bulkhead.Acquisition // async acquisitions not collected yet
+	// weights holds the weight of every acquisition of pending and
+	// callbacks heavier than 1.
+	weights   map[*bulkhead.Acquisition]int
 	callbacks []*bulkhead.Acquisition // acquisitions whose OnDone releases
 	// registeredOn counts the callbacks registered on each of callbacks.
 	registeredOn map[*bulkhead.Acquisition]int
@@ -370,6 +404,7 @@ func (w *stressWorker) loop() {
 
 func (w *stressWorker) step() {
 	r := w.r
+	k := w.weight()
 	if w.held > 0 && w.rng.IntN(3) == 0 {
 		// Calls are short: permits keep coming back, so that waiters get
 		// granted as often as they expire.
@@ -378,11 +413,13 @@ func (w *stressWorker) step() {
 	}
 	switch op := w.rng.IntN(100); {
 	case op < 12: // TryAcquirePermission
-		if r.sem.TryAcquirePermission() {
+		if r.try(k) {
 			r.tryOK.Add(1)
-			w.take()
+			w.take(k)
 		} else {
 			r.tryNo.Add(1)
+			// (Too heavy or not, a failed TryAcquirePermission publishes
+			// one CallRejected.)
 			w.rejected(&bulkhead.FullError{Name: "stress", Reason: bulkhead.NoWait})
 		}
 	case op < 30: // AcquirePermissionAsync, kept open
@@ -390,7 +427,16 @@ func (w *stressWorker) step() {
 			w.collect(true)
 			return
 		}
-		w.pending = append(w.pending, r.sem.AcquirePermissionAsync())
+		a := r.acquireAsync(k)
+		if r.weighted && a.Err() != bulkhead.ErrPending {
+			// Decided at once: maybe a shared Acquisition (granted, or a
+			// prebuilt rejection), whose weight the worker could not tell
+			// from another's; it is settled now.
+			w.settleK(a, k)
+			return
+		}
+		w.setWeight(a, k)
+		w.pending = append(w.pending, a)
 	case op < 40: // Cancel an open acquisition
 		if len(w.pending) == 0 {
 			return
@@ -403,13 +449,14 @@ func (w *stressWorker) step() {
 				r.violate("Cancel returned true but Err() = %v", a.Err())
 			}
 			w.pending = append(w.pending[:i], w.pending[i+1:]...)
+			delete(w.weights, a)
 			return
 		}
 		w.collect(false)
 	case op < 48: // collect what was decided
 		w.collect(false)
 	case op < 56: // blocking AcquirePermission with a context others cancel
-		w.blockingAcquire()
+		w.blockingAcquire(k)
 	case op < 60: // cancel another worker's blocking context
 		if c := r.blockCancel[w.rng.IntN(stressWorkers)].Load(); c != nil {
 			(*c)()
@@ -432,23 +479,26 @@ func (w *stressWorker) giveBack() {
 	if w.held == 0 {
 		return
 	}
-	w.held--
-	r.held.Add(-1)
+	k := w.heldCalls[len(w.heldCalls)-1]
+	w.heldCalls = w.heldCalls[:len(w.heldCalls)-1]
+	w.held -= k
+	r.held.Add(-int64(k))
 	if w.rng.IntN(2) == 0 {
 		r.onCompletes.Add(1)
-		r.sem.FinishCall()
+		r.finish(k)
 	} else {
 		r.releases.Add(1)
-		r.sem.ReleasePermission()
+		r.release(k)
 	}
 }
 
-// take accounts for a permit this worker now holds.
-func (w *stressWorker) take() {
+// take accounts for a call of weight k this worker now holds.
+func (w *stressWorker) take(k int) {
 	r := w.r
-	w.held++
+	w.held += k
+	w.heldCalls = append(w.heldCalls, k)
 	r.grants.Add(1)
-	if n := r.held.Add(1); n > stressMaxLimit {
+	if n := r.held.Add(int64(k)); n > stressMaxLimit {
 		r.violate("workers hold %d permits, more than the largest limit %d", n, stressMaxLimit)
 	}
 }
@@ -458,6 +508,16 @@ func (w *stressWorker) rejected(err error) { w.r.rejectedErr(err) }
 
 // rejectedErr checks and counts a rejection (safe on any goroutine).
 func (r *stressRun) rejectedErr(err error) {
+	var te *bulkhead.TooHeavyError
+	if errors.As(err, &te) {
+		if !r.weighted || te.Name != "stress" || te.Weight <= te.Limit || errors.Is(err, bulkhead.ErrBulkheadFull) || !errors.Is(err, bulkhead.ErrTooHeavy) {
+			r.violate("unexpected rejection %#v", err)
+			return
+		}
+		r.tooHeavy.Add(1)
+		r.rejections.Add(1)
+		return
+	}
 	var fe *bulkhead.FullError
 	if !errors.As(err, &fe) || !errors.Is(err, bulkhead.ErrBulkheadFull) || fe.Name != "stress" || fe.Reason < bulkhead.NoWait || fe.Reason > bulkhead.Evicted {
 		r.violate("unexpected rejection %#v", err)
@@ -469,10 +529,17 @@ func (r *stressRun) rejectedErr(err error) {
 
 // settle accounts for the outcome of a decided acquisition.
 func (w *stressWorker) settle(a *bulkhead.Acquisition) {
+	k := w.weightOf(a)
+	delete(w.weights, a)
+	w.settleK(a, k)
+}
+
+// settleK is settle for an acquisition of weight k.
+func (w *stressWorker) settleK(a *bulkhead.Acquisition, k int) {
 	switch err := a.Err(); {
 	case err == nil:
-		w.take()
-	case errors.Is(err, bulkhead.ErrBulkheadFull):
+		w.take(k)
+	case errors.Is(err, bulkhead.ErrBulkheadFull), errors.Is(err, bulkhead.ErrTooHeavy):
 		w.rejected(err)
 	default:
 		w.r.violate("acquisition nobody cancelled ended with %v", err)
@@ -498,7 +565,7 @@ func (w *stressWorker) collect(wait bool) {
 	w.pending = kept
 }
 
-func (w *stressWorker) blockingAcquire() {
+func (w *stressWorker) blockingAcquire(k int) {
 	r := w.r
 	r.blocking.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -517,14 +584,14 @@ func (w *stressWorker) blockingAcquire() {
 			panic(p)
 		}
 	}()
-	err := r.sem.AcquirePermission(ctx)
+	err := r.acquire(ctx, k)
 	r.blockCancel[w.id].Store(nil)
 	switch {
 	case err == nil:
-		w.take()
+		w.take(k)
 	case errors.Is(err, context.Canceled):
 		r.ctxErrs.Add(1)
-	case errors.Is(err, bulkhead.ErrBulkheadFull):
+	case errors.Is(err, bulkhead.ErrBulkheadFull), errors.Is(err, bulkhead.ErrTooHeavy):
 		w.rejected(err)
 	default:
 		r.violate("AcquirePermission returned %v", err)
@@ -625,6 +692,7 @@ func (w *stressWorker) windDown() {
 	for _, a := range w.pending {
 		if a.Cancel() {
 			r.cancels.Add(1)
+			delete(w.weights, a)
 			continue
 		}
 		<-a.Done()
@@ -639,12 +707,86 @@ func (w *stressWorker) windDown() {
 	}
 	w.callbacks = nil
 	for w.held > 0 {
-		w.held--
-		r.held.Add(-1)
+		k := w.heldCalls[len(w.heldCalls)-1]
+		w.heldCalls = w.heldCalls[:len(w.heldCalls)-1]
+		w.held -= k
+		r.held.Add(-int64(k))
 		r.onCompletes.Add(1)
 		func() {
 			defer r.recoverStressPanic()
-			r.sem.FinishCall()
+			r.finish(k)
 		}()
 	}
+}
+
+// weight draws the weight of the next call: 1 unless the run is weighted.
+func (w *stressWorker) weight() int {
+	if !w.r.weighted {
+		return 1
+	}
+	return 1 + w.rng.IntN(stressMaxWeight)
+}
+
+func (w *stressWorker) setWeight(a *bulkhead.Acquisition, k int) {
+	if k == 1 {
+		return
+	}
+	if w.weights == nil {
+		w.weights = map[*bulkhead.Acquisition]int{}
+	}
+	w.weights[a] = k
+}
+
+func (w *stressWorker) weightOf(a *bulkhead.Acquisition) int {
+	if k, ok := w.weights[a]; ok {
+		return k
+	}
+	return 1
+}
+
+// Config returns the config in force as the run recorded it.
+func (r *stressRun) Config() bulkhead.Config {
+	r.cfgMu.Lock()
+	defer r.cfgMu.Unlock()
+	return r.cfg
+}
+
+// The operations of a call of weight k: a SemaphoreCall's in a weighted
+// run (k may be 1), the Semaphore's own otherwise.
+
+func (r *stressRun) try(k int) bool {
+	if r.weighted {
+		return r.sem.Call(k).TryAcquirePermission()
+	}
+	return r.sem.TryAcquirePermission()
+}
+
+func (r *stressRun) acquireAsync(k int) *bulkhead.Acquisition {
+	if r.weighted {
+		return r.sem.Call(k).AcquirePermissionAsync()
+	}
+	return r.sem.AcquirePermissionAsync()
+}
+
+func (r *stressRun) acquire(ctx context.Context, k int) error {
+	if r.weighted {
+		return r.sem.Call(k).AcquirePermission(ctx)
+	}
+	return r.sem.AcquirePermission(ctx)
+}
+
+func (r *stressRun) finish(k int) {
+	if r.weighted {
+		r.sem.Call(k).FinishCall()
+		return
+	}
+	r.sem.FinishCall()
+}
+
+func (r *stressRun) release(k int) {
+	if r.weighted {
+		r.sem.Call(k).ReleasePermission()
+		return
+	}
+	r.sem.ReleasePermission()
 }

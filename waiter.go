@@ -44,8 +44,13 @@ func (o *waiterOwner) cancel(a *Acquisition) bool { return (*Semaphore)(o).cance
 // AcquirePermission. Its owner is set before a is queued and cleared only
 // after, so the holders of the Semaphore's lock may ask.
 func (a *Acquisition) isBlocking() bool {
-	_, ok := a.owner.(*waiterOwner)
-	return ok
+	switch o := a.owner.(type) {
+	case *waiterOwner:
+		return true
+	case *weightedOwner:
+		return o.blocking
+	}
+	return false
 }
 
 // getWaiter takes a record from the pool and makes it a fresh waiter of s.
@@ -103,7 +108,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 		return nil
 	}
 	if s.cfg.ShadowMode {
-		s.shadowGrantLocked(true) // mu released
+		s.shadowGrantLocked(true, 1) // mu released
 		return nil
 	}
 	if r := s.rejectAtOnceLocked(); r != nil {
@@ -120,11 +125,18 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 	}
 	a := getWaiter(s)
 	s.enqueueLocked(a)
+	s.passIfFreeLocked(&d) // a permit may be free behind a heavy waiter, or an evicted one (weights.go)
 	s.unlock()
 	if d.head != nil || d.wake != nil {
 		evicted := d
 		go s.deliver(&evicted)
 	}
+	return s.await(ctx, a, 1)
+}
+
+// await waits for the outcome of a, a queued blocking waiter of weight k,
+// or for ctx to end, and puts a back in the pool.
+func (s *Semaphore) await(ctx context.Context, a *Acquisition, k int) error {
 	if ctxDone := ctx.Done(); ctxDone != nil {
 		select {
 		case <-a.cell.Chan():
@@ -140,7 +152,7 @@ func (s *Semaphore) AcquirePermission(ctx context.Context) error {
 				// didn't", as x/sync/semaphore does).
 				s.publishWaited(CallPermitted, 0, a.deadline)
 				putWaiter(a)
-				s.ReleasePermission()
+				s.releaseN(k)
 				return ctx.Err()
 			}
 		}
