@@ -13,14 +13,15 @@ import (
 // same RTTs as typed calls (Bulkhead.TryAcquire, Call.Finish), so on the
 // same arrivals it takes the same limits and admits the same calls (the
 // bimodal cell from 5×C has timeouts, which reach the watched controller
-// through MarkOverload before the Lease's FinishCall). A
+// through MarkOverload before the Lease's FinishCall: without it, the
+// limit there differs from 1.86 s on and goodput is 227/s instead of 396/s). A
 // watched keyed path that fell back to matching RTTs with grants, lost a
 // timeout's MarkOverload or counted a call twice would take other limits.
 func TestLeaseWiringLearnsWhatTypedCallsLearn(t *testing.T) {
 	typed, leased := contenderNamed(t, DefaultName), contenderNamed(t, LeaseName)
 	for _, name := range []string{
 		"σ 0.3, load 1.5×, step, start C/5",
-		"bimodal, load 1.0×, steady, start 5×C",
+		"bimodal, load 1.5×, step, start 5×C",
 	} {
 		c := mustCell(t, name)
 		sc := c.Scenario(1)
