@@ -432,6 +432,12 @@ func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
 			step = 0.5
 		}
 		return c.change(math.Max(c.lowest(), math.Floor(step*limit)))
+	case e.truncated && limit <= c.lowest():
+		// at the lowest limit and calls still time out: their RTTs, cut
+		// short at the deadline, are no no-load RTT; wait at this limit
+		// for an epoch without timeouts
+		c.descent = &e
+		return c.restart(limit)
 	case e.mean-z*math.Hypot(e.se, prev.se) > 1.1*prev.mean:
 		// the RTT rose: the queue was still building up when prev was
 		// measured; measure again from here
