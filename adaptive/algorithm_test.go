@@ -214,3 +214,23 @@ func TestCapacityCutsWhenCallsTimeOutWhateverTheRTT(t *testing.T) {
 	}
 	assert.Less(t, limit, 0.9*start)
 }
+
+// A descent that reaches its lowest limit while calls still time out does
+// not take their RTTs (cut short at the deadline) for the no-load RTT: it
+// waits at that limit for an epoch without timeouts. Before, the no-load
+// RTT became the deadline (here 2 s for a 50 ms partner), so the algorithm
+// could not see a queue again until healthy epochs had diluted it.
+func TestCapacityDescentAtItsLowestLimitTakesNoNoLoadRTTFromTimeouts(t *testing.T) {
+	c := &adaptive.Capacity{}
+	limit := 16.0
+	for range 100 { // the partner answers nothing in time
+		limit = max(1, c.Update(limit, adaptive.Sample{RTT: 2 * time.Second, RTTDev: 10 * ms, N: 20, InFlight: int(limit), Dropped: true, Drops: 20}))
+	}
+	require.Equal(t, 4.0, limit, "the descent stops at 4 permits")
+	assert.Zero(t, c.NoLoadRTT(), "no no-load RTT from calls that timed out")
+	for range 100 { // it recovers: 50 ms, no queue
+		limit = max(1, c.Update(limit, adaptive.Sample{RTT: 50 * ms, RTTDev: 5 * ms, N: 20, InFlight: int(limit)}))
+	}
+	assert.InDelta(t, float64(50*ms), c.NoLoadRTT(), float64(5*ms))
+	assert.Greater(t, limit, 4.0)
+}

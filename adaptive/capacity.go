@@ -211,11 +211,18 @@ func (c *Capacity) NoLoadRTT() float64 { return c.noLoad }
 
 // Update implements Algorithm.
 func (c *Capacity) Update(limit float64, s Sample) float64 {
-	if c.last == 0 || math.Floor(limit) != math.Floor(c.ep.limit) {
+	if c.last == 0 || math.Floor(limit) != math.Floor(c.ep.limit) || c.floor > 0 && limit <= c.floor && c.last < limit {
 		// A new limit (ours or the controller's): a new epoch. Its first
 		// window is skipped, and so are the calls until as many as were
 		// in flight before the change have finished: they were granted
-		// under the old limit.
+		// under the old limit. A cut below the controller's floor that
+		// the controller clamped to the floor also starts one: the limit
+		// did not change, but the epoch made its decision, and kept, it
+		// would make it again on every window (its timeouts counted
+		// forever), so the limit never left the floor once the partner
+		// recovered (FuzzAlgorithms, corpus entry
+		// capacity_cut_below_min_keeps_its_epoch: Min 49, 4000 healthy
+		// windows at the floor).
 		skip := math.Max(c.ep.limit, limit)
 		c.restart(limit)
 		c.ep.skip = skip - float64(max(s.N, 1))
@@ -425,6 +432,12 @@ func (c *Capacity) descend(limit float64, e epochSummary, z float64) float64 {
 			step = 0.5
 		}
 		return c.change(math.Max(c.lowest(), math.Floor(step*limit)))
+	case e.truncated && limit <= c.lowest():
+		// at the lowest limit and calls still time out: their RTTs, cut
+		// short at the deadline, are no no-load RTT; wait at this limit
+		// for an epoch without timeouts
+		c.descent = &e
+		return c.restart(limit)
 	case e.mean-z*math.Hypot(e.se, prev.se) > 1.1*prev.mean:
 		// the RTT rose: the queue was still building up when prev was
 		// measured; measure again from here

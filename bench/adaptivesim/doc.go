@@ -12,4 +12,7 @@
 // matrix with FullSeeds seeds and saves it, and TestMatrixDocs -update
 // writes the "Adaptive limits" section of docs/benchmarks.md and its plots
 // from it (make -f bench/adaptivesim/adaptivesim.mk adaptive-matrix).
+// After a change that only some contenders see (the default algorithm),
+// TestMatrixRerun -rerun REGEXP runs those again and merges them into the
+// saved matrix (make ... adaptive-rerun).
 package adaptivesim

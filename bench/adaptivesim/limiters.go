@@ -114,6 +114,65 @@ func (a *Adaptive) Done(token any, timedOut bool) {
 
 func (a *Adaptive) Limit() int { return a.b.Stats().Limit }
 
+// leaseKey is the one partner of a Leased limiter's registry.
+const leaseKey = "partner"
+
+// Leased is package adaptive's WatchRegistry over a keyed
+// *bulkhead.Registry, called as a keyed integration calls it:
+// Registry.TryAcquirePermission returns a Lease, whose FinishCall reports
+// the call's exact duration in its CallFinished event (Event.CallDuration),
+// and a timeout is marked with the partner's MarkOverload first. It learns
+// from events, not from its own methods, so it checks that a watched
+// keyed registry learns what typed calls teach (Adaptive with Typed).
+type Leased struct {
+	reg   *bulkhead.Registry
+	ar    *adaptive.Registry
+	b     *adaptive.Bulkhead
+	clock *testkit.VirtualClock
+}
+
+// NewLeased returns a Leased limiter with cfg, starting at initial
+// permits; the partner's semaphore and controller exist from the start.
+func NewLeased(cfg adaptive.Config, initial int) *Leased {
+	clock := testkit.NewVirtualClock(epoch)
+	cfg.Initial = initial
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: initial}, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	if err != nil {
+		panic(err)
+	}
+	ar, err := adaptive.WatchRegistry(reg, cfg, adaptive.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	b, err := ar.Get(leaseKey)
+	if err != nil {
+		panic(err)
+	}
+	return &Leased{reg: reg, ar: ar, b: b, clock: clock}
+}
+
+// Bulkhead returns the partner's adaptive bulkhead.
+func (l *Leased) Bulkhead() *adaptive.Bulkhead { return l.b }
+
+func (l *Leased) Advance(now time.Duration) { l.clock.AdvanceTo(epoch.Add(now)) }
+
+func (l *Leased) Try() (any, bool) {
+	lease, err := l.reg.TryAcquirePermission(leaseKey, bulkhead.CallOptions{})
+	if err != nil {
+		return nil, false
+	}
+	return &lease, true
+}
+
+func (l *Leased) Done(token any, timedOut bool) {
+	if timedOut {
+		l.b.MarkOverload()
+	}
+	token.(*bulkhead.Lease).FinishCall()
+}
+
+func (l *Leased) Limit() int { return l.b.Stats().Limit }
+
 // Failsafe is failsafe-go's adaptivelimiter (v0.9.8) with its defaults
 // except the limits: floor 1, ceiling 1000 and the initial limit of the
 // other contenders, as the controller of package adaptive has. It
@@ -211,6 +270,10 @@ var OracleName = fmt.Sprintf("oracle (%.1f × C, knows C)", OracleK)
 // adaptive's default algorithm, through typed calls.
 const DefaultName = "capacity"
 
+// LeaseName is the contender of the default algorithm wired through a
+// watched keyed registry's Leases (Leased).
+const LeaseName = DefaultName + " (watched keyed registry, Lease)"
+
 // The two wirings of the reference algorithms, as Netflix
 // concurrency-limits runs them: every call a sample (SimpleLimiter with the
 // limit itself), or 1 s windows of at least 10 calls, shorter ones
@@ -222,13 +285,15 @@ var (
 )
 
 // Contenders are the limiters of the comparison: the default algorithm of
-// package adaptive (typed calls and the plain interface), the reference
+// package adaptive (typed calls, the plain interface and a watched keyed
+// registry's Leases), the reference
 // algorithms in both wirings, and failsafe-go's adaptivelimiter; all start
 // at the same limit, with the controller's floor 1 and ceiling 1000.
 func Contenders() []Contender {
 	cs := []Contender{
 		adaptiveContender(DefaultName, adaptive.Config{}, Typed),
 		adaptiveContender(DefaultName+" (plain interface)", adaptive.Config{}, Plain),
+		{Name: LeaseName, New: func(sc Scenario) Limiter { return NewLeased(adaptive.Config{}, sc.Initial) }},
 	}
 	for _, name := range []string{adaptive.NameAIMD, adaptive.NameVegas, adaptive.NameGradient2} {
 		newAlg, _ := adaptive.ByName(name)

@@ -46,7 +46,7 @@ type CellResult struct {
 type Options struct {
 	Seeds       int   // seeds 1 to Seeds
 	StaticSeeds int   // seeds the static sweep runs on
-	StaticGrid  []int // static limits swept
+	StaticGrid  []int // static limits swept; none: no static runs, BestStatic and Static stay empty
 	// Bubble runs f inside a testing/synctest bubble (for the contenders
 	// that read time.Now).
 	Bubble func(f func())
@@ -102,6 +102,9 @@ func RunMatrix(cells []Cell, contenders []Contender, o Options) []CellResult {
 		}
 	}
 	parallel(jobs)
+	if len(o.StaticGrid) == 0 {
+		return out // no static sweep (TestMatrixRerun)
+	}
 	// The best static limit of each cell, then its run on every seed.
 	jobs = nil
 	for i, c := range cells {

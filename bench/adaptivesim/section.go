@@ -52,8 +52,12 @@ call is rejected at once). The goals, checked per seed:
   unloaded p99 service time;
 - *floor*: never at a limit of 1 for more than 1 s (every partner here is healthy).
 
-The contenders: capacity, the default, through typed calls (Bulkhead.TryAcquire and Call.Finish)
-and through the plain bulkhead.Bulkhead interface the operators use (RTTs matched to grants); AIMD,
+The contenders: capacity, the default, through typed calls (Bulkhead.TryAcquire and Call.Finish),
+through the plain bulkhead.Bulkhead interface the operators use (RTTs matched to grants), and
+through a watched keyed registry (adaptive.WatchRegistry over a *bulkhead.Registry, calls taken
+with Registry.TryAcquirePermission and given back with Lease.FinishCall, whose CallFinished event
+carries the call's exact duration; TestLeaseWiringLearnsWhatTypedCallsLearn checks that it takes
+the same limits as typed calls); AIMD,
 Vegas and Gradient2 with Netflix concurrency-limits' defaults in the two wirings Netflix users run
 them: *per call* (every call a sample, as SimpleLimiter feeds a limit) and *1 s windows* (1 s, at
 least 10 calls, shorter windows discarded: WindowedLimit), both without this controller's
@@ -101,6 +105,11 @@ Where each limiter wins, from the tables:
   of windows, not measured call by call. Use typed calls (Acquire/TryAcquire with
   Call.Finish) where you can; Watch and WatchRegistry get exact RTTs from calls that finish with
   their start (a Lease).
+- *capacity (watched keyed registry, Lease)*, the default as a keyed integration runs it
+  (adaptive.WatchRegistry learning from the registry's events, every call a Lease), has the same
+  row as typed calls, cell by cell: a Lease's CallFinished event carries the call's exact
+  duration, and a timeout marked with MarkOverload before FinishCall is the drop a typed call's
+  Finish reports, so the controller is fed the same samples.
 - *aimd (per call)* has the default's worst-case goodput (0.63×) and meets every goal in the most
   cells of the limiters one can build (10, all at 0.5× load), because it only reacts to timeouts: at or above capacity it
   lets the queue grow until calls time out (p99 missed in 78 cells).

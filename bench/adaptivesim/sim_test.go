@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 var (
 	full   = flag.Bool("full", false, "TestMatrix: run the whole matrix with FullSeeds seeds and save it to "+resultsFile)
+	rerun  = flag.String("rerun", "", "TestMatrixRerun: contenders matching this regexp, run again on the whole matrix and merged into "+resultsFile)
 	update = flag.Bool("update", false, "TestMatrixDocs: rewrite the Adaptive limits section of docs/benchmarks.md and its plots from "+resultsFile)
 )
 
@@ -67,6 +70,65 @@ func TestMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(resultsFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMatrixRerun runs the contenders matching -rerun again on the whole
+// matrix (FullSeeds seeds, the saved cells' best static limits kept) and
+// replaces their results and traces in the saved matrix: after a change
+// that only those contenders see (the default algorithm), the saved matrix
+// is then what a full run gives, since every run is deterministic and the
+// other contenders and the static sweep do not depend on it, in a quarter
+// of the time. Date and Duration stay those of the full run.
+func TestMatrixRerun(t *testing.T) {
+	if *rerun == "" {
+		t.Skip("reruns contenders with -rerun REGEXP, after TestMatrix -full")
+	}
+	b, err := os.ReadFile(resultsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Matrix
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(*rerun)
+	var cs []Contender
+	for _, c := range Contenders() {
+		if re.MatchString(c.Name) {
+			if !slices.Contains(m.Names, c.Name) {
+				t.Fatalf("%q is not in the saved matrix: run TestMatrix -full", c.Name)
+			}
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		t.Fatalf("no contender matches %q", *rerun)
+	}
+	cells := make([]Cell, len(m.Results))
+	trace := map[string]bool{}
+	for _, c := range traced {
+		trace[c] = true
+	}
+	for i, r := range m.Results {
+		cells[i] = r.Cell
+	}
+	res := RunMatrix(cells, cs, Options{Seeds: m.Seeds, Bubble: bubble(t), Trace: trace})
+	for i, r := range res {
+		for _, c := range cs {
+			m.Results[i].Runs[c.Name] = r.Runs[c.Name]
+			if tr, ok := r.Traces[c.Name]; ok {
+				m.Results[i].Traces[c.Name] = tr
+			}
+		}
+	}
+	t.Logf("\n%s", SummaryTable(m.Results, m.Names))
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(resultsFile, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
