@@ -11,6 +11,9 @@ BENCHSTAT       := $(BIN)/benchstat
 MODULES         := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {} \; | sort)
 STRESS_TIME     ?= 2m
 FUZZ_TIME       ?= 30s
+# Minimizing a failing input stops after FUZZ_MINIMIZE_TIME (go test's
+# default, 60 s, is longer than FUZZ_TIME), so a failure is reported promptly.
+FUZZ_MINIMIZE_TIME ?= 5s
 
 .PHONY: all test vet redis-server prometheus lint fmt-check bench bench-core cover demo stress fuzz tools release-tags clean
 
@@ -22,7 +25,7 @@ all: lint test
 ## Keep it under 2 minutes on 2 cores: long sweeps belong in stress, bench
 ## and the *-sim/-matrix targets, not here.
 TEST_LOGS  := $(BIN)/test-logs
-TEST_JOBS  ?= 2
+TEST_JOBS  ?= 3
 # The modules that take longest, in that order; the others follow.
 # internal/installcheck first: with a cold build cache its consumers compile
 # every third-party package (230 s at load 12 on 2 cores; 15 s warm).
@@ -119,7 +122,7 @@ stress:
 fuzz:
 	@set -e; for f in .:FuzzSemaphore ./fileconfig:FuzzConfig ./fileconfig:FuzzRegistryConfigJSON ./adaptive:FuzzAlgorithms; do \
 		pkg=$${f%%:*}; f=$${f#*:}; echo "== $$f"; \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) $$pkg ; \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) -fuzzminimizetime $(FUZZ_MINIMIZE_TIME) $$pkg ; \
 	done
 
 ## release-tags: tag the current commit VERSION for the core and DIR/VERSION
