@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"fmt"
 	"testing"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
@@ -10,7 +11,7 @@ import (
 // (Metrics().InUse != 0) or has a waiting call (Metrics().Queued != 0) when
 // the test ends: the permit-leak check of a bulkhead.Budget, as
 // CheckPermits is a Semaphore's. The failure names the budget, both counts
-// and the classes that hold or wait. It panics if b is nil.
+// and the classes (and groups, if any) that hold or wait. It panics if b is nil.
 func CheckBudget(t testing.TB, b *bulkhead.Budget) {
 	t.Helper()
 	if b == nil {
@@ -28,7 +29,17 @@ func CheckBudget(t testing.TB, b *bulkhead.Budget) {
 				classes = append(classes, c)
 			}
 		}
-		t.Errorf("testkit: budget %q: leaked at the end of the test: %d permit(s) in use, %d call(s) queued (want 0 and 0); by class: %+v",
-			b.Name(), m.InUse, m.Queued, classes)
+		var groups []bulkhead.GroupMetrics
+		for _, g := range m.Groups {
+			if g.InUse != 0 || g.Queued != 0 {
+				groups = append(groups, g)
+			}
+		}
+		byGroup := ""
+		if len(groups) > 0 {
+			byGroup = fmt.Sprintf("; by group: %+v", groups)
+		}
+		t.Errorf("testkit: budget %q: leaked at the end of the test: %d permit(s) in use, %d call(s) queued (want 0 and 0); by class: %+v%s",
+			b.Name(), m.InUse, m.Queued, classes, byGroup)
 	})
 }

@@ -45,6 +45,30 @@ func TestCheckBudgetFailsOnAPermitInUseAndACallWaiting(t *testing.T) {
 	flow.FinishCall()
 }
 
+func TestCheckBudgetNamesTheGroupThatLeaked(t *testing.T) {
+	b, err := bulkhead.NewBudget("hub", bulkhead.BudgetConfig{
+		Size: 1, MaxQueuedCalls: bulkhead.Unbounded,
+		Groups:  []bulkhead.GroupConfig{{Name: "gold", Nominal: 1}},
+		Classes: []bulkhead.ClassConfig{{Name: "batch", MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded}},
+	}, bulkhead.WithClock(testkit.NewVirtualClock(start)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold, err := b.Flow("acme", bulkhead.PartnerOptions{Group: "gold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiting *bulkhead.Acquisition
+	f := runFake(func(tb *fakeTB) {
+		testkit.CheckBudget(tb, b)
+		gold.AcquirePermissionAsync()
+		waiting = gold.AcquirePermissionAsync()
+	})
+	wantFailure(t, f, "by group:", "Name:gold InUse:1", "Queued:1")
+	waiting.Cancel()
+	gold.FinishCall()
+}
+
 func TestCheckBudgetPanicsOnANilBudget(t *testing.T) {
 	defer func() {
 		if r := recover(); r != "testkit: CheckBudget called with a nil budget" {
