@@ -56,15 +56,32 @@ func TestMatrix(t *testing.T) {
 		t.Skip("the whole matrix runs with -full (" + Command + ")")
 	}
 	cs := Contenders()
-	trace := map[string]bool{}
-	for _, c := range traced {
-		trace[c] = true
-	}
+	trace := tracedSet()
 	start := time.Now()
 	res := RunMatrix(Cells(), cs, Options{Seeds: FullSeeds, StaticSeeds: 2, StaticGrid: staticGrid(3), Bubble: bubble(t), Trace: trace})
 	m := Matrix{Date: time.Now().UTC().Format("2006-01-02"), Seeds: FullSeeds, Names: names(cs), Duration: time.Since(start).Round(time.Second), Results: res}
 	t.Logf("\n%s", SummaryTable(res, m.Names))
 	t.Logf("\n%s", CellTable(res, DefaultName))
+	writeSavedMatrix(t, m)
+}
+
+// readSavedMatrix reads the matrix TestMatrix saved.
+func readSavedMatrix(t *testing.T) Matrix {
+	t.Helper()
+	b, err := os.ReadFile(resultsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Matrix
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// writeSavedMatrix saves m for TestMatrixRerun and TestMatrixDocs.
+func writeSavedMatrix(t *testing.T, m Matrix) {
+	t.Helper()
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +89,15 @@ func TestMatrix(t *testing.T) {
 	if err := os.WriteFile(resultsFile, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tracedSet is the cells (traced) whose seed-1 limit traces a run keeps.
+func tracedSet() map[string]bool {
+	trace := map[string]bool{}
+	for _, c := range traced {
+		trace[c] = true
+	}
+	return trace
 }
 
 // TestMatrixRerun runs the contenders matching -rerun again on the whole
@@ -85,14 +111,7 @@ func TestMatrixRerun(t *testing.T) {
 	if *rerun == "" {
 		t.Skip("reruns contenders with -rerun REGEXP, after TestMatrix -full")
 	}
-	b, err := os.ReadFile(resultsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m Matrix
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readSavedMatrix(t)
 	re := regexp.MustCompile(*rerun)
 	var cs []Contender
 	for _, c := range Contenders() {
@@ -107,10 +126,7 @@ func TestMatrixRerun(t *testing.T) {
 		t.Fatalf("no contender matches %q", *rerun)
 	}
 	cells := make([]Cell, len(m.Results))
-	trace := map[string]bool{}
-	for _, c := range traced {
-		trace[c] = true
-	}
+	trace := tracedSet()
 	for i, r := range m.Results {
 		cells[i] = r.Cell
 	}
@@ -124,13 +140,7 @@ func TestMatrixRerun(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", SummaryTable(m.Results, m.Names))
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(resultsFile, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSavedMatrix(t, m)
 }
 
 // TestMatrixDocs writes the docs from the saved matrix (with -update).
@@ -138,14 +148,7 @@ func TestMatrixDocs(t *testing.T) {
 	if !*update {
 		t.Skip("writes the docs with -update, after TestMatrix -full")
 	}
-	b, err := os.ReadFile(resultsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m Matrix
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readSavedMatrix(t)
 	docs := filepath.Join("..", "..", "docs")
 	if err := writePlots(m, filepath.Join(docs, "img")); err != nil {
 		t.Fatal(err)
