@@ -260,14 +260,7 @@ func (s *Semaphore) acquireAsyncSlow() *Acquisition {
 	// free while a call waits, and this is one load of the word.
 	var g decidedList
 	s.passIfFreeLocked(&g)
-	s.unlock()
-	if g.head != nil || g.wake != nil {
-		s.deliverAside(&g)
-	}
-	if d.head != nil || d.wake != nil {
-		s.deliverEvictions(&d, a)
-	}
-	return a
+	return s.unlockAndDeliverQueued(a, &g, &d)
 }
 
 // deliverEvictions delivers the outcomes of the waiters evicted to make

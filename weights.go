@@ -252,14 +252,7 @@ func (s *Semaphore) acquireAsyncSlowN(k int) *Acquisition {
 	a := &Acquisition{owner: &weightedOwner{s: s, k: int32(k)}}
 	var g decidedList
 	s.enqueueWeightedLocked(a, &g)
-	s.unlock()
-	if g.head != nil || g.wake != nil {
-		s.deliverAside(&g)
-	}
-	if d.head != nil || d.wake != nil {
-		s.deliverEvictions(&d, a)
-	}
-	return a
+	return s.unlockAndDeliverQueued(a, &g, &d)
 }
 
 // tooHeavyLocked returns nil, with mu held, if a call of weight k may
@@ -502,6 +495,21 @@ func (s *Semaphore) rejectTooHeavyLocked(d *decidedList) {
 		}
 		a = next
 	}
+}
+
+// unlockAndDeliverQueued ends an asynchronous call that queued a (the
+// unweighted and the weighted enqueue alike): it releases mu, then delivers
+// the grants the enqueue's pass made (g, aside) and then the outcomes of the
+// waiters its eviction removed (d, whose panic withdraws a), and returns a.
+func (s *Semaphore) unlockAndDeliverQueued(a *Acquisition, g, d *decidedList) *Acquisition {
+	s.unlock()
+	if g.head != nil || g.wake != nil {
+		s.deliverAside(g)
+	}
+	if d.head != nil || d.wake != nil {
+		s.deliverEvictions(d, a)
+	}
+	return a
 }
 
 // deliverAside delivers the grants of a pass that a call made without
