@@ -448,6 +448,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 	// to fresh goroutines release, and publish, there).
 	var gotMu sync.Mutex
 	var got []modelEvent
+	published := make(chan struct{}, 1) // a token after every event (awaitEvents)
 	sem.OnEvent(func(e bulkhead.Event) {
 		if e.Name != "fuzz" {
 			panic(fmt.Sprintf("event %v names %q", e, e.Name))
@@ -455,6 +456,10 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		gotMu.Lock()
 		got = append(got, modelEvent{e.Type, e.Reason, e.Time})
 		gotMu.Unlock()
+		select {
+		case published <- struct{}{}:
+		default: // a token is already there: the waiter will re-count
+		}
 	})
 	events := func() []modelEvent {
 		gotMu.Lock()
@@ -577,7 +582,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 			live = append(live, compared) // made by this operation
 		}
 		awaitCallbacks(t, m, ran, trace)
-		awaitEvents(len(m.events), events)
+		awaitEvents(len(m.events), events, published)
 		live = compareWithModel(t, sem, m, acqs, live, events(), &checked, trace)
 	}
 	// Wind down: cancel or release everything; nothing may be left.
@@ -596,7 +601,7 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 		all[k] = k
 	}
 	awaitCallbacks(t, m, ran, trace)
-	awaitEvents(len(m.events), events)
+	awaitEvents(len(m.events), events, published)
 	compareWithModel(t, sem, m, acqs, all, events(), &checked, trace)
 	if n := clock.PendingTimers(); n != 0 {
 		t.Fatalf("%d timer(s) armed with nobody waiting", n)
@@ -704,12 +709,18 @@ type fuzzCall interface {
 
 // awaitEvents waits until the Semaphore has published at least want
 // events: the grants of a Cancel or an enqueue are published by a fresh
-// goroutine, which may not have run yet when the call returns. Should it
-// never publish them, the wait ends after a bound and the comparison
-// that follows fails saying which are missing.
-func awaitEvents(want int, events func() []modelEvent) {
-	deadline := time.Now().Add(10 * time.Second)
-	for len(events()) < want && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Microsecond)
+// goroutine, which may not have run yet when the call returns. The listener
+// leaves a token in published after each event, so the wait re-counts only
+// when one came. Should they never be published, the wait ends after 10 s
+// and the comparison that follows fails saying which are missing.
+func awaitEvents(want int, events func() []modelEvent, published <-chan struct{}) {
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for len(events()) < want {
+		select {
+		case <-published:
+		case <-timeout.C:
+			return
+		}
 	}
 }
