@@ -133,7 +133,12 @@ func (r *Registry) acquireAsyncBudgeted(key string, opts CallOptions) (*Acquisit
 			return RejectedAcquisition(err), Lease{}
 		}
 		e.Stamp()
-		pa := call.p.partAcquireAsync(call.k) // call.p's bulkhead is s
+		var pa *Acquisition
+		if call.k == 1 {
+			pa = s.AcquirePermissionAsync() // as without a budget
+		} else {
+			pa = SemaphoreCall{s: s, k: call.k}.AcquirePermissionAsync()
+		}
 		if e.Dead() && !r.cat.Kept(e) {
 			call.undoPartner(pa)
 			continue
@@ -171,7 +176,7 @@ func (r *Registry) acquireBudgeted(ctx context.Context, key string, opts CallOpt
 			return Lease{}, err
 		}
 		e.Stamp()
-		err = s.Call(call.k).AcquirePermission(ctx)
+		err = SemaphoreCall{s: s, k: call.k}.AcquirePermission(ctx) // k = 1: s.AcquirePermission
 		if e.Dead() && !r.cat.Kept(e) {
 			if err == nil {
 				call.p.partRelease(call.k)
@@ -212,7 +217,12 @@ func (r *Registry) tryAcquireBudgeted(key string, opts CallOptions) (Lease, erro
 			return Lease{}, err
 		}
 		e.Stamp()
-		ok := s.Call(call.k).TryAcquirePermission()
+		var ok bool
+		if call.k == 1 {
+			ok = s.TryAcquirePermission()
+		} else {
+			ok = SemaphoreCall{s: s, k: call.k}.TryAcquirePermission()
+		}
 		if e.Dead() && !r.cat.Kept(e) {
 			if ok {
 				call.p.partRelease(call.k)
@@ -251,6 +261,10 @@ func (c *BudgetCall) undoPartner(a *Acquisition) {
 // panics), as BudgetCall.FinishCall does, as many of each as the call's
 // weight (s is bc's partner's bulkhead).
 func finishBoth(s *Semaphore, bc *BudgetCall, start CallStart) {
-	defer s.Call(bc.k).FinishCallStarted(start)
+	if bc.k == 1 {
+		defer s.FinishCallStarted(start)
+	} else {
+		defer SemaphoreCall{s: s, k: bc.k}.FinishCallStarted(start)
+	}
 	bc.p.b.release(bc.p, bc.c, bc.k, true)
 }
