@@ -288,7 +288,8 @@ func (b *Budget) weightError(f *budgetFlow, c *budgetClass, k, limit int) *Weigh
 }
 
 // admit asks the budget for k permits of class c for a call of partner p,
-// which holds its partner permits (k of a *Semaphore, see BudgetPartner; if p has a partner). w is the call's
+// which holds its partner permits if p has a partner (k of a *Semaphore,
+// else one: see BudgetPartner). w is the call's
 // record when it has one already (it waited for its partner): the outcome
 // then goes to w.acq, on this goroutine when decided at once, and admit
 // returns nil. Without a record, admit returns the call's Acquisition: the
