@@ -14,11 +14,11 @@ import (
 
 // Budget is a pool of permits shared by many partners' bulkheads: the
 // capacity of a hub (its connections, its CPU, a database behind it) that
-// every partner's calls also need. A call takes a permit of its partner's
-// bulkhead first and then weight permits of the budget (see Partner and
-// BudgetPartner.Call); when the budget is contended it is divided among the
-// partners that want it by max-min fairness, higher priority classes
-// first, with guaranteed shares per class and per group of partners that
+// every partner's calls also need. A call takes the permits of its
+// partner's bulkhead first (weight of them for a *Semaphore, else one) and
+// then weight permits of the budget (see Partner and BudgetPartner.Call);
+// when the budget is contended it is divided among the partners that want
+// it by max-min fairness, higher priority classes first, with guaranteed shares per class and per group of partners that
 // are lent while unused. A call waiting for the budget is a record in a
 // queue, not a goroutine. docs/design.md ("The hub budget") explains the
 // order and proves its bounds.
@@ -48,6 +48,18 @@ import (
 //     waiter holds it back (MaxBypass) or the pass stopped at maxPassSkips;
 //     in both cases fewer shared permits are idle than the heaviest waiter
 //     passed over needs.
+//
+// Partner permits (not under mu: they are the partner's): a call of weight
+// k with a partner holds pk partner permits, pk = k if the partner's
+// bulkhead is a *Semaphore and 1 otherwise, from its partner's grant until
+// exactly one of: the budget rejects it (deliver, or rejectNewLocked for a
+// newcomer), its Cancel takes it out of the budget (withdraw's lead step),
+// admit finds it cancelled before it reached the budget, or its own
+// ReleasePermission or FinishCall. Every one of them gives back through
+// partRelease or partFinish with the call's own k, the one place that maps
+// a weight to partner permits, so no path gives back more or fewer than
+// partAcquireAsync took. A weight the partner can never grant is rejected
+// by the partner (*TooHeavyError) before the budget is asked.
 //
 // Lock order: a partner's lock is never taken under mu, and mu is never
 // held while user code runs (callbacks, listeners, a partner's
@@ -446,8 +458,8 @@ type PartnerOptions struct {
 }
 
 // Partner joins bh to the budget: it returns a BudgetPartner whose calls
-// take a permit of bh first and then permits of the budget, under bh's
-// name. Joining the same name again (a bulkhead re-created with the same
+// take permits of bh first (a call of weight k takes k if bh is a
+// *Semaphore, else one) and then permits of the budget, under bh's name. Joining the same name again (a bulkhead re-created with the same
 // name) shares the partner's place in the budget. It fails with an error
 // naming the budget and the problem if bh is nil or has an empty name, or
 // with a *ConfigError if opts names an unknown group or class, or another
@@ -496,6 +508,7 @@ func (b *Budget) join(name string, bh Bulkhead, opts PartnerOptions) (*BudgetPar
 			Rule: fmt.Sprintf("must be the group partner %q joined with first (%q)", name, f.group.name)}
 	}
 	p := &BudgetPartner{b: b, name: name, flow: f, part: bh, class: c, units: make([]BudgetCall, len(b.classByName))}
+	p.sem, _ = bh.(*Semaphore)
 	for _, x := range b.classByName {
 		p.units[x.id] = BudgetCall{p: p, c: x, k: 1}
 	}

@@ -288,7 +288,8 @@ func (b *Budget) weightError(f *budgetFlow, c *budgetClass, k, limit int) *Weigh
 }
 
 // admit asks the budget for k permits of class c for a call of partner p,
-// which holds its partner permit (if p has a partner). w is the call's
+// which holds its partner permits if p has a partner (k of a *Semaphore,
+// else one: see BudgetPartner). w is the call's
 // record when it has one already (it waited for its partner): the outcome
 // then goes to w.acq, on this goroutine when decided at once, and admit
 // returns nil. Without a record, admit returns the call's Acquisition: the
@@ -305,10 +306,10 @@ func (b *Budget) admit(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter)
 	if w != nil {
 		// The call's partner just granted it. If its Cancel won before this
 		// critical section, its withdraw saw it waiting for the partner (or
-		// will, since lane stays nil) and left the partner permit to us.
+		// will, since lane stays nil) and left the partner permits to us.
 		if w.acq.cell.Load()&outcomeMask != statePending {
 			b.mu.Unlock()
-			w.p.part.ReleasePermission()
+			w.p.partRelease(k)
 			return nil
 		}
 		w.pa = nil
@@ -316,7 +317,7 @@ func (b *Budget) admit(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter)
 	f := b.flowLocked(p)
 	l := b.laneLocked(f, c)
 	if w != nil {
-		w.lane = l // in the budget from now on: withdraw gives the partner permit back
+		w.lane = l // in the budget from now on: withdraw gives the partner permits back
 	}
 	g := f.group
 	fits := k <= g.limitAvail() && k <= b.sharedAvailLocked(c, g)
@@ -366,11 +367,11 @@ func (b *Budget) admit(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter)
 	return &w.acq
 }
 
-// tryAdmit takes k permits of class c for partner p, whose partner permit
+// tryAdmit takes k permits of class c for partner p, whose partner permits
 // the caller holds, only if they are free at once and nobody waits in the
 // budget (the keyed TryAcquirePermission): it never queues and never
 // evicts a waiter. It returns nil, or a *BudgetError (NoWait) or a
-// *WeightError; it does not give the partner permit back.
+// *WeightError; it does not give the partner permits back.
 func (b *Budget) tryAdmit(p *BudgetPartner, c *budgetClass, k int) error {
 	b.mu.Lock()
 	f := b.flowLocked(p)
@@ -438,12 +439,12 @@ func (b *Budget) grantRecordLocked(w *budgetWaiter, l *lane) *Acquisition {
 
 // rejectNewLocked rejects a newcomer at once with err (prebuilt, a shared
 // rejected Acquisition, or nil to build one). mu is held and is released;
-// the partner permit is given back before the rejection is delivered.
+// the partner permits are given back before the rejection is delivered.
 func (b *Budget) rejectNewLocked(p *BudgetPartner, l *lane, c *budgetClass, k int, w *budgetWaiter, err error, prebuilt *Acquisition) *Acquisition {
 	if w != nil {
 		if !w.acq.decide(stateRejected, err) {
 			b.mu.Unlock()
-			return nil // cancelled meanwhile: its withdraw gives the partner permit back
+			return nil // cancelled meanwhile: its withdraw gives the partner permits back
 		}
 		w.acq.settle()
 		b.mu.Unlock()
@@ -455,7 +456,7 @@ func (b *Budget) rejectNewLocked(p *BudgetPartner, l *lane, c *budgetClass, k in
 	}
 	b.mu.Unlock()
 	if p.part != nil {
-		p.part.ReleasePermission()
+		p.partRelease(k)
 	}
 	if b.events.Active() {
 		b.publish(CallRejected, reasonOf(err), l.flow, c, k, unknownWait)

@@ -64,15 +64,16 @@ func (b *Budget) OnEvent(f func(BudgetEvent)) (remove func()) {
 }
 
 // budgetDecided is the work one decision leaves to its goroutine once mu is
-// released: a lead step (a withdrawn call's partner permit and its
+// released: a lead step (a withdrawn call's partner permits and its
 // CallCancelled, or a release's CallFinished) and the records it decided,
 // linked through cnext in decision order. It lives on the deciding
 // goroutine's stack; phase and cur record how far delivery got, so that a
 // delivery cut short by user code resumes where it stopped.
 type budgetDecided struct {
 	head, tail  *budgetWaiter
-	leadRelease Bulkhead    // a partner permit to give back first
-	leadEvent   BudgetEvent // published first if Type != 0 (Time set then)
+	leadRelease *BudgetPartner // its partner permits to give back first
+	leadK       int            // how many (the withdrawn call's weight)
+	leadEvent   BudgetEvent    // published first if Type != 0 (Time set then)
 	phase       uint8
 	cur         *budgetWaiter
 }
@@ -112,7 +113,7 @@ func (b *Budget) deliver(d *budgetDecided) {
 			d.phase = 1
 			if p := d.leadRelease; p != nil {
 				d.leadRelease = nil
-				p.ReleasePermission()
+				p.partRelease(d.leadK)
 			}
 		case 1:
 			d.phase, d.cur = 2, d.head
@@ -127,7 +128,7 @@ func (b *Budget) deliver(d *budgetDecided) {
 			for w := d.cur; w != nil; w = d.cur {
 				d.cur = w.cnext
 				if w.p.part != nil && w.acq.cell.Load()&outcomeMask == stateRejected {
-					w.p.part.ReleasePermission()
+					w.p.partRelease(int(w.k))
 				}
 			}
 			d.phase, d.cur = 3, d.head

@@ -10,14 +10,25 @@ import (
 // both levels at once: its calls are of the partner's class (see
 // PartnerOptions.Class) and weight 1; Call gives one for another class or
 // weight. It is safe for concurrent use.
+//
+// A call of weight k takes k permits of the budget and, if the partner's
+// bulkhead is a *Semaphore, k permits of it too, through the Semaphore's
+// weighted path (Semaphore.Call): at once or not at all, in its queue with
+// bounded bypass, and a *TooHeavyError if k is above its
+// MaxConcurrentCalls. A partner bulkhead of any other type has no weights:
+// a call takes one permit of it whatever its weight.
 type BudgetPartner struct {
 	b    *Budget
 	name string
 	// flow is the partner's state in the budget, guarded by Budget.mu: a
 	// flow dropped while idle (Budget.dropIdleFlow, for a Registry's
 	// evicted bulkhead) is replaced by Budget.flowLocked on next use.
-	flow  *budgetFlow
-	part  Bulkhead     // the partner's own bulkhead; nil for a Flow
+	flow *budgetFlow
+	part Bulkhead // the partner's own bulkhead; nil for a Flow
+	// sem is part if it is a *Semaphore (else nil): a call of weight k
+	// takes k of its permits (partAcquireAsync) and gives k back
+	// (partRelease, partFinish); any other partner bulkhead, one.
+	sem   *Semaphore
 	class *budgetClass // the class of calls that name none
 	// units holds the partner's calls of weight 1, one per class by
 	// budgetClass.id (the classes the budget had when the partner joined),
@@ -44,9 +55,13 @@ func (p *BudgetPartner) Budget() *Budget { return p.b }
 func (p *BudgetPartner) Bulkhead() Bulkhead { return p.part }
 
 // Call returns the Bulkhead of p's calls of class c (the zero Class: p's
-// class) and weight permits of the budget. A call still takes one permit of
-// the partner's bulkhead. It panics if weight is below 1 or c is a class of
-// another budget.
+// class) and weight permits of the budget, and weight permits of the
+// partner's bulkhead too if it is a *Semaphore (one of any other
+// bulkhead; none for a Flow). It panics if weight is below 1 or c is a
+// class of another budget. A weight above the partner's
+// MaxConcurrentCalls is not a panic (the limit may change): such a call
+// is rejected when it acquires, with the partner's *TooHeavyError, before
+// the budget is asked.
 func (p *BudgetPartner) Call(c Class, weight int) BudgetCall {
 	if weight < 1 {
 		panic(fmt.Sprintf("bulkhead: BudgetPartner.Call: weight %d must be >= 1", weight))
@@ -78,11 +93,12 @@ func (p *BudgetPartner) ReleasePermission() { BudgetCall{p: p, c: p.class, k: 1}
 func (p *BudgetPartner) FinishCall() { BudgetCall{p: p, c: p.class, k: 1}.FinishCall() }
 
 // BudgetCall is the Bulkhead (and BlockingBulkhead) of a partner's calls of
-// one class and weight (BudgetPartner.Call): a permit of the partner's
-// bulkhead, then Weight permits of the budget. Its permits go back with its
-// own FinishCall or ReleasePermission (same class and weight). It is a
-// small value: make one per call, or keep one per kind of call. The zero
-// BudgetCall is not usable.
+// one class and weight (BudgetPartner.Call): Weight permits of the
+// partner's bulkhead if it is a *Semaphore (one of any other bulkhead),
+// then Weight permits of the budget. Its permits go back with its own
+// FinishCall or ReleasePermission (same class and weight), at both levels
+// exactly what was taken. It is a small value: make one per call, or keep
+// one per kind of call. The zero BudgetCall is not usable.
 type BudgetCall struct {
 	p *BudgetPartner
 	c *budgetClass
@@ -95,16 +111,19 @@ func (c BudgetCall) Name() string { return c.p.name }
 // Class returns the call's class.
 func (c BudgetCall) Class() Class { return Class{c.c} }
 
-// Weight returns the budget permits the call takes.
+// Weight returns the budget permits the call takes (and the partner
+// permits, if its partner's bulkhead is a *Semaphore).
 func (c BudgetCall) Weight() int { return c.k }
 
-// AcquirePermissionAsync asks for the partner's permit, then for the
+// AcquirePermissionAsync asks for the partner's permits, then for the
 // budget's, without blocking, and returns one Acquisition for both.
 //
 // Granted at once by both levels, it returns the shared granted
 // Acquisition and allocates nothing. Rejected at once by the partner, it
-// returns the partner's Acquisition (its *FullError); rejected by the
-// budget, the partner's permit is given back first and the error is a
+// returns the partner's Acquisition (its *FullError, or its *TooHeavyError
+// for a weight above its MaxConcurrentCalls: the budget is not asked);
+// rejected by the budget, the partner's permits are given back first and
+// the error is a
 // *BudgetError (errors.Is ErrBulkheadFull) or a *WeightError. Otherwise the
 // call waits, as one record, for its partner and then in the budget, and
 // the returned Acquisition is decided when both have granted it (its
@@ -118,7 +137,38 @@ func (c BudgetCall) AcquirePermissionAsync() *Acquisition {
 	if p.part == nil {
 		return p.b.admit(p, c.c, c.k, nil)
 	}
-	return c.afterPartner(p.part.AcquirePermissionAsync())
+	return c.afterPartner(p.partAcquireAsync(c.k))
+}
+
+// partAcquireAsync asks p's bulkhead for the permits of a call of weight
+// k: k of a *Semaphore (its weighted path), one of any other bulkhead. A
+// call of weight 1 costs what the bulkhead's own AcquirePermissionAsync
+// costs, and a compare.
+func (p *BudgetPartner) partAcquireAsync(k int) *Acquisition {
+	if k > 1 && p.sem != nil {
+		return SemaphoreCall{s: p.sem, k: k}.AcquirePermissionAsync()
+	}
+	return p.part.AcquirePermissionAsync()
+}
+
+// partRelease gives back to p's bulkhead what partAcquireAsync(k) took,
+// without an event (the call did not run).
+func (p *BudgetPartner) partRelease(k int) {
+	if k > 1 && p.sem != nil {
+		p.sem.releaseN(k)
+		return
+	}
+	p.part.ReleasePermission()
+}
+
+// partFinish gives back to p's bulkhead what partAcquireAsync(k) took,
+// with its CallFinished.
+func (p *BudgetPartner) partFinish(k int) {
+	if k > 1 && p.sem != nil {
+		SemaphoreCall{s: p.sem, k: k}.FinishCall()
+		return
+	}
+	p.part.FinishCall()
 }
 
 // afterPartner takes the call on from pa, its partner's acquisition (just
@@ -220,14 +270,15 @@ func (c BudgetCall) await(ctx context.Context, a *Acquisition) error {
 }
 
 // ReleasePermission gives back the permits of a call that did not run: the
-// budget's first, then the partner's (no CallFinished). Waiters granted by
-// them have their callbacks run as for any release (see
-// Acquisition.OnDone); the partner's permit goes back even if one of them
-// panics. It panics, naming the budget, the partner and the class, if the
-// partner holds fewer permits of the class than the call's weight.
+// budget's first, then the partner's (no CallFinished), as many of each as
+// the call took. Waiters granted by them have their callbacks run as for
+// any release (see Acquisition.OnDone); the partner's permits go back even
+// if one of them panics. It panics, naming the budget, the partner and the
+// class, if the partner holds fewer permits of the class than the call's
+// weight.
 func (c BudgetCall) ReleasePermission() {
-	if part := c.p.part; part != nil {
-		defer part.ReleasePermission()
+	if p := c.p; p.part != nil {
+		defer p.partRelease(c.k)
 	}
 	c.p.b.release(c.p, c.c, c.k, false)
 }
@@ -235,8 +286,8 @@ func (c BudgetCall) ReleasePermission() {
 // FinishCall gives back the permits of a call that ran, as
 // ReleasePermission does, with a CallFinished event at both levels.
 func (c BudgetCall) FinishCall() {
-	if part := c.p.part; part != nil {
-		defer part.FinishCall()
+	if p := c.p; p.part != nil {
+		defer p.partFinish(c.k)
 	}
 	c.p.b.release(c.p, c.c, c.k, true)
 }

@@ -36,7 +36,7 @@ func newPartner(t testing.TB, b *bulkhead.Budget, clk bulkhead.Clock, name strin
 func TestBudgetPartnerPermitIsTakenBeforeTheBudgets(t *testing.T) {
 	clk := newClock()
 	b := newBudget(t, budgetConfig(10, 0, class("only", 0, 0)), clk)
-	p, sem := newPartner(t, b, clk, "walmart", 1, bulkhead.PartnerOptions{})
+	p, sem := newPartner(t, b, clk, "walmart", 3, bulkhead.PartnerOptions{})
 	g := newGrantLog(b)
 	g.ask("first", p.Call(bulkhead.Class{}, 2))
 	second := g.ask("second", p.Call(bulkhead.Class{}, 3))
@@ -44,8 +44,8 @@ func TestBudgetPartnerPermitIsTakenBeforeTheBudgets(t *testing.T) {
 	if m := b.Metrics(); m.InUse != 2 || m.Queued != 0 {
 		t.Fatalf("budget %+v: a call waiting for its partner must not reach the budget", m)
 	}
-	if m := sem.Metrics(); m.InFlightCalls != 1 || m.QueuedCalls != 1 {
-		t.Fatalf("partner %+v", m)
+	if m := sem.Metrics(); m.InFlightCalls != 2 || m.QueuedCalls != 1 {
+		t.Fatalf("partner %+v, want the first call's 2 permits held and the second (3) queued", m)
 	}
 	var grantedBeforeReturn atomic.Bool
 	second.OnDone(func(error) { grantedBeforeReturn.Store(true) })
@@ -339,7 +339,7 @@ func TestBudgetPanickingCallbackStrandsNoPermitOfEitherLevel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newClock()
 		b := newBudget(t, budgetConfig(2, 0, class("only", 0, 0)), clk)
-		holder, hsem := newPartner(t, b, clk, "holder", 1, bulkhead.PartnerOptions{})
+		holder, hsem := newPartner(t, b, clk, "holder", 2, bulkhead.PartnerOptions{})
 		p, sem := newPartner(t, b, clk, "p", 2, bulkhead.PartnerOptions{})
 		holder.Call(bulkhead.Class{}, 2).AcquirePermissionAsync()
 		panicky := p.AcquirePermissionAsync()
@@ -353,7 +353,7 @@ func TestBudgetPanickingCallbackStrandsNoPermitOfEitherLevel(t *testing.T) {
 			t.Fatalf("FinishCall ended with %v, want the callback's panic", r)
 		}
 		if hsem.Metrics().InFlightCalls != 0 {
-			t.Error("the holder's partner permit was not given back although a callback panicked")
+			t.Error("the holder's partner permits were not given back although a callback panicked")
 		}
 		synctest.Wait() // calm's callback started on a fresh goroutine before FinishCall returned
 		if !calmRan.Load() {

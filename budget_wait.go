@@ -131,11 +131,11 @@ func (w *budgetWaiter) cancel(a *Acquisition) bool {
 // grant callback (partnerDone) finds the call cancelled and gives the
 // permit back. Once the call is in the budget, it leaves the queue (a pass
 // runs: a waiter leaving may let others in), the cancellation is made
-// visible under mu, and then the partner permit is given back, the grants
+// visible under mu, and then the partner permits are given back, the grants
 // of the pass delivered and CallCancelled published, on this goroutine.
 //
 // Both run user code before Cancel gets to a's own callbacks (the partner's
-// listeners; the callbacks of the calls that the partner permit or the pass
+// listeners; the callbacks of the calls that the partner permits or the pass
 // grant). If that code panics or calls runtime.Goexit, Cancel never runs
 // them, so a deferred call hands them to a fresh goroutine (a is settled by
 // then), and the panic goes on.
@@ -168,7 +168,9 @@ func (w *budgetWaiter) withdrawBothLevels(a *Acquisition) {
 	}
 	a.settle()
 	b.mu.Unlock()
-	d.leadRelease = w.p.part // nil for a flow without a partner
+	if w.p.part != nil { // a flow has no partner permit
+		d.leadRelease, d.leadK = w.p, int(w.k)
+	}
 	d.leadEvent = leadEventOf(CallCancelled, w.lane.flow, w.lane.cg.class, int(w.k))
 	b.deliver(&d)
 }

@@ -40,8 +40,10 @@ func ExampleNewBudget() {
 	// 0 0
 }
 
-// A 10 MB EDI batch costs 8 permits of the budget where an acknowledgement
-// costs 1; each still takes one permit of the partner's own bulkhead.
+// A 10 MB EDI batch costs 8 permits where an acknowledgement costs 1, of
+// the budget and of the partner's own bulkhead (a *Semaphore) alike; a
+// weight the partner's bulkhead could never hold is rejected by it, before
+// the budget is asked.
 func ExampleBudgetPartner_Call() {
 	hub, _ := bulkhead.NewBudget("hub", bulkhead.BudgetConfig{
 		Size:           10,
@@ -60,8 +62,13 @@ func ExampleBudgetPartner_Call() {
 		fmt.Println(walmart.Metrics().InFlightCalls, hub.Metrics().InUse)
 		bigDocument.FinishCall() // the same class and weight go back
 	}
+	fmt.Println(walmart.Metrics().InFlightCalls, hub.Metrics().InUse)
+	err := partner.Call(batch, 25).AcquirePermissionAsync().Err()
+	fmt.Println(errors.Is(err, bulkhead.ErrTooHeavy), err)
 	// Output:
-	// 1 8
+	// 8 8
+	// 0 0
+	// true bulkhead "walmart": a call of weight 25 is heavier than its MaxConcurrentCalls of 20
 }
 
 // Classes by name, resolved once; the zero Class is the partner's own.

@@ -10,8 +10,8 @@ import (
 )
 
 // A registry whose every partner's bulkhead is joined to the hub's budget:
-// a keyed call takes its key's permit and then Weight permits of the
-// budget, of the class it names, and its Lease gives both back. The
+// a keyed call takes Weight permits of its key's bulkhead and then as many
+// of the budget, of the class it names, and its Lease gives both back. The
 // partners of the "gold-" keys draw on the gold group's share.
 func ExampleWithBudget() {
 	hub, _ := bulkhead.NewBudget("hub", bulkhead.BudgetConfig{
@@ -32,7 +32,7 @@ func ExampleWithBudget() {
 			return bulkhead.PartnerOptions{}
 		}))
 
-	// A 10 MB batch document costs 8 permits of the hub, 1 of the partner's.
+	// A 10 MB batch document costs 8 permits of the hub and 8 of the partner's.
 	lease, err := partners.TryAcquirePermission("gold-walmart", bulkhead.CallOptions{Class: "batch", Weight: 8})
 	if err != nil {
 		fmt.Println(err)

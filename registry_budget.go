@@ -7,9 +7,9 @@ import (
 )
 
 // WithBudget joins every bulkhead the registry creates (the catch-all
-// included) to b, as Budget.Partner does: a keyed call then takes a permit
-// of its key's bulkhead and then CallOptions.Weight permits of b, of class
-// CallOptions.Class, and its Lease gives both back (see docs/guide.md,
+// included) to b, as Budget.Partner does: a keyed call then takes
+// CallOptions.Weight permits of its key's bulkhead and then as many of b,
+// of class CallOptions.Class, and its Lease gives both back (see docs/guide.md,
 // "The hub budget"). partner returns the PartnerOptions of key's bulkhead
 // (its group, and the class of its calls that name none); nil joins every
 // bulkhead with the zero PartnerOptions (no group, b's DefaultClass). To
@@ -27,9 +27,10 @@ import (
 // so b keeps state for at most as many partners as the registry has
 // bulkheads, however many keys callers send (BudgetMetrics.Partners).
 // Calls through a *Semaphore from Get, Find or Configure take no budget
-// permit: only the keyed path is budgeted. The bulkhead's own permit stays
-// 1 per call whatever the weight (the budget weighs the call; the
-// bulkhead does not: see Semaphore.Call for weights on a bulkhead).
+// permit: only the keyed path is budgeted. A keyed call of weight k takes k
+// permits of its bulkhead too (Semaphore.Call's weighted path), so a weight
+// above the bulkhead's MaxConcurrentCalls fails the call with a
+// *TooHeavyError before the budget is asked.
 //
 // A nil b makes NewRegistry fail.
 func WithBudget(b *Budget, partner func(key string) PartnerOptions) RegistryOption {
@@ -132,9 +133,14 @@ func (r *Registry) acquireAsyncBudgeted(key string, opts CallOptions) (*Acquisit
 			return RejectedAcquisition(err), Lease{}
 		}
 		e.Stamp()
-		pa := s.AcquirePermissionAsync()
+		var pa *Acquisition
+		if call.k == 1 {
+			pa = s.AcquirePermissionAsync() // as without a budget
+		} else {
+			pa = SemaphoreCall{s: s, k: call.k}.AcquirePermissionAsync()
+		}
 		if e.Dead() && !r.cat.Kept(e) {
-			undoAsync(s, pa)
+			call.undoPartner(pa)
 			continue
 		}
 		a := call.afterPartner(pa)
@@ -170,10 +176,10 @@ func (r *Registry) acquireBudgeted(ctx context.Context, key string, opts CallOpt
 			return Lease{}, err
 		}
 		e.Stamp()
-		err = s.AcquirePermission(ctx)
+		err = SemaphoreCall{s: s, k: call.k}.AcquirePermission(ctx) // k = 1: s.AcquirePermission
 		if e.Dead() && !r.cat.Kept(e) {
 			if err == nil {
-				s.ReleasePermission()
+				call.p.partRelease(call.k)
 			}
 			continue
 		}
@@ -181,8 +187,8 @@ func (r *Registry) acquireBudgeted(ctx context.Context, key string, opts CallOpt
 			e.Stamp()
 			return Lease{}, err
 		}
-		// This goroutine holds s's permit; admit takes it on (and gives it
-		// back if the budget rejects the call or it is withdrawn).
+		// This goroutine holds s's call.k permits; admit takes them on (and
+		// gives them back if the budget rejects the call or it is withdrawn).
 		err = call.await(ctx, r.budget.admit(call.p, call.c, call.k, nil))
 		e.Stamp()
 		if err != nil {
@@ -193,8 +199,9 @@ func (r *Registry) acquireBudgeted(ctx context.Context, key string, opts CallOpt
 }
 
 // tryAcquireBudgeted is TryAcquirePermission in a registry with a budget:
-// a permit of each level only if both are free at once and nobody waits
-// for either.
+// the call's permits of each level only if both are free at once and
+// nobody waits for either; a weight above the bulkhead's
+// MaxConcurrentCalls fails with its *TooHeavyError.
 func (r *Registry) tryAcquireBudgeted(key string, opts CallOptions) (Lease, error) {
 	for {
 		e, err := r.cat.LookupOrCatchAll(key, opts.ConfigName)
@@ -210,20 +217,54 @@ func (r *Registry) tryAcquireBudgeted(key string, opts CallOptions) (Lease, erro
 			return Lease{}, err
 		}
 		e.Stamp()
-		ok := s.TryAcquirePermission()
+		var ok bool
+		if call.k == 1 {
+			ok = s.TryAcquirePermission()
+		} else {
+			ok = SemaphoreCall{s: s, k: call.k}.TryAcquirePermission()
+		}
 		if e.Dead() && !r.cat.Kept(e) {
 			if ok {
-				s.ReleasePermission()
+				call.p.partRelease(call.k)
 			}
 			continue
 		}
 		if !ok {
+			if limit := s.Config().MaxConcurrentCalls; call.k > 1 && call.k > limit {
+				return Lease{}, &TooHeavyError{Name: e.Name(), Weight: call.k, Limit: limit}
+			}
 			return Lease{}, &FullError{Name: e.Name(), Reason: NoWait}
 		}
 		if err := r.budget.tryAdmit(call.p, call.c, call.k); err != nil {
-			s.ReleasePermission()
+			call.p.partRelease(call.k)
 			return Lease{}, err
 		}
 		return Lease{e: e, start: s.StartCall(), bc: call}, nil
 	}
+}
+
+// undoPartner undoes the partner's part of a keyed call, a, on a bulkhead
+// evicted before the call reached it (undoAsync for the call's weight): it
+// gives back the permits granted, or withdraws the call that waits.
+func (c *BudgetCall) undoPartner(a *Acquisition) {
+	if a.Err() == ErrPending && a.Cancel() {
+		return
+	}
+	<-a.Done() // decided by the grant or expiry that beat Cancel
+	if a.Err() == nil {
+		c.p.partRelease(c.k)
+	}
+}
+
+// finishBoth gives back a budgeted keyed call's permits: the budget's
+// first, then the bulkhead's (even if a callback the budget's release runs
+// panics), as BudgetCall.FinishCall does, as many of each as the call's
+// weight (s is bc's partner's bulkhead).
+func finishBoth(s *Semaphore, bc *BudgetCall, start CallStart) {
+	if bc.k == 1 {
+		defer s.FinishCallStarted(start)
+	} else {
+		defer SemaphoreCall{s: s, k: bc.k}.FinishCallStarted(start)
+	}
+	bc.p.b.release(bc.p, bc.c, bc.k, true)
 }

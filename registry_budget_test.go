@@ -56,14 +56,14 @@ func inFlight(t *testing.T, r *bulkhead.Registry, name string) int {
 func TestBudgetedKeyedCallTakesBothLevelsAndItsLeaseGivesBothBack(t *testing.T) {
 	clk := newClock()
 	b := hubBudget(t, 5, clk)
-	r := newBudgetedRegistry(t, b, clk, 2, nil)
+	r := newBudgetedRegistry(t, b, clk, 4, nil)
 
 	a, light := r.AcquirePermissionAsync("acme", bulkhead.CallOptions{})
 	require.NoError(t, a.Err())
 	heavy, err := r.TryAcquirePermission("acme", bulkhead.CallOptions{Weight: 3})
 	require.NoError(t, err)
 	assert.Equal(t, 4, b.Metrics().InUse, "weights 1 and 3")
-	assert.Equal(t, 2, inFlight(t, r, "acme"), "a weighted call still takes one permit of its bulkhead")
+	assert.Equal(t, 4, inFlight(t, r, "acme"), "a weighted call takes its weight of its bulkhead's permits too")
 
 	heavy.FinishCall()
 	assert.Equal(t, 1, b.Metrics().InUse)
@@ -259,7 +259,7 @@ func TestEvictedBulkheadsLeaveTheBudgetSoAKeyFloodKeepsItsPartnersBounded(t *tes
 	clk := newClock()
 	b := hubBudget(t, 100, clk)
 	const max = 50
-	r := newBudgetedRegistry(t, b, clk, 2, nil,
+	r := newBudgetedRegistry(t, b, clk, 3, nil, // 3: the heaviest call's weight, which each bulkhead takes too
 		bulkhead.WithIdleTimeout(time.Minute), bulkhead.WithMaxBulkheads(max, partnerConfig(10)))
 	assert.Equal(t, 1, b.Metrics().Partners, "the catch-all")
 
@@ -556,4 +556,69 @@ func TestCallbacksOfBudgetedKeyedCallsThatPanicExitOrReenterLoseNoPermit(t *test
 			assert.Equal(t, 0, b.Metrics().Partners)
 		})
 	}
+}
+
+// A keyed call of weight k takes k permits of its key's bulkhead as well as
+// k of the budget, on every path (async, blocking, try), and its Lease
+// gives back exactly k of each.
+func TestBudgetedKeyedWeightedCallTakesItsWeightOfItsBulkhead(t *testing.T) {
+	clk := newClock()
+	b := hubBudget(t, 6, clk)
+	r := newBudgetedRegistry(t, b, clk, 4, nil)
+
+	heavy, err := r.TryAcquirePermission("acme", bulkhead.CallOptions{Weight: 3})
+	require.NoError(t, err)
+	assert.Equal(t, 3, inFlight(t, r, "acme"), "try: weight 3 at the bulkhead")
+	assert.Equal(t, 3, b.Metrics().InUse)
+
+	// 1 permit of acme's 4 is free: a call of weight 2 waits at the bulkhead,
+	// the budget untouched.
+	a, waiting := r.AcquirePermissionAsync("acme", bulkhead.CallOptions{Weight: 2})
+	require.ErrorIs(t, a.Err(), bulkhead.ErrPending)
+	assert.Equal(t, 0, b.Metrics().Queued)
+	assert.Equal(t, 3, b.Metrics().InUse)
+
+	var te *bulkhead.TooHeavyError
+	_, err = r.TryAcquirePermission("acme", bulkhead.CallOptions{Weight: 5})
+	require.ErrorAs(t, err, &te, "try: heavier than the bulkhead")
+	assert.Equal(t, 4, te.Limit)
+	a5, _ := r.AcquirePermissionAsync("acme", bulkhead.CallOptions{Weight: 5})
+	require.ErrorAs(t, a5.Err(), &te, "async: heavier than the bulkhead")
+	_, err = r.AcquirePermission(context.Background(), "acme", bulkhead.CallOptions{Weight: 5})
+	require.ErrorAs(t, err, &te, "blocking: heavier than the bulkhead")
+	assert.Equal(t, 3, inFlight(t, r, "acme"), "the rejections took nothing")
+	assert.Equal(t, 3, b.Metrics().InUse)
+
+	heavy.FinishCall()
+	require.NoError(t, a.Err(), "granted by both levels once heavy's 3 came back")
+	assert.Equal(t, 2, inFlight(t, r, "acme"))
+	assert.Equal(t, 2, b.Metrics().InUse)
+	waiting.ReleasePermission()
+	assert.Equal(t, 0, inFlight(t, r, "acme"))
+	assert.Equal(t, 0, b.Metrics().InUse)
+
+	// Blocking, granted at once by both levels; then rejected by the budget
+	// after the bulkhead granted: its 4 go back.
+	l, err := r.AcquirePermission(context.Background(), "acme", bulkhead.CallOptions{Weight: 4})
+	require.NoError(t, err)
+	assert.Equal(t, 4, inFlight(t, r, "acme"))
+	l.FinishCall()
+	held, err := r.TryAcquirePermission("globex", bulkhead.CallOptions{Weight: 4})
+	require.NoError(t, err)
+	_, err = r.TryAcquirePermission("acme", bulkhead.CallOptions{Weight: 4})
+	var be *bulkhead.BudgetError
+	require.ErrorAs(t, err, &be, "try: 2 budget permits free")
+	assert.Equal(t, 0, inFlight(t, r, "acme"), "try: the bulkhead's 4 went back")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.AcquirePermission(ctx, "acme", bulkhead.CallOptions{Weight: 4})
+		done <- err
+	}()
+	waitFor(t, func() bool { return b.Metrics().Queued == 1 }, "the blocking call to wait in the budget")
+	assert.Equal(t, 4, inFlight(t, r, "acme"), "it holds its bulkhead's 4 while it waits in the budget")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Equal(t, 0, inFlight(t, r, "acme"), "blocking: ctx ended in the budget, the bulkhead's 4 went back")
+	held.FinishCall()
 }

@@ -142,13 +142,13 @@ type CallOptions struct {
 	// WithPriority) can neither fail a call nor create state. Without a
 	// budget it is ignored.
 	Class string
-	// Weight is the number of the budget's permits the call takes in a
-	// registry with a budget; 0 means 1. The call still takes one permit of
-	// its key's bulkhead (the keyed path does not weigh it there; see
-	// Semaphore.Call for weights on a bulkhead). A negative weight
-	// fails the call with an error naming it; a weight above what the
-	// call's class and group can ever hold fails it with a *WeightError.
-	// Without a budget it is ignored.
+	// Weight is the number of permits the call takes in a registry with a
+	// budget, of its key's bulkhead (as Semaphore.Call) and of the budget;
+	// 0 means 1. A negative weight fails the call with an error naming it;
+	// a weight above the bulkhead's MaxConcurrentCalls fails it with a
+	// *TooHeavyError, and one above what the call's class and group can
+	// ever hold in the budget with a *WeightError. Without a budget it is
+	// ignored.
 	Weight int
 }
 
@@ -202,14 +202,6 @@ func (l *Lease) FinishCall() {
 		return
 	}
 	e.Item().FinishCallStarted(start)
-}
-
-// finishBoth gives back a budgeted keyed call's permits: the budget's
-// first, then the bulkhead's (even if a callback the budget's release runs
-// panics), as BudgetCall.FinishCall does.
-func finishBoth(s *Semaphore, bc *BudgetCall, start CallStart) {
-	defer s.FinishCallStarted(start)
-	bc.p.b.release(bc.p, bc.c, bc.k, true)
 }
 
 // ReleasePermission gives back a permit that was granted but not used (no

@@ -29,20 +29,43 @@ func bubble(t *testing.T) func(func()) {
 // TestQuick runs the Quick scenario (the full hub and loads, a burst of a
 // few seconds) in every mode and checks the goals with the budget, and that
 // without it the interactive calls do suffer (else the scenario would prove
-// nothing).
+// nothing): about 2× at seed 1 (it was above 2 when a document took one
+// permit of its partner's bulkhead: each batch partner's documents now hold
+// at most 20 permits of the hub, not 20 documents, about 52 permits).
 func TestQuick(t *testing.T) {
 	sw := RunSweep(Quick(), []uint64{1}, bubble(t), NoBurst, Budget, NoBudget)
 	t.Logf("\n%s\n%s", sw.Table(), sw.WeightTable())
 	for _, m := range sw.Misses() {
 		t.Error(m)
 	}
-	if q := sw.Ratio(NoBudget, 0); q < 2 {
+	if q := sw.Ratio(NoBudget, 0); q < 1.5 {
 		t.Errorf("without a budget the interactive p99 is only %.2f× the baseline: the burst does not load the hub", q)
 	}
 	for m, rs := range sw.Results {
 		if r := rs[0]; r.Undecided > 0 {
 			t.Errorf("%v: %d calls never decided", m, r.Undecided)
 		}
+	}
+}
+
+// TestQuickMixed runs the mixed scenario on Quick's times: with the batch
+// partners' bulkheads of 20, their interactive calls wait behind their
+// documents in those bulkheads (the p99 goal is missed, as the docs say);
+// with bulkheads sized for the documents (MixedSized), the goals are met.
+func TestQuickMixed(t *testing.T) {
+	q := Quick()
+	quick := func(sc Scenario) Scenario {
+		sc.Duration, sc.BurstAt, sc.Window, sc.Settle, sc.BatchDocs = q.Duration, q.BurstAt, q.Window, q.Settle, q.BatchDocs
+		return sc
+	}
+	mixed := RunSweep(quick(MixedScenario()), []uint64{1}, bubble(t), NoBurst, Budget)
+	sized := RunSweep(quick(MixedSized()), []uint64{1}, bubble(t), NoBurst, Budget)
+	t.Logf("\n%s\n%s", mixed.Table(), sized.Table())
+	if r := mixed.Ratio(Budget, 0); r <= GoalP99Ratio {
+		t.Errorf("mixed, bulkheads of 20: interactive p99 %.2f× the baseline; the docs say the partners' own queues raise it above %.1f×", r, GoalP99Ratio)
+	}
+	for _, m := range sized.Misses() {
+		t.Errorf("mixed, sized bulkheads: %s", m)
 	}
 }
 
@@ -59,11 +82,14 @@ func TestRunsAreDeterministic(t *testing.T) {
 	}
 }
 
-// saved is the last full sweep of both scenarios.
-type saved struct{ Main, Mixed Sweep }
+// saved is the last full sweep of the three scenarios.
+type saved struct{ Main, Mixed, MixedSized Sweep }
 
-// TestSweep runs the full scenario and the mixed one over FullSeeds seeds
-// (with -full) and saves them for TestSweepDocs.
+// TestSweep runs the full scenario, the mixed one and the mixed one with
+// sized bulkheads over FullSeeds seeds (with -full) and saves them for
+// TestSweepDocs. The goals are checked on the main scenario and the sized
+// mixed one; the mixed one with bulkheads of 20 misses the p99 goal by
+// design (its partners' own queues, see Section), which is logged.
 func TestSweep(t *testing.T) {
 	if !*full {
 		t.Skip("the full sweep runs with -full (" + Command + ")")
@@ -72,12 +98,19 @@ func TestSweep(t *testing.T) {
 	for s := range uint64(FullSeeds) {
 		seeds = append(seeds, s+1)
 	}
-	sv := saved{Main: RunSweep(Default(), seeds, bubble(t)), Mixed: RunSweep(MixedScenario(), seeds, bubble(t))}
-	for _, sw := range []Sweep{sv.Main, sv.Mixed} {
+	sv := saved{
+		Main:       RunSweep(Default(), seeds, bubble(t)),
+		Mixed:      RunSweep(MixedScenario(), seeds, bubble(t)),
+		MixedSized: RunSweep(MixedSized(), seeds, bubble(t), NoBurst, Budget, OneClass),
+	}
+	for _, sw := range []Sweep{sv.Main, sv.Mixed, sv.MixedSized} {
 		t.Logf("\n%s\n%s", sw.Table(), sw.WeightTable())
-		for _, m := range sw.Misses() {
-			t.Error(m)
-		}
+	}
+	for _, m := range sv.Mixed.Misses() {
+		t.Logf("mixed, bulkheads of %d: %s", sv.Mixed.Scenario.PartnerCap, m)
+	}
+	for _, m := range append(sv.Main.Misses(), sv.MixedSized.Misses()...) {
+		t.Error(m)
 	}
 	b, err := json.MarshalIndent(sv, "", " ")
 	if err != nil {
@@ -106,7 +139,7 @@ func TestSweepDocs(t *testing.T) {
 	if err := json.Unmarshal(b, &sv); err != nil {
 		t.Fatal(err)
 	}
-	section := Section(sv.Main, sv.Mixed)
+	section := Section(sv.Main, sv.Mixed, sv.MixedSized)
 	const docs = "../../docs/benchmarks.md"
 	if *update {
 		if err := UpdateDocs(docs, section); err != nil {

@@ -1,9 +1,11 @@
 package hubsim
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing/synctest"
 	"time"
@@ -51,7 +53,7 @@ type call struct {
 	decided  time.Duration // grant or rejection
 	done     time.Duration // -1 until finished
 	rejected bool
-	bc       bulkhead.BudgetCall
+	bc       bulkhead.BudgetCall // the call's budget permits (of its partner's flow)
 	// NoBudget: waiting in the pool since poolAt; gone once it timed out.
 	poolAt  time.Duration
 	inPool  bool
@@ -106,7 +108,7 @@ type sim struct {
 
 	sems        []*bulkhead.Semaphore
 	budget      *bulkhead.Budget
-	partners    []*bulkhead.BudgetPartner
+	flows       []*bulkhead.BudgetPartner // partner p's place in the budget (a Flow)
 	interactive bulkhead.Class
 	batch       bulkhead.Class
 	rngs        []*rand.Rand
@@ -120,6 +122,17 @@ type sim struct {
 	samples     []sample
 	budgetWaits []budgetWait
 	docsLeft    []int // per partner, documents not sent yet (BatchSenders)
+	// decided holds the outcomes delivered to callbacks, on whichever
+	// goroutine decided them, for the main loop to act on in call order
+	// (handOff).
+	decided []outcome
+}
+
+// outcome is a call's outcome at one level, delivered to a callback.
+type outcome struct {
+	c      *call
+	budget bool // at the budget (else at the partner)
+	err    error
 }
 
 type sample struct {
@@ -174,12 +187,66 @@ func run(sc Scenario, mode Mode, seed uint64) Result {
 		s.mu.Unlock()
 		if at := s.start.Add(e.at); at.After(s.clk.Now()) {
 			s.clk.AdvanceTo(at) // fires the bulkheads' and budget's expiries due by then
-			synctest.Wait()
+			s.settle()
 		}
 		s.process(e)
-		synctest.Wait() // callbacks handed to fresh goroutines have run
+		s.settle()
 	}
 	return s.result(seed)
+}
+
+// settle waits until the callbacks handed to fresh goroutines have run, and
+// acts on the outcomes they delivered, in call order, until none is left.
+//
+// A call goes from its partner's bulkhead to the budget here, on the main
+// loop, not in the partner's callback (as BudgetCall does), so that a run
+// does not depend on goroutine scheduling: a weighted release at a partner
+// grants several waiters at once, and a Semaphore runs the callbacks of
+// all but the first on fresh goroutines (docs/design.md, "Delivery: at
+// once, on the deciding goroutine"); through BudgetCall they would then
+// race for the budget's lock, and their order of arrival there, hence the
+// budget's decisions, would change from run to run. Here they arrive in
+// call order at the instant their partner granted them, as one
+// BudgetCall each would but for that order. The partner permits of a call
+// the budget rejects go back here too, for the same reason.
+func (s *sim) settle() {
+	for {
+		synctest.Wait()
+		s.mu.Lock()
+		ds := s.decided
+		s.decided = nil
+		s.mu.Unlock()
+		if len(ds) == 0 {
+			return
+		}
+		slices.SortFunc(ds, func(a, b outcome) int {
+			if c := cmp.Compare(a.c.id, b.c.id); c != 0 {
+				return c
+			}
+			return cmp.Compare(b2i(a.budget), b2i(b.budget))
+		})
+		for _, d := range ds {
+			if d.budget {
+				s.budgetDecided(d.c, d.err)
+			} else {
+				s.partnerDecided(d.c, d.err)
+			}
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// deliver records an outcome delivered to a callback, for settle.
+func (s *sim) deliver(c *call, budget bool, err error) {
+	s.mu.Lock()
+	s.decided = append(s.decided, outcome{c, budget, err})
+	s.mu.Unlock()
 }
 
 // build makes the partners' bulkheads and, but in NoBudget mode, the budget.
@@ -190,7 +257,11 @@ func (s *sim) build() {
 		if p >= sc.Interactive {
 			wait = sc.BatchWait
 		}
-		sem, err := bulkhead.New(fmt.Sprintf("partner-%03d", p), bulkhead.Config{MaxConcurrentCalls: sc.PartnerCap, MaxWaitDuration: wait, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(s.clk))
+		limit := sc.PartnerCap
+		if p >= sc.Interactive && sc.BatchPartnerCap > 0 {
+			limit = sc.BatchPartnerCap
+		}
+		sem, err := bulkhead.New(fmt.Sprintf("partner-%03d", p), bulkhead.Config{MaxConcurrentCalls: limit, MaxWaitDuration: wait, MaxQueuedCalls: bulkhead.Unbounded}, bulkhead.WithClock(s.clk))
 		if err != nil {
 			panic(err)
 		}
@@ -227,11 +298,13 @@ func (s *sim) build() {
 		}
 	})
 	for _, sem := range s.sems {
-		p, err := b.Partner(sem, bulkhead.PartnerOptions{})
+		// A Flow of the partner's name: the partner's permits are taken
+		// by the sim (see settle), the budget's through the flow.
+		p, err := b.Flow(sem.Name(), bulkhead.PartnerOptions{})
 		if err != nil {
 			panic(err)
 		}
-		s.partners = append(s.partners, p)
+		s.flows = append(s.flows, p)
 	}
 	if s.mode == OneClass {
 		s.interactive, _ = b.Class("all")
@@ -313,29 +386,49 @@ func (s *sim) process(e event) {
 	}
 }
 
-// start1 starts a call: through the budget, or through its partner and
-// then the pool.
+// start1 starts a call: c.k permits of its partner's bulkhead, then
+// (partnerDecided) c.k of the budget, or c.k units of the pool.
 func (s *sim) start1(c *call) {
-	var a *bulkhead.Acquisition
-	if s.mode == NoBudget {
-		a = s.sems[c.partner].AcquirePermissionAsync()
-	} else {
-		class := s.interactive
-		if c.batch {
-			class = s.batch
-		}
-		c.bc = s.partners[c.partner].Call(class, c.k)
-		a = c.bc.AcquirePermissionAsync()
-	}
+	a := s.sems[c.partner].Call(c.k).AcquirePermissionAsync()
 	if err := a.Err(); err != bulkhead.ErrPending {
+		s.partnerDecided(c, err)
+		return
+	}
+	a.OnDone(func(err error) { s.deliver(c, false, err) })
+}
+
+// partnerDecided runs on the main loop once c's partner decided it: a
+// rejection ends the call, a grant takes it on to the budget or the pool.
+func (s *sim) partnerDecided(c *call, err error) {
+	if err != nil || s.mode == NoBudget {
 		s.admitted(c, err)
 		return
 	}
-	a.OnDone(func(err error) { s.admitted(c, err) })
+	class := s.interactive
+	if c.batch {
+		class = s.batch
+	}
+	c.bc = s.flows[c.partner].Call(class, c.k)
+	a := c.bc.AcquirePermissionAsync()
+	if err := a.Err(); err != bulkhead.ErrPending {
+		s.budgetDecided(c, err)
+		return
+	}
+	a.OnDone(func(err error) { s.deliver(c, true, err) })
 }
 
-// admitted runs on the goroutine that decided the call at its first level
-// (both levels with a budget).
+// budgetDecided runs on the main loop once the budget decided c: a
+// rejection gives the partner's permits back.
+func (s *sim) budgetDecided(c *call, err error) {
+	s.admitted(c, err)
+	if err != nil {
+		s.sems[c.partner].Call(c.k).ReleasePermission()
+	}
+}
+
+// admitted records c's outcome at its last level (the partner's, if it
+// rejected c; the budget's; the partner's grant without a budget, which
+// takes c on to the pool).
 func (s *sim) admitted(c *call, err error) {
 	now := s.now()
 	s.mu.Lock()
@@ -397,7 +490,7 @@ func (s *sim) poolDeadline(c *call) {
 	s.poolGrantLocked(s.now()) // a waiter that timed out at the head no longer holds the others back
 	s.nextDocLocked(c, s.now())
 	s.mu.Unlock()
-	s.sems[c.partner].ReleasePermission()
+	s.sems[c.partner].Call(c.k).ReleasePermission()
 }
 
 // nextDocLocked has the sender of document c send its next one (on the
@@ -420,11 +513,10 @@ func (s *sim) finish(c *call) {
 		s.poolGrantLocked(now)
 	}
 	s.mu.Unlock()
-	if s.mode == NoBudget {
-		s.sems[c.partner].FinishCall()
-		return
+	if s.mode != NoBudget {
+		c.bc.FinishCall() // the budget's first, then the partner's, as BudgetCall
 	}
-	c.bc.FinishCall()
+	s.sems[c.partner].Call(c.k).FinishCall()
 }
 
 func (s *sim) sample() {

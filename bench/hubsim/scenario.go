@@ -12,6 +12,10 @@ type Scenario struct {
 	Interactive int // of which send interactive calls; the others send the batch
 	Size        int // the hub's capacity: the budget's size, the pool's units
 	PartnerCap  int // every partner's bulkhead (MaxConcurrentCalls)
+	// BatchPartnerCap, if not zero, is the batch partners' bulkheads'
+	// MaxConcurrentCalls instead of PartnerCap. A call of weight k takes k
+	// permits of its partner's bulkhead as of the budget.
+	BatchPartnerCap int
 
 	Duration time.Duration // interactive arrivals stop then; the run drains after
 	BurstAt  time.Duration // when the batch partners send their documents
@@ -76,12 +80,24 @@ func Quick() Scenario {
 }
 
 // MixedScenario is Default with the batch partners sending interactive calls
-// too, and their documents through 10 senders each (so that their
-// interactive calls find a permit of their own bulkhead and meet their
-// documents in the budget, not in the partner's queue).
+// too, and their documents through 10 senders each. A document of weight k
+// takes k permits of its partner's bulkhead of 20, so its 10 senders' 26
+// permits on average fill it: the partner's interactive calls then wait in
+// its bulkhead's FIFO queue behind its documents (what MixedSized remedies).
 func MixedScenario() Scenario {
 	sc := Default()
 	sc.Mixed, sc.BatchSenders = true, 10
+	return sc
+}
+
+// MixedSized is MixedScenario with the batch partners' bulkheads sized for
+// their documents' weights (10 senders × weight 8) plus the interactive
+// calls' 20, so that their interactive calls find a permit of their own
+// bulkhead and meet their documents in the budget, where the classes
+// order them.
+func MixedSized() Scenario {
+	sc := MixedScenario()
+	sc.BatchPartnerCap = sc.BatchSenders*sc.BatchWeights[len(sc.BatchWeights)-1].Weight + sc.PartnerCap
 	return sc
 }
 

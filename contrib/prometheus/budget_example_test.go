@@ -36,7 +36,8 @@ func ExampleNewBudgetCollector() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector)
 
-	walmart, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 20})
+	// A call takes its weight of walmart's bulkhead too: room for both.
+	walmart, _ := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 200})
 	partner, _ := hub.Partner(walmart, bulkhead.PartnerOptions{Group: "gold"})
 	batch, _ := hub.Class("batch")
 	document := partner.Call(batch, 8) // a 10 MB EDI batch: 8 permits
