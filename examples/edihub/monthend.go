@@ -180,9 +180,10 @@ func (r *monthEndRun) hubWaited(batch bool, d, wait time.Duration) {
 
 // admission is what stands between a partner's bulkhead and the hub.
 type admission interface {
-	// send starts c, whose partner permit is held, and calls end(ok) once
-	// it has ended and given the hub back its units (ok) or was rejected by
-	// the hub; the caller then gives the partner permit back.
+	// send starts c, whose partner permits are held (its weight of them),
+	// and calls end(ok) once it has ended and given the hub back its units
+	// (ok) or was rejected by the hub; the caller then gives the partner
+	// permits back.
 	send(c meCall, end func(ok bool))
 	// use returns the units in use and the calls waiting.
 	use() (inUse, queued int)
@@ -261,8 +262,10 @@ func runMonthEnd(withBudget bool, o monthEndOptions, calls []meCall, metrics *me
 		if !c.batch {
 			r.interactive.Add(1)
 		}
-		sem := sems[c.partner]
-		a := sem.AcquirePermissionAsync()
+		// A document of weight k takes k permits of its partner's bulkhead
+		// as it takes k units of the hub, in both runs.
+		call := sems[c.partner].Call(c.weight)
+		a := call.AcquirePermissionAsync()
 		a.OnDone(func(err error) {
 			if err != nil { // the partner's own bulkhead refused it
 				r.ended(c, since(), false)
@@ -270,7 +273,7 @@ func runMonthEnd(withBudget bool, o monthEndOptions, calls []meCall, metrics *me
 				return
 			}
 			adm.send(c, func(ok bool) {
-				sem.FinishCall()
+				call.FinishCall()
 				r.ended(c, since(), ok)
 				outstanding.Done()
 			})
@@ -359,7 +362,7 @@ func newHubBudget(o monthEndOptions, sems []*bulkhead.Semaphore) (*hubBudget, er
 }
 
 // send asks the budget for c's weight in c's class; the partner's own
-// permit is already held (the partner first, then the budget, as
+// permits (c's weight of them) are already held (the partner first, then the budget, as
 // Budget.Partner does in one call: here the two are separate so that the
 // run without a budget goes through the same partner code).
 func (h *hubBudget) send(c meCall, end func(ok bool)) {

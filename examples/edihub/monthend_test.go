@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"image/png"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,11 +78,23 @@ func TestMonthEndBudgetKeepsInteractiveLatencyAndUsesTheHub(t *testing.T) {
 	}
 }
 
+// monthEndChart, when set, is where TestMonthEndChartIsAPNGWithBothRuns
+// also writes the chart of the virtual-time run: the README's
+// docs/img/edihub-month-end.png is made with
+//
+//	cd examples/edihub && go test -run TestMonthEndChartIsAPNGWithBothRuns -month-end-chart ../../docs/img/edihub-month-end.png
+var monthEndChart = flag.String("month-end-chart", "", "write the month-end chart of the virtual-time run to this PNG file")
+
 func TestMonthEndChartIsAPNGWithBothRuns(t *testing.T) {
 	runs := defaultMonthEndRuns(t)
 	var buf bytes.Buffer
 	if err := drawMonthEnd(&buf, runs); err != nil {
 		t.Fatal(err)
+	}
+	if *monthEndChart != "" {
+		if err := os.WriteFile(*monthEndChart, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	img, err := png.Decode(&buf)
 	if err != nil {
