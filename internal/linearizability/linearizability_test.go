@@ -1,6 +1,7 @@
 package linearizability_test
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -63,6 +64,8 @@ type historyConfig struct {
 	// weights are the weights of the clients' calls (Semaphore.Call(k));
 	// none: weight 1 only, through the Semaphore's own methods.
 	weights []int
+	// ops is the random operations per client (0: opsPerClient).
+	ops int
 }
 
 // Waits of the expiry configurations, in nanoseconds of the history's
@@ -95,9 +98,11 @@ var historyConfigs = []historyConfig{
 	// heavy waiter at the front holds lighter ones back or lets them pass
 	// (bounded bypass), and a ChangeConfig to 2 rejects the heavier
 	// waiters (TooHeavy), as does a call heavier than the limit in force.
+	// The callbacks configuration runs 16 operations per client: longer
+	// histories reach the bypass bound more often.
 	{name: "FIFO_weighted_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{2, 3}, weights: weights},
 	{name: "LIFO_weighted_evicting_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, limits: []int{2, 3}, weights: weights},
-	{name: "FIFO_weighted_callbacks_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{2, 3}, callbacks: true, block: true, weights: weights},
+	{name: "FIFO_weighted_callbacks_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{2, 3}, callbacks: true, block: true, weights: weights, ops: 16},
 	{name: "FIFO_weighted_expiry_batches_of_1_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: 20, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{2, 3}, waits: shortWaits, advances: steps, batch: 1, callbacks: true, weights: weights},
 }
 
@@ -243,7 +248,7 @@ func recordHistory(t *testing.T, tc historyConfig, seed uint64, sum *historySumm
 		rng := rand.New(rand.NewPCG(seed, uint64(c)))
 		wg.Go(func() {
 			<-start
-			r.Client(s, c, opsPerClient, rng, func() { arrived.Done(); <-cleanup })
+			r.Client(s, c, cmp.Or(tc.ops, opsPerClient), rng, func() { arrived.Done(); <-cleanup })
 		})
 	}
 	close(start)

@@ -238,6 +238,23 @@ func heavyAtTheFront() *weighted {
 	return w
 }
 
+// heldBackAtTheChange: heavyAtTheFront with the 2 permits held as two calls
+// of weight 1, one of them given back, and #5 (weight 1) held back by the
+// bound with 2 permits free: a ChangeConfig to 2 then makes #1 too heavy.
+func heldBackAtTheChange() *weighted {
+	w := (&weighted{}).try(0, 1, true).try(0, 1, true).acquire(1, 1, 3, lin.Queued)
+	for id := 2; id <= 4; id++ {
+		w.acquire(1, id, 1, lin.Queued, id).release(1, 1)
+	}
+	return w.acquire(1, 5, 1, lin.Queued).release(0, 1)
+}
+
+var (
+	changeTo2 = lin.Input{Kind: lin.Change, N: 2, Wait: time.Hour}
+	reject1   = lin.Input{Kind: lin.Reject, ID: 1}
+	grant5    = lin.Input{Kind: lin.Grant, ID: 5}
+)
+
 // TestModelRejectsHistoriesABrokenWeightedSemaphoreWouldProduce shows that
 // the check of weighted calls can fail: each history breaks one promise of
 // docs/design.md, "Weighted calls on a Semaphore" (the bypass bound, grant
@@ -267,6 +284,9 @@ func TestModelRejectsHistoriesABrokenWeightedSemaphoreWouldProduce(t *testing.T)
 		"a ChangeConfig rejects the heavy waiters out of queue order": (&weighted{}).try(0, 3, true).
 			acquire(1, 1, 3, lin.Queued).acquire(1, 2, 3, lin.Queued).
 			add(2, lin.Input{Kind: lin.Change, N: 2, Wait: time.Hour}, lin.Output{}, lin.Input{Kind: lin.Reject, ID: 2}, lin.Input{Kind: lin.Reject, ID: 1}),
+		// Its pass ran before the rejection, under the spent allowance.
+		"a ChangeConfig's pass holds back a call the rejection freed": heldBackAtTheChange().
+			add(2, changeTo2, lin.Output{}, reject1).metrics(1, 2, 1, 1),
 	} {
 		if porcupine.CheckOperations(lin.Model(cfg), w.h) {
 			t.Errorf("%s: the model accepts the history:\n%s", name, describe(lin.Model(cfg), w.h))
@@ -289,6 +309,8 @@ func TestModelRejectsHistoriesABrokenWeightedSemaphoreWouldProduce(t *testing.T)
 				lin.Input{Kind: lin.Reject, ID: 1}, lin.Input{Kind: lin.Reject, ID: 2}).
 			add(1, lin.Input{Kind: lin.Read, ID: 2}, lin.Output{Outcome: lin.TooHeavy}).
 			release(1, 2, 5),
+		"a ChangeConfig rejects a heavy waiter, the allowance renews, and its pass grants": heldBackAtTheChange().
+			add(2, changeTo2, lin.Output{}, reject1, grant5).metrics(0, 2, 2, 0),
 		"a call heavier than the limit is rejected at once": (&weighted{}).acquire(1, 1, 4, lin.TooHeavy).try(1, 4, false).try(1, 3, true),
 	} {
 		if !porcupine.CheckOperations(lin.Model(cfg), w.h) {
