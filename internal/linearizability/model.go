@@ -28,7 +28,9 @@ const (
 	// what it returned: Granted (at once), RejectedNoWait,
 	// RejectedQueueFull, TooHeavy (a weight above MaxConcurrentCalls), or
 	// Queued (also when the pass its enqueue ran granted it before it
-	// returned: the Grant is an operation of its own).
+	// returned: the Grant is an operation of its own; and when a
+	// concurrent Change rejected it as too heavy before it returned, which
+	// Recorder.History tells from a TooHeavy at once by the Reject).
 	Acquire
 	// Cancel: Cancel of acquisition ID; Output.OK.
 	Cancel
