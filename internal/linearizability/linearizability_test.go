@@ -120,7 +120,11 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 	n := historiesPerConfig(t)
 	total := 0
 	var weighted linearizability.PassStats
+	weightedRan, weightedConfigs := 0, 0
 	for ci, tc := range historyConfigs {
+		if tc.weights != nil {
+			weightedConfigs++
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			model := linearizability.Model(tc.cfg)
 			var ok, unknown, ops, overlapping int
@@ -147,6 +151,7 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 				tc.name, n, ops, 100*overlapping/max(ops, 1), sum.String(), passString(passes), ok, unknown, checkTimeout)
 			if tc.weights != nil {
 				weighted.Add(passes)
+				weightedRan++
 			}
 			if unknown > n/100 {
 				t.Errorf("%d of %d histories could not be decided within %v", unknown, n, checkTimeout)
@@ -155,8 +160,9 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 	}
 	t.Logf("%d histories checked linearizable in all; the weighted ones' linearizations: %s", total, passString(weighted))
 	// The weighted histories must exercise every part of the bypass rule,
-	// or their passing says little about it.
-	if n >= 50 && !t.Failed() && (weighted.Bypassing == 0 || weighted.HeldBack == 0 || weighted.Renewed == 0 || weighted.TooHeavy == 0) {
+	// or their passing says little about it (all of them together: LIFO
+	// alone seldom reaches the bound).
+	if n >= 50 && weightedRan == weightedConfigs && !t.Failed() && (weighted.Bypassing == 0 || weighted.HeldBack == 0 || weighted.Renewed == 0 || weighted.TooHeavy == 0) {
 		t.Errorf("the weighted histories left part of the bypass rule unexercised: %s", passString(weighted))
 	}
 }
