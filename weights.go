@@ -486,12 +486,15 @@ func (s *Semaphore) rejectTooHeavyLocked(d *decidedList) {
 		return
 	}
 	limit := s.cfg.MaxConcurrentCalls
+	h := semhook.Get() // nil but in tests: internal/linearizability records each rejection
 	for a := w.head; a != nil; {
 		next := a.next
 		if k := weightOf(a); k > wordLimit(limit) {
 			w.unlink(a)
+			h.BeforeDecision()
 			a.mustDecide(stateRejected, &TooHeavyError{Name: s.name, Weight: k, Limit: limit})
 			w.settled(a, d)
+			h.AfterDecision(a)
 		}
 		a = next
 	}

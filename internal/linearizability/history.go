@@ -34,6 +34,12 @@ import (
 //
 // With Advances set, clients also advance the Clock, which runs the
 // Semaphore's expiry sweeps (see Clock).
+//
+// With Weights set, every TryAcquirePermission and AcquirePermissionAsync
+// (of a client or a callback) is a call of a weight picked from Weights,
+// through Semaphore.Call(k) (for weight 1, the Semaphore's own method or
+// Call(1), at random), and a release gives back the weight of the call it
+// ends.
 type Recorder struct {
 	// Config is the Semaphore's config at the start of the history.
 	Config bulkhead.Config
@@ -48,6 +54,9 @@ type Recorder struct {
 	// it, by one of them at a time.
 	Clock    *Clock
 	Advances []time.Duration
+	// Weights are the weights of the calls clients make (empty: 1 only,
+	// through the Semaphore's own methods).
+	Weights []int
 	// NoMetrics leaves Metrics out of the operations a Client runs.
 	NoMetrics bool
 	// Callbacks makes clients register re-entrant OnDone callbacks;
@@ -62,6 +71,7 @@ type Recorder struct {
 
 	open      sync.Map       // acquisition ID -> *bulkhead.Acquisition not yet collected
 	idOf      sync.Map       // *bulkhead.Acquisition -> ID, of every queued acquisition
+	heavy     sync.Map       // ID -> *bulkhead.Acquisition, of the Acquires that returned one rejected as too heavy
 	deciding  int64          // Call of the decision under way, guarded by the Semaphore's lock
 	callbacks sync.WaitGroup // callbacks registered and not finished
 	started   atomic.Int64   // callbacks started
@@ -188,7 +198,10 @@ const decidedClient = 999
 // client that queued a knows a: its ID is looked up in History.
 func (r *Recorder) decided(a *bulkhead.Acquisition, call int64) {
 	k := Grant
-	if a.Err() != nil {
+	switch err := a.Err(); {
+	case errors.Is(err, bulkhead.ErrTooHeavy):
+		k = Reject
+	case err != nil:
 		k = Expire
 	}
 	ret := r.clock.Add(1)
@@ -224,7 +237,20 @@ func (r *Recorder) History() []porcupine.Operation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := append([]porcupine.Operation(nil), r.ops...)
+	// An Acquire whose acquisition a Change rejected as too heavy (Reject)
+	// queued it, even if Err said too heavy by the time it returned.
+	rejected := map[*bulkhead.Acquisition]bool{}
+	for _, op := range h {
+		if a, ok := op.Metadata.(*bulkhead.Acquisition); ok && op.Input.(Input).Kind == Reject {
+			rejected[a] = true
+		}
+	}
 	for i, op := range h {
+		if in := op.Input.(Input); in.Kind == Acquire && op.Output.(Output).Outcome == TooHeavy {
+			if a, ok := r.heavy.Load(in.ID); ok && rejected[a.(*bulkhead.Acquisition)] {
+				h[i].Output = Output{Outcome: Queued}
+			}
+		}
 		if a, ok := op.Metadata.(*bulkhead.Acquisition); ok {
 			id, known := r.idOf.Load(a)
 			if !known {
@@ -255,6 +281,8 @@ func outcomeOf(a *bulkhead.Acquisition) Outcome {
 		return RejectedNoWait
 	case errors.As(err, &fe) && fe.Reason == bulkhead.QueueFull:
 		return RejectedQueueFull
+	case errors.Is(err, bulkhead.ErrTooHeavy):
+		return TooHeavy
 	}
 	return Outcome(255) // unknown: no model step accepts it
 }
@@ -280,6 +308,62 @@ func (r *Recorder) change(s *bulkhead.Semaphore, client int, rng *rand.Rand) {
 	})
 }
 
+// weight picks the weight of a call (1 without Weights, drawing nothing
+// from rng, so that the unweighted histories stay as they were).
+func (r *Recorder) weight(rng *rand.Rand) int {
+	if len(r.Weights) == 0 {
+		return 1
+	}
+	return r.Weights[rng.IntN(len(r.Weights))]
+}
+
+// call returns the SemaphoreCall of weight k, or nil if the Semaphore's own
+// methods should make a call of weight 1: always without Weights, at
+// random with them.
+func (r *Recorder) call(s *bulkhead.Semaphore, k int, rng *rand.Rand) *bulkhead.SemaphoreCall {
+	if k == 1 && (len(r.Weights) == 0 || rng.IntN(2) == 0) {
+		return nil
+	}
+	c := s.Call(k)
+	return &c
+}
+
+// try records a TryAcquirePermission of weight k as an operation of client.
+func (r *Recorder) try(s *bulkhead.Semaphore, client, k int, rng *rand.Rand) bool {
+	c := r.call(s, k, rng)
+	return r.record(client, Input{Kind: Try, Weight: k}, func() Output {
+		if c != nil {
+			return Output{OK: c.TryAcquirePermission()}
+		}
+		return Output{OK: s.TryAcquirePermission()}
+	}).OK
+}
+
+// How a release gives its permits back.
+const (
+	finishCall = iota
+	releasePermission
+)
+
+// release records the release of a call of weight k as an operation of
+// client: FinishCall or ReleasePermission (how).
+func (r *Recorder) release(s *bulkhead.Semaphore, client, k, how int, rng *rand.Rand) {
+	c := r.call(s, k, rng)
+	r.record(client, Input{Kind: Release, Weight: k}, func() Output {
+		switch {
+		case c != nil && how == finishCall:
+			c.FinishCall()
+		case c != nil:
+			c.ReleasePermission()
+		case how == finishCall:
+			s.FinishCall()
+		default:
+			s.ReleasePermission()
+		}
+		return Output{}
+	})
+}
+
 // Advance advances the clock by d as client: its steps and the sweeps they
 // run are recorded (see Clock). A callback of a sweep that panics ends
 // the clock's AdvanceTo; the panic stops here and the advance goes on.
@@ -293,7 +377,7 @@ func (r *Recorder) Advance(client int, d time.Duration) {
 // them in r; then it calls beforeCleanup (if not nil), gives back every
 // permit and withdraws every acquisition it still has (also recorded).
 func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, beforeCleanup func()) {
-	held := 0
+	var held []int // the weights of the calls the client holds
 	var open []*openAcq
 	take := func(k int) {
 		r.open.Delete(open[k].id)
@@ -309,55 +393,66 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, be
 				r.record(id, Input{Kind: Watch, ID: o.id}, func() Output { r.watch(s, id, o, seed); return Output{} })
 			}
 		case op < 15:
-			if r.record(id, Input{Kind: Try}, func() Output { return Output{OK: s.TryAcquirePermission()} }).OK {
-				held++
+			if k := r.weight(rng); r.try(s, id, k, rng) {
+				held = append(held, k)
 			}
 		case op < 40:
 			n := int(r.ids.Add(1))
+			k := r.weight(rng)
+			c := r.call(s, k, rng)
 			var a *bulkhead.Acquisition
-			out := r.record(id, Input{Kind: Acquire, ID: n}, func() Output {
-				a = s.AcquirePermissionAsync()
+			out := r.record(id, Input{Kind: Acquire, ID: n, Weight: k}, func() Output {
+				if c != nil {
+					a = c.AcquirePermissionAsync()
+				} else {
+					a = s.AcquirePermissionAsync()
+				}
 				switch o := outcomeOf(a); {
 				case a == bulkhead.GrantedAcquisition():
 					return Output{Outcome: Granted}
-				case o == RejectedNoWait || o == RejectedQueueFull:
+				case o == RejectedNoWait || o == RejectedQueueFull || o == TooHeavy:
 					return Output{Outcome: o}
 				}
 				return Output{Outcome: Queued}
 			})
 			switch out.Outcome {
 			case Granted:
-				held++
+				held = append(held, k)
+			case TooHeavy:
+				// Rejected at once, or queued and rejected by a Change
+				// before it returned: History tells which.
+				r.heavy.Store(n, a)
+				r.idOf.Store(a, n)
 			case Queued:
-				open = append(open, &openAcq{id: n, a: a})
+				open = append(open, &openAcq{id: n, a: a, weight: k})
 				r.open.Store(n, a)
 				r.idOf.Store(a, n)
 			}
 		case op < 50 && len(open) > 0:
 			k := rng.IntN(len(open))
-			held += r.cancel(id, open[k])
+			if r.cancel(id, open[k]) {
+				held = append(held, open[k].weight)
+			}
 			take(k)
 		case op < 63 && len(open) > 0:
 			k := rng.IntN(len(open))
 			switch r.record(id, Input{Kind: Read, ID: open[k].id}, func() Output { return Output{Outcome: outcomeOf(open[k].a)} }).Outcome {
 			case Granted:
 				if !open[k].cbOwns {
-					held++
+					held = append(held, open[k].weight)
 				}
 				take(k)
-			case Evicted, Cancelled, Expired: // Cancelled: by another client's callback
+			case Evicted, Cancelled, Expired, TooHeavy: // Cancelled: by another client's callback
 				take(k)
 			}
-		case op < 80 && held > 0:
-			held--
-			r.record(id, Input{Kind: Release}, func() Output {
-				if rng.IntN(2) == 0 {
-					s.FinishCall()
-				} else {
-					s.ReleasePermission()
-				}
-				return Output{}
-			})
+		case op < 80 && len(held) > 0:
+			k := len(held) - 1
+			if len(r.Weights) > 0 { // (without weights every held call is alike: no draw)
+				k = rng.IntN(len(held))
+			}
+			w := held[k]
+			held = append(held[:k], held[k+1:]...)
+			r.release(s, id, w, rng.IntN(2), rng)
 		case op >= 80 && op < 85 && r.changes():
 			r.change(s, id, rng)
 		case op >= 85 && op < 95 && len(r.Advances) > 0:
@@ -370,35 +465,36 @@ func (r *Recorder) Client(s *bulkhead.Semaphore, id, ops int, rng *rand.Rand, be
 		beforeCleanup()
 	}
 	for _, o := range open {
-		held += r.cancel(id, o)
+		if r.cancel(id, o) {
+			held = append(held, o.weight)
+		}
 		r.open.Delete(o.id)
 	}
-	for ; held > 0; held-- {
-		r.record(id, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
+	for _, k := range held {
+		r.release(s, id, k, finishCall, rng)
 	}
 }
 
 type openAcq struct {
 	id      int
 	a       *bulkhead.Acquisition
+	weight  int
 	watched bool // a callback is registered
 	cbOwns  bool // the callback gives a grant back itself
 }
 
 // cancel withdraws o, or, if its outcome was decided first, awaits it; it
-// returns the number of permits the client got (0 or 1).
-func (r *Recorder) cancel(client int, o *openAcq) int {
+// reports whether the client got o's permits (granted, and its callback
+// does not give them back).
+func (r *Recorder) cancel(client int, o *openAcq) bool {
 	if r.record(client, Input{Kind: Cancel, ID: o.id}, func() Output { return Output{OK: o.a.Cancel()} }).OK {
-		return 0
+		return false
 	}
 	out := r.record(client, Input{Kind: Await, ID: o.id}, func() Output {
 		<-o.a.Done()
 		return Output{Outcome: outcomeOf(o.a)}
 	})
-	if out.Outcome == Granted && !o.cbOwns {
-		return 1
-	}
-	return 0
+	return out.Outcome == Granted && !o.cbOwns
 }
 
 // Callback actions, chosen by the registering client.
@@ -437,6 +533,8 @@ func (r *Recorder) watch(s *bulkhead.Semaphore, client int, o *openAcq, seed uin
 	other := int(rng.Int64N(max(r.ids.Load(), 1))) + 1
 	cb := callbackClient(client)
 	changeRng := rand.New(rand.NewPCG(seed, 17))
+	callRng := rand.New(rand.NewPCG(seed, 19)) // the weights and methods of its calls
+	tryWeight := r.weight(callRng)
 	r.callbacks.Add(1)
 	o.a.OnDone(func(err error) {
 		defer r.callbacks.Done()
@@ -459,21 +557,21 @@ func (r *Recorder) watch(s *bulkhead.Semaphore, client int, o *openAcq, seed uin
 				r.record(cb, Input{Kind: Cancel, ID: other}, func() Output { return Output{OK: v.(*bulkhead.Acquisition).Cancel()} })
 			}
 			if granted {
-				r.record(cb, Input{Kind: Release}, func() Output { s.ReleasePermission(); return Output{} })
+				r.release(s, cb, o.weight, releasePermission, callRng)
 			}
 		case cbChange:
 			r.change(s, cb, changeRng)
 			if granted {
-				r.record(cb, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
+				r.release(s, cb, o.weight, finishCall, callRng)
 			}
 		case cbTry:
-			if r.record(cb, Input{Kind: Try}, func() Output { return Output{OK: s.TryAcquirePermission()} }).OK {
-				r.record(cb, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
+			if r.try(s, cb, tryWeight, callRng) {
+				r.release(s, cb, tryWeight, finishCall, callRng)
 			}
 			fallthrough
 		default: // cbFinish
 			if granted {
-				r.record(cb, Input{Kind: Release}, func() Output { s.FinishCall(); return Output{} })
+				r.release(s, cb, o.weight, finishCall, callRng)
 			}
 		}
 		if panics && r.mayPanic() {

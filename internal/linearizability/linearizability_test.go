@@ -1,6 +1,7 @@
 package linearizability_test
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -60,6 +61,11 @@ type historyConfig struct {
 	// (read, release, cancel, try, ChangeConfig), panic where a recorded
 	// operation recovers it, and, with block, sometimes block first.
 	callbacks, block bool
+	// weights are the weights of the clients' calls (Semaphore.Call(k));
+	// none: weight 1 only, through the Semaphore's own methods.
+	weights []int
+	// ops is the random operations per client (0: opsPerClient).
+	ops int
 }
 
 // Waits of the expiry configurations, in nanoseconds of the history's
@@ -88,7 +94,20 @@ var historyConfigs = []historyConfig{
 	{name: "FIFO_expiry_batches_of_1_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 20, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{1, 2}, waits: shortWaits, advances: steps, batch: 1, callbacks: true},
 	{name: "FIFO_expiry_batches_of_2_NoWait_NoTimeout_listener", cfg: bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: 10, MaxQueuedCalls: 4}, waits: []time.Duration{0, 5, 10, bulkhead.NoTimeout}, advances: steps, batch: 2, listener: true, callbacks: true},
 	{name: "LIFO_expiry_evicting_batches_of_1", cfg: bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: 20, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO}, waits: []time.Duration{5, 40, bulkhead.NoTimeout}, advances: steps, batch: 1, callbacks: true, block: true},
+	// Weighted calls (issue 27): weights 1 to 3 on 3 permits, so that a
+	// heavy waiter at the front holds lighter ones back or lets them pass
+	// (bounded bypass), and a ChangeConfig to 2 rejects the heavier
+	// waiters (TooHeavy), as does a call heavier than the limit in force.
+	// The callbacks configuration runs 16 operations per client: longer
+	// histories reach the bypass bound more often.
+	{name: "FIFO_weighted_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{2, 3}, weights: weights},
+	{name: "LIFO_weighted_evicting_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3, QueueOrder: bulkhead.LIFO}, limits: []int{2, 3}, weights: weights},
+	{name: "FIFO_weighted_callbacks_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{2, 3}, callbacks: true, block: true, weights: weights, ops: 16},
+	{name: "FIFO_weighted_expiry_batches_of_1_ChangeConfig", cfg: bulkhead.Config{MaxConcurrentCalls: 3, MaxWaitDuration: 20, MaxQueuedCalls: bulkhead.Unbounded}, limits: []int{2, 3}, waits: shortWaits, advances: steps, batch: 1, callbacks: true, weights: weights},
 }
+
+// weights are the weights of the weighted configurations' calls.
+var weights = []int{1, 2, 3}
 
 // TestConcurrentHistoriesAreLinearizable records many short histories of
 // clients racing on one Semaphore (TryAcquirePermission,
@@ -100,11 +119,17 @@ var historyConfigs = []historyConfig{
 func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 	n := historiesPerConfig(t)
 	total := 0
+	var weighted linearizability.PassStats
+	weightedRan, weightedConfigs := 0, 0
 	for ci, tc := range historyConfigs {
+		if tc.weights != nil {
+			weightedConfigs++
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			model := linearizability.Model(tc.cfg)
 			var ok, unknown, ops, overlapping int
 			var sum historySummary
+			var passes linearizability.PassStats
 			for h := range n {
 				history := recordHistory(t, tc, uint64(ci)<<32|uint64(h), &sum)
 				ops += len(history)
@@ -113,6 +138,7 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 				switch res {
 				case porcupine.Ok:
 					ok++
+					passes.Add(replay(t, tc.cfg, h, history, info))
 				case porcupine.Unknown:
 					unknown++
 				default:
@@ -121,14 +147,44 @@ func TestConcurrentHistoriesAreLinearizable(t *testing.T) {
 				}
 			}
 			total += ok
-			t.Logf("%s: %d histories (%d operations, %d%% overlapping another client's; %s) checked: %d linearizable, %d undecided within %v",
-				tc.name, n, ops, 100*overlapping/max(ops, 1), sum.String(), ok, unknown, checkTimeout)
+			t.Logf("%s: %d histories (%d operations, %d%% overlapping another client's; %s; along the linearizations: %s) checked: %d linearizable, %d undecided within %v",
+				tc.name, n, ops, 100*overlapping/max(ops, 1), sum.String(), passString(passes), ok, unknown, checkTimeout)
+			if tc.weights != nil {
+				weighted.Add(passes)
+				weightedRan++
+			}
 			if unknown > n/100 {
 				t.Errorf("%d of %d histories could not be decided within %v", unknown, n, checkTimeout)
 			}
 		})
 	}
-	t.Logf("%d histories checked linearizable in all", total)
+	t.Logf("%d histories checked linearizable in all; the weighted ones' linearizations: %s", total, passString(weighted))
+	// The weighted histories must exercise every part of the bypass rule,
+	// or their passing says little about it (all of them together: LIFO
+	// alone seldom reaches the bound).
+	if n >= 50 && weightedRan == weightedConfigs && !t.Failed() && (weighted.Bypassing == 0 || weighted.HeldBack == 0 || weighted.Renewed == 0 || weighted.TooHeavy == 0) {
+		t.Errorf("the weighted histories left part of the bypass rule unexercised: %s", passString(weighted))
+	}
+}
+
+// replay runs the linearization porcupine found for history through the
+// model again, counting what its passes did.
+func replay(t *testing.T, cfg bulkhead.Config, h int, history []porcupine.Operation, info porcupine.LinearizationInfo) linearizability.PassStats {
+	t.Helper()
+	lins := info.PartialLinearizationsOperations()
+	if len(lins) != 1 || len(lins[0]) == 0 || len(lins[0][0]) != len(history) {
+		t.Fatalf("history %d: porcupine found it linearizable but gave no complete linearization", h)
+	}
+	st, ok := linearizability.Replay(cfg, lins[0][0])
+	if !ok {
+		t.Fatalf("history %d: the model refuses the linearization porcupine found for it", h)
+	}
+	return st
+}
+
+func passString(p linearizability.PassStats) string {
+	return fmt.Sprintf("%d passes, %d times a waiter did not fit, %d grants past one (bypassed up to %d), %d held back by the bound, %d renewals, %d too heavy",
+		p.Passes, p.PassedOver, p.Bypassing, p.MaxBypassed, p.HeldBack, p.Renewed, p.TooHeavy)
 }
 
 // historySummary adds up what the histories of a configuration did.
@@ -173,7 +229,7 @@ func (s *historySummary) String() string {
 func recordHistory(t *testing.T, tc historyConfig, seed uint64, sum *historySummary) []porcupine.Operation {
 	t.Helper()
 	r := &linearizability.Recorder{Config: tc.cfg, Limits: tc.limits, Waits: tc.waits, Advances: tc.advances,
-		Callbacks: tc.callbacks, Panics: tc.callbacks, Block: tc.block}
+		Callbacks: tc.callbacks, Panics: tc.callbacks, Block: tc.block, Weights: tc.weights}
 	r.Clock = linearizability.NewClock(r, tc.batch)
 	defer semhook.Set(r.Clock.Hooks())()
 	s, err := bulkhead.New("linearizability", tc.cfg, bulkhead.WithClock(r.Clock))
@@ -198,7 +254,7 @@ func recordHistory(t *testing.T, tc historyConfig, seed uint64, sum *historySumm
 		rng := rand.New(rand.NewPCG(seed, uint64(c)))
 		wg.Go(func() {
 			<-start
-			r.Client(s, c, opsPerClient, rng, func() { arrived.Done(); <-cleanup })
+			r.Client(s, c, cmp.Or(tc.ops, opsPerClient), rng, func() { arrived.Done(); <-cleanup })
 		})
 	}
 	close(start)

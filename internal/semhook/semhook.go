@@ -32,8 +32,9 @@ type Hooks struct {
 	// the lock at the end of a batch, with what the batch did.
 	Unlock func(Batch)
 	// Deciding and Decided bracket the decision of each waiter that a
-	// grant (ReleasePermission, FinishCall, ChangeConfig) or a sweep
-	// decides, under the Semaphore's lock: Deciding right before the
+	// grant (ReleasePermission, FinishCall, ChangeConfig, the pass of a
+	// weighted Semaphore), a sweep, or a ChangeConfig's *TooHeavyError
+	// rejection decides, under the Semaphore's lock: Deciding right before the
 	// waiter's compare-and-swap, Decided right after its outcome was made
 	// visible, with the waiter (a *bulkhead.Acquisition). A pooled
 	// blocking waiter is reported too. They must not call the Semaphore.
