@@ -30,8 +30,9 @@ import (
 //     pass may still be granted, each adding its weight to
 //     waitState.bypassed, but only while bypassed stays within
 //     MaxConcurrentCalls; a waiter behind it that fits but would take
-//     bypassed past that bound is held back, and marked too (a lighter one
-//     behind may still go). bypassed is reset to 0 only when no marked
+//     bypassed past that bound is held back, and, if heavier than 1,
+//     marked too (a lighter one behind may still go; one of weight 1 is
+//     not marked: the allowance is spent for everyone behind it). bypassed is reset to 0 only when no marked
 //     waiter is queued any more (passedOver falls to 0). A call granted
 //     past a waiter W was granted in a pass that looked at W and did not
 //     grant it, so W was marked then at the latest: calls behind W take at
