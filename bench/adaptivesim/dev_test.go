@@ -94,6 +94,21 @@ func TestDev(t *testing.T) {
 		ns = append(ns, c.Name)
 	}
 	fmt.Println(SummaryTable(out, ns))
+	for _, n := range ns {
+		// runs (cell × seed) meeting each goal, a finer count than
+		// the cells
+		var conv, all, good, p99 int
+		for _, cr := range out {
+			for k, r := range cr.Runs[n] {
+				g := Check(r, cr.Static[k])
+				conv += b2i(g.Converge)
+				all += b2i(g.All())
+				good += b2i(g.Goodput)
+				p99 += b2i(g.P99)
+			}
+		}
+		fmt.Printf("%s: runs (cell × seed) meeting every goal %d, convergence %d, goodput %d, p99 %d\n", n, all, conv, good, p99)
+	}
 	if *devCellT {
 		for _, n := range ns {
 			fmt.Println(n)
@@ -325,4 +340,51 @@ func TestDevScan(t *testing.T) {
 		fmt.Printf("%-45s seed %2d: goodput %.2f p99 %.2f conv %v rejU %d floor %v\n", m.cell, m.seed, m.g, m.r.P99, m.r.Converge, m.r.RejectedUnderload, m.r.AtFloor)
 	}
 	fmt.Println(len(out), "runs")
+}
+
+var devExc = flag.Bool("dev.exc", false, "TestDevExc: how far the 1 s average leaves the band")
+
+// TestDevExc prints, per cell, the highest and lowest 1 s average of the
+// default's limit relative to the capacity in force, over the time the
+// convergence goal looks at (overloaded, from Settle after a change), the
+// worst seed and the median seed.
+func TestDevExc(t *testing.T) {
+	if !*devExc {
+		t.Skip()
+	}
+	cre := regexp.MustCompile(*devCells)
+	ct := Contenders()[0]
+	for _, c := range Cells() {
+		if !cre.MatchString(c.String()) {
+			continue
+		}
+		hi := make([]float64, *devSeeds)
+		lo := make([]float64, *devSeeds)
+		var jobs []func()
+		for s := range *devSeeds {
+			jobs = append(jobs, func() {
+				sc := c.Scenario(uint64(s + 1))
+				run := Simulate(sc, ct.Name, ct.New(sc))
+				avg := movingAverage(run.Limits, int(time.Second/sc.Trace))
+				hi[s], lo[s] = 0, 10
+				mean := sc.Partner.Mean()
+				for k, l := range avg {
+					tt := time.Duration(k) * sc.Trace
+					seg := sc.segment(tt)
+					if tt-sc.lastChange(tt) < Settle || !overloaded(seg, mean) {
+						continue
+					}
+					r := l / float64(seg.Capacity)
+					hi[s], lo[s] = max(hi[s], r), min(lo[s], r)
+				}
+			})
+		}
+		parallel(jobs)
+		if hi[0] == 0 {
+			continue
+		}
+		slices.Sort(hi)
+		slices.Sort(lo)
+		fmt.Printf("%-45s band %.2f  high worst %.2f median %.2f  low worst %.2f median %.2f\n", c, c.Band(), hi[len(hi)-1], hi[len(hi)/2], lo[0], lo[len(lo)/2])
+	}
 }
