@@ -110,74 +110,84 @@ func TestPoolListenerThatExitsAtTheGrantLeavesTheTaskWithoutAStart(t *testing.T)
 }
 
 func TestPoolMetricsSourceFollowsEveryPoolOfTheRegistry(t *testing.T) {
-	clock := testkit.NewVirtualClock(time.Unix(0, 0))
-	r, err := pool.NewRegistry(pool.Config{MaxWorkers: 2, QueueCapacity: 3, KeepAlive: time.Second, MaxQueueWait: bulkhead.NoTimeout},
-		pool.WithClock(clock), pool.WithIdleTimeout(time.Minute), pool.WithMaxPools(10, pool.Config{MaxWorkers: 1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	src := r.MetricsSource()
-	early, err := r.Get("early")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	events := map[string]int{}
-	remove := src.OnEvent(func(e bulkhead.Event) {
-		mu.Lock()
-		events[e.Name]++
-		mu.Unlock()
-	})
-	var evicted []string
-	t.Cleanup(src.OnEvict(func(name string) { evicted = append(evicted, name) }))
-	late, err := r.Get("late") // created after OnEvent: subscribed before Get returns
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []*pool.Pool{early, late} {
-		if _, err := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
+	// In a bubble, so that synctest.Wait can tell when the workers are idle.
+	synctest.Test(t, func(t *testing.T) {
+		clock := testkit.NewVirtualClock(time.Unix(0, 0))
+		r, err := pool.NewRegistry(pool.Config{MaxWorkers: 2, QueueCapacity: 3, KeepAlive: time.Second, MaxQueueWait: bulkhead.NoTimeout},
+			pool.WithClock(clock), pool.WithIdleTimeout(time.Minute), pool.WithMaxPools(10, pool.Config{MaxWorkers: 1}))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := pool.SubmitKeyed(context.Background(), r, "keyed", pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock() // each Future is done after its CallFinished was published
-	if events["early"] != 2 || events["late"] != 2 || events["keyed"] != 2 {
-		t.Fatalf("events by pool %v, want 2 each", events)
-	}
-	mu.Unlock()
-
-	var names []string
-	for name, m := range src.AllMetrics() {
-		names = append(names, name)
-		if m.MaxAllowedConcurrentCalls != 2 && name != bulkhead.CatchAllName || m.MaxQueuedCalls != 3 && name != bulkhead.CatchAllName {
-			t.Errorf("%s: %+v", name, m)
+		t.Cleanup(func() { _ = r.Close(context.Background()) })
+		src := r.MetricsSource()
+		early, err := r.Get("early")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !slices.Equal(names, []string{bulkhead.CatchAllName, "early", "keyed", "late"}) {
-		t.Fatalf("AllMetrics names %v", names)
-	}
-	if st := src.Stats(); st.Bulkheads != 4 || st.Evictions != 0 {
-		t.Fatalf("Stats %+v", st)
-	}
+		var mu sync.Mutex
+		events := map[string]int{}
+		remove := src.OnEvent(func(e bulkhead.Event) {
+			mu.Lock()
+			events[e.Name]++
+			mu.Unlock()
+		})
+		var evicted []string
+		t.Cleanup(src.OnEvict(func(name string) { evicted = append(evicted, name) }))
+		late, err := r.Get("late") // created after OnEvent: subscribed before Get returns
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []*pool.Pool{early, late} {
+			if _, err := pool.Submit(context.Background(), p, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := pool.SubmitKeyed(context.Background(), r, "keyed", pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock() // each Future is done after its CallFinished was published
+		if events["early"] != 2 || events["late"] != 2 || events["keyed"] != 2 {
+			t.Fatalf("events by pool %v, want 2 each", events)
+		}
+		mu.Unlock()
 
-	clock.Advance(2 * time.Minute) // "keyed" is idle: evicted
-	if !slices.Equal(evicted, []string{"keyed"}) || src.Stats().Evictions != 1 {
-		t.Fatalf("evicted %v, stats %+v", evicted, src.Stats())
-	}
-	r.Remove("late")
-	remove()
-	remove() // idempotent
-	if _, err := pool.Submit(context.Background(), early, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if events["early"] != 2 {
-		t.Fatalf("an event after remove: %v", events)
-	}
+		var names []string
+		for name, m := range src.AllMetrics() {
+			names = append(names, name)
+			if m.MaxAllowedConcurrentCalls != 2 && name != bulkhead.CatchAllName || m.MaxQueuedCalls != 3 && name != bulkhead.CatchAllName {
+				t.Errorf("%s: %+v", name, m)
+			}
+		}
+		if !slices.Equal(names, []string{bulkhead.CatchAllName, "early", "keyed", "late"}) {
+			t.Fatalf("AllMetrics names %v", names)
+		}
+		if st := src.Stats(); st.Bulkheads != 4 || st.Evictions != 0 {
+			t.Fatalf("Stats %+v", st)
+		}
+
+		synctest.Wait()                // every worker is idle again (Get returns before its bookkeeping)
+		clock.Advance(2 * time.Minute) // "keyed" is idle: evicted
+		if !slices.Equal(evicted, []string{"keyed"}) || src.Stats().Evictions != 1 {
+			t.Fatalf("evicted %v, stats %+v", evicted, src.Stats())
+		}
+		r.Remove("late")
+		// Remove does not close: whoever removes a pool closes it. Its worker
+		// may have gone idle after the Advance above (Get returns before the
+		// worker's bookkeeping), with a keep-alive timer the clock never reaches.
+		if err := late.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		remove()
+		remove() // idempotent
+		if _, err := pool.Submit(context.Background(), early, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if events["early"] != 2 {
+			t.Fatalf("an event after remove: %v", events)
+		}
+	})
 }
 
 // Listeners registered on a pool registry's MetricsSource while pools are

@@ -232,15 +232,18 @@ func ExampleRegistry_MetricsSource() {
 	defer counter.Close()
 
 	resizer, _ := registry.Get("resizer") // created after the counter: counted from its creation
+	for name, m := range registry.MetricsSource().AllMetrics() {
+		fmt.Println(name, m.AvailableConcurrentCalls, "of", m.MaxAllowedConcurrentCalls, "workers free")
+	}
 	f := pool.Submit(context.Background(), resizer, func(context.Context) (string, error) { return "thumbnail.png", nil })
 	if _, err := f.Get(context.Background()); err != nil {
 		log.Fatal(err)
 	}
+	// Get returns once the outcome is decided; the worker is free again
+	// only after the task's callbacks have run on it, so its metrics are
+	// not read here.
 	fmt.Printf("%+v\n", counter.Counts("resizer"))
-	for name, m := range registry.MetricsSource().AllMetrics() {
-		fmt.Println(name, m.AvailableConcurrentCalls, "of", m.MaxAllowedConcurrentCalls, "workers free")
-	}
 	// Output:
-	// {Permitted:1 Rejected:0 Finished:1 Cancelled:0}
 	// resizer 4 of 4 workers free
+	// {Permitted:1 Rejected:0 Finished:1 Cancelled:0}
 }

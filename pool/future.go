@@ -145,6 +145,11 @@ func (f *Future[T]) Ran() bool { return f.cell.Load() == taskCompleted|outcome.P
 // returns the zero T and ctx.Err(); the task is not affected (use Cancel, or
 // the context given to Submit, to stop it). Get panics if ctx is nil
 // ("pool: Future.Get called with a nil context"), as Submit does.
+//
+// Get returns once the outcome is decided. The worker that ran the task is
+// free again a moment later, after the task's callbacks (OnDone) have run
+// on it: a Submit right after Get may still find that worker busy (and,
+// with no queue, be rejected).
 func (f *Future[T]) Get(ctx context.Context) (T, error) {
 	if ctx == nil {
 		panic("pool: Future.Get called with a nil context")
