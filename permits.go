@@ -94,7 +94,13 @@ func heldOf(v uint64) int { return int(v & heldMask >> heldShift) }
 // slow path goes on with tryTake.
 func (s *Semaphore) takeQuiet() bool {
 	v := s.state.Load()
-	return v&(waitingBit|listenerBit) == 0 && freeOf(v) > 0 && s.state.CompareAndSwap(v, v+takeDelta)
+	// free < 1, tested on the whole word: the bits below freeShift add
+	// less than 1<<freeShift, so int64(v) < 1<<freeShift iff freeOf(v) < 1
+	// (one compare, where freeOf costs a shift and a sign extension).
+	if v&(waitingBit|listenerBit) != 0 || int64(v) < 1<<freeShift {
+		return false
+	}
+	return s.state.CompareAndSwap(v, v+takeDelta)
 }
 
 // giveQuiet is takeQuiet for a give-back (ReleasePermission, FinishCall):
@@ -103,7 +109,10 @@ func (s *Semaphore) takeQuiet() bool {
 // done nothing, and the caller's slow path goes on with tryGive.
 func (s *Semaphore) giveQuiet() bool {
 	v := s.state.Load()
-	return v&(waitingBit|listenerBit) == 0 && heldOf(v) > 0 && s.state.CompareAndSwap(v, v-takeDelta)
+	if v&(waitingBit|listenerBit) != 0 || v&heldMask == 0 { // nothing held: heldOf(v) == 0
+		return false
+	}
+	return s.state.CompareAndSwap(v, v-takeDelta)
 }
 
 // tryTake takes a free permit if one is free and nobody waits, whether a

@@ -300,3 +300,35 @@ func TestWithAListenerTheFastPathsPublishAndStillTakeNoLock(t *testing.T) {
 		t.Fatalf("after four takes and four gives: %+v", m)
 	}
 }
+
+// takeQuiet and giveQuiet test free and held on the whole word (one
+// compare each): for free counts around zero and at the word's ends, held
+// counts zero and not, and each flag, they take or give exactly when
+// freeOf and heldOf say a permit is free or held and no flag is set, and
+// leave the word alone otherwise.
+func TestTheQuietPathsDecideAsFreeOfAndHeldOfSay(t *testing.T) {
+	var s Semaphore
+	for _, free := range []int32{-1 << 31, -(1 << 30), -2, -1, 0, 1, 2, 1<<30 - 1, 1<<31 - 1} {
+		for _, held := range []uint64{0, 1, 2, wordPermits} {
+			for _, flags := range []uint64{0, waitingBit, listenerBit, waitingBit | listenerBit} {
+				v := uint64(uint32(free))<<freeShift | held<<heldShift | flags
+				s.state.Store(v)
+				took := s.takeQuiet()
+				if want := flags == 0 && freeOf(v) > 0; took != want {
+					t.Errorf("free %d, held %d, flags %b: takeQuiet %v, want %v", free, held, flags, took, want)
+				}
+				if after := s.state.Load(); took && after != v+takeDelta || !took && after != v {
+					t.Errorf("free %d, held %d, flags %b: word %#x after takeQuiet %v", free, held, flags, after, took)
+				}
+				s.state.Store(v)
+				gave := s.giveQuiet()
+				if want := flags == 0 && heldOf(v) > 0; gave != want {
+					t.Errorf("free %d, held %d, flags %b: giveQuiet %v, want %v", free, held, flags, gave, want)
+				}
+				if after := s.state.Load(); gave && after != v-takeDelta || !gave && after != v {
+					t.Errorf("free %d, held %d, flags %b: word %#x after giveQuiet %v", free, held, flags, after, gave)
+				}
+			}
+		}
+	}
+}
