@@ -200,7 +200,7 @@ func (s *Semaphore) TryAcquirePermission() bool { return takeOr(s, (*Semaphore).
 // ReleasePermission and FinishCall are one CAS of the permit word
 // (takeQuiet, giveQuiet) and, when it says no, one call of the slow path.
 // For Go's inliner (budget 80) a call of a function that is not inlined
-// costs 57 and the CAS about 45, so "if s.takeQuiet() { ... }; return
+// costs 57 and the CAS about 40, so "if s.takeQuiet() { ... }; return
 // s.slow()" is not inlined; a call of a func parameter costs 17, so the
 // fast path is written once, in the helpers below, with the slow path as
 // a parameter, and each method passes its own slow path as a method
