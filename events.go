@@ -112,10 +112,9 @@ type publisher struct {
 
 func (p *publisher) active() bool { return p.Active() }
 
+// add registers f (not nil: Semaphore.OnEvent checks it). The Semaphore's
+// mu is held, so that its listenerBit changes with the list.
 func (p *publisher) add(f func(Event)) (remove func()) {
-	if f == nil {
-		panic("bulkhead: OnEvent called with a nil listener")
-	}
 	if !p.Active() {
 		// No event was stamped while nobody listened: a stamp from before
 		// would predate grants made since.

@@ -12,7 +12,7 @@ package bulkhead
 //	bits 32..63  free permits, an int32 (negative after a shrinking
 //	             ChangeConfig, or in shadow mode), at most wordPermits
 //	bits  2..31  permits held, at most wordPermits
-//	bit   1      unused
+//	bit   1      listenerBit: an event listener is registered
 //	bit   0      waitingBit: a call is queued
 //
 // A limit above wordPermits counts as wordPermits (more than a billion
@@ -45,13 +45,27 @@ package bulkhead
 //     the keyed registry's fence relies on it (registry.go): a keyed call's
 //     take (CAS) comes before its load of its entry's dead mark, and the
 //     sweep's CAS of that mark comes before its load of the word (busy, via
-//     Metrics), so at least one side sees the other.
+//     Metrics), so at least one side sees the other;
+//   - listenerBit is set and cleared under mu only, by OnEvent and the
+//     func it returns, in the same critical section as the listener list
+//     changes: at every release of mu it says whether a listener is
+//     registered. It changes no count and no rule above; it only sends
+//     the quiet fast paths (takeQuiet, giveQuiet: the inlined bodies of
+//     TryAcquirePermission, AcquirePermissionAsync, ReleasePermission and
+//     FinishCall) to their slow paths, which take and give as tryTake and
+//     tryGive do (ignoring the bit, still without mu while nobody waits)
+//     and then publish. So the fast paths need not test the listener list
+//     at all, and events stay exact: a call that starts after OnEvent
+//     returns sees the bit (every access is sequentially consistent) and
+//     publishes; a call racing OnEvent or its remove func may or may not
+//     publish, as it could when the fast path loaded the list itself.
 //
 // A weighted call (SemaphoreCall, weights.go) takes and gives its k
 // permits with one CAS of k times the take (tryTakeN, tryGiveN), under the
 // same rules: all k at once or none, only while nobody waits.
 const (
 	waitingBit  uint64 = 1
+	listenerBit uint64 = 2
 	heldShift          = 2
 	freeShift          = 32
 	wordPermits        = 1<<30 - 1
@@ -71,9 +85,41 @@ func wordLimit(limit int) int { return min(limit, wordPermits) }
 func freeOf(v uint64) int { return int(int32(v >> freeShift)) }
 func heldOf(v uint64) int { return int(v & heldMask >> heldShift) }
 
-// tryTake takes a free permit if one is free and nobody waits. It is the
-// fast path of every acquire, and the first step of their slow path under
-// mu.
+// takeQuiet is the inlined fast path of TryAcquirePermission and
+// AcquirePermissionAsync: one load, one test and one CAS, which takes a
+// free permit if one is free, nobody waits and no listener is registered
+// (so there is no event to publish). It does not retry: if no permit is
+// free, a call waits, a listener is registered or the CAS loses to
+// another call's, it reports false, having done nothing, and the caller's
+// slow path goes on with tryTake.
+func (s *Semaphore) takeQuiet() bool {
+	v := s.state.Load()
+	// free < 1, tested on the whole word: the bits below freeShift add
+	// less than 1<<freeShift, so int64(v) < 1<<freeShift iff freeOf(v) < 1
+	// (one compare, where freeOf costs a shift and a sign extension).
+	if v&(waitingBit|listenerBit) != 0 || int64(v) < 1<<freeShift {
+		return false
+	}
+	return s.state.CompareAndSwap(v, v+takeDelta)
+}
+
+// giveQuiet is takeQuiet for a give-back (ReleasePermission, FinishCall):
+// it gives a permit back if one is held, nobody waits and no listener is
+// registered, with one CAS and no retry; else it reports false, having
+// done nothing, and the caller's slow path goes on with tryGive.
+func (s *Semaphore) giveQuiet() bool {
+	v := s.state.Load()
+	if v&(waitingBit|listenerBit) != 0 || v&heldMask == 0 { // nothing held: heldOf(v) == 0
+		return false
+	}
+	return s.state.CompareAndSwap(v, v-takeDelta)
+}
+
+// tryTake takes a free permit if one is free and nobody waits, whether a
+// listener is registered or not. It is the fast path of the blocking
+// AcquirePermission, the first step of the slow path of the other
+// acquires (before mu, as after takeQuiet said no), and their retry
+// under mu.
 func (s *Semaphore) tryTake() bool {
 	for {
 		v := s.state.Load()
@@ -86,7 +132,8 @@ func (s *Semaphore) tryTake() bool {
 	}
 }
 
-// tryGive gives a permit back if nobody waits and one is held; it reports
+// tryGive gives a permit back if nobody waits and one is held (whether a
+// listener is registered or not: see giveQuiet for the inlined one); it reports
 // false, having done nothing, if a call waits (the permit goes to it, under
 // mu) or none is held (an over-release: it panics under mu).
 func (s *Semaphore) tryGive() bool {
@@ -158,6 +205,16 @@ func (s *Semaphore) resizeLocked(prev, next int) {
 
 // clearWaitingLocked clears waitingBit once the queue is empty. mu is held.
 func (s *Semaphore) clearWaitingLocked() { s.state.And(^waitingBit) }
+
+// setListeningLocked makes listenerBit say whether a listener is
+// registered (OnEvent, after the list changed). mu is held.
+func (s *Semaphore) setListeningLocked(on bool) {
+	if on {
+		s.state.Or(listenerBit)
+	} else {
+		s.state.And(^listenerBit)
+	}
+}
 
 // takeN is the word's change for a take of k permits (k ≤ wordPermits):
 // k times takeDelta, mod 2^64 (held+k, free-k).

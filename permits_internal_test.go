@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -188,5 +189,146 @@ func TestAGiveBackToAWaiterHandsThePermitOnAndKeepsTheCounts(t *testing.T) {
 	}
 	if !s.tryGive() { // nobody waits: the fast path again
 		t.Fatal("the last permit could not be given back without the lock")
+	}
+}
+
+// listenerBit says whether a listener is registered: OnEvent sets it, the
+// last remove clears it (calling one remove func twice changes nothing),
+// and while it is set the quiet fast paths (takeQuiet, giveQuiet) refuse,
+// so that every call goes to a slow path that publishes, while tryTake and
+// tryGive, that slow path's first step without the lock, still take and
+// give.
+func TestTheListenerBitFollowsTheListenersAndStopsOnlyTheQuietPaths(t *testing.T) {
+	s, err := New("listening", Config{MaxConcurrentCalls: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listening := func() bool { return s.state.Load()&listenerBit != 0 }
+	if listening() {
+		t.Fatal("listenerBit set with no listener")
+	}
+	removeA := s.OnEvent(func(Event) {})
+	removeB := s.OnEvent(func(Event) {})
+	if !listening() {
+		t.Fatal("listenerBit clear with two listeners")
+	}
+	if s.takeQuiet() {
+		t.Fatal("takeQuiet took a permit with a listener registered")
+	}
+	if !s.tryTake() {
+		t.Fatal("tryTake found no permit with a listener registered")
+	}
+	if s.giveQuiet() {
+		t.Fatal("giveQuiet gave a permit back with a listener registered")
+	}
+	if !s.tryGive() {
+		t.Fatal("tryGive could not give the permit back with a listener registered")
+	}
+	removeA()
+	removeA()
+	if !listening() {
+		t.Fatal("listenerBit cleared with one listener left (a remove func called twice)")
+	}
+	removeB()
+	if listening() {
+		t.Fatal("listenerBit still set with no listener left")
+	}
+	if !s.takeQuiet() || !s.giveQuiet() {
+		t.Fatal("the quiet fast paths refused once the last listener was removed")
+	}
+	if v := s.state.Load(); v != wordFor(2) {
+		t.Fatalf("word %#x after all, want %#x", v, wordFor(2))
+	}
+}
+
+// With a listener registered the four fast paths go to their slow paths,
+// which publish every event and still take no lock while nobody waits
+// (mu is held by the test all along); once the listener is removed, they
+// publish nothing again.
+func TestWithAListenerTheFastPathsPublishAndStillTakeNoLock(t *testing.T) {
+	s, err := New("loud", Config{MaxConcurrentCalls: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []EventType
+	remove := s.OnEvent(func(e Event) {
+		mu.Lock()
+		got = append(got, e.Type)
+		mu.Unlock()
+	})
+	events := func() []EventType {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]EventType(nil), got...)
+	}
+	calls := func() string {
+		switch {
+		case !s.TryAcquirePermission():
+			return "TryAcquirePermission found no permit"
+		case s.AcquirePermissionAsync() != grantedAcquisition:
+			return "AcquirePermissionAsync was not granted at once"
+		}
+		s.FinishCall()
+		s.ReleasePermission()
+		return ""
+	}
+	s.lock()
+	done := make(chan string)
+	go func() { done <- calls() }()
+	select {
+	case msg := <-done:
+		s.unlock()
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("with a listener, the fast paths waited for the Semaphore's lock")
+	}
+	want := []EventType{CallPermitted, CallPermitted, CallFinished} // ReleasePermission publishes nothing
+	if e := events(); !slices.Equal(e, want) {
+		t.Fatalf("events %v, want %v", e, want)
+	}
+	remove()
+	if msg := calls(); msg != "" {
+		t.Fatal(msg)
+	}
+	if e := events(); !slices.Equal(e, want) {
+		t.Fatalf("events %v after the listener was removed, want %v still", e, want)
+	}
+	if m := s.Metrics(); m.InFlightCalls != 0 || m.AvailableConcurrentCalls != 2 {
+		t.Fatalf("after four takes and four gives: %+v", m)
+	}
+}
+
+// takeQuiet and giveQuiet test free and held on the whole word (one
+// compare each): for free counts around zero and at the word's ends, held
+// counts zero and not, and each flag, they take or give exactly when
+// freeOf and heldOf say a permit is free or held and no flag is set, and
+// leave the word alone otherwise.
+func TestTheQuietPathsDecideAsFreeOfAndHeldOfSay(t *testing.T) {
+	var s Semaphore
+	for _, free := range []int32{-1 << 31, -(1 << 30), -2, -1, 0, 1, 2, 1<<30 - 1, 1<<31 - 1} {
+		for _, held := range []uint64{0, 1, 2, wordPermits} {
+			for _, flags := range []uint64{0, waitingBit, listenerBit, waitingBit | listenerBit} {
+				v := uint64(uint32(free))<<freeShift | held<<heldShift | flags
+				s.state.Store(v)
+				took := s.takeQuiet()
+				if want := flags == 0 && freeOf(v) > 0; took != want {
+					t.Errorf("free %d, held %d, flags %b: takeQuiet %v, want %v", free, held, flags, took, want)
+				}
+				if after := s.state.Load(); took && after != v+takeDelta || !took && after != v {
+					t.Errorf("free %d, held %d, flags %b: word %#x after takeQuiet %v", free, held, flags, after, took)
+				}
+				s.state.Store(v)
+				gave := s.giveQuiet()
+				if want := flags == 0 && heldOf(v) > 0; gave != want {
+					t.Errorf("free %d, held %d, flags %b: giveQuiet %v, want %v", free, held, flags, gave, want)
+				}
+				if after := s.state.Load(); gave && after != v-takeDelta || !gave && after != v {
+					t.Errorf("free %d, held %d, flags %b: word %#x after giveQuiet %v", free, held, flags, after, gave)
+				}
+			}
+		}
 	}
 }

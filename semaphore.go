@@ -153,12 +153,31 @@ func (s *Semaphore) queuedLocked() int {
 // (Done closed) and before its OnDone callbacks run, so a goroutine waiting
 // on Done may act on the outcome before the event is published. A blocking
 // AcquirePermission publishes its own, on its goroutine, once it wakes.
-func (s *Semaphore) OnEvent(f func(Event)) (remove func()) { return s.events.add(f) }
+//
+// While a listener is registered the permit word's listenerBit sends every
+// call past the inlined fast paths to a slow path that publishes (without
+// taking the lock while nobody waits): a call that starts after OnEvent
+// returns publishes its events; one that races OnEvent may not.
+func (s *Semaphore) OnEvent(f func(Event)) (remove func()) {
+	if f == nil {
+		panic("bulkhead: OnEvent called with a nil listener")
+	}
+	// The list and listenerBit change in one critical section of mu, so
+	// that the bit says whether a listener is registered at every release
+	// of mu (permits.go).
+	s.lock()
+	rm := s.events.add(f)
+	s.setListeningLocked(true)
+	s.unlock()
+	return func() {
+		s.lock()
+		rm() // idempotent
+		s.setListeningLocked(s.events.active())
+		s.unlock()
+	}
+}
 
-// publish publishes an event if a listener is registered. It is just over
-// the compiler's inlining budget (the listener check goes through a generic
-// type), so the fast paths write its body out instead: with no listener an
-// event costs them one atomic load and no call.
+// publish publishes an event if a listener is registered.
 func (s *Semaphore) publish(t EventType, r Reason) {
 	if s.events.active() {
 		s.publishSlow(t, r)
@@ -172,19 +191,55 @@ func (s *Semaphore) publishSlow(t EventType, r Reason) {
 // TryAcquirePermission takes a permit if one is free and nobody is waiting,
 // and reports whether it did. It never waits and never overtakes queued calls.
 // It publishes CallPermitted or CallRejected (NoWait).
-func (s *Semaphore) TryAcquirePermission() bool {
+//
+// Its fast path (a permit free, nobody waiting, no listener) is inlined
+// at the call site (see takeOr).
+func (s *Semaphore) TryAcquirePermission() bool { return takeOr(s, (*Semaphore).tryAcquireSlow) }
+
+// The fast paths of TryAcquirePermission, AcquirePermissionAsync,
+// ReleasePermission and FinishCall are one CAS of the permit word
+// (takeQuiet, giveQuiet) and, when it says no, one call of the slow path.
+// For Go's inliner (budget 80) a call of a function that is not inlined
+// costs 57 and the CAS about 40, so "if s.takeQuiet() { ... }; return
+// s.slow()" is not inlined; a call of a func parameter costs 17, so the
+// fast path is written once, in the helpers below, with the slow path as
+// a parameter, and each method passes its own slow path as a method
+// expression: the method is inlined into its caller, and the slow path is
+// an indirect call of a constant func, made only when the CAS said no.
+// TestFastPathsInline fails if one of them stops being inlined.
+
+// takeOr returns true if takeQuiet takes a permit, and slow(s) otherwise.
+func takeOr(s *Semaphore, slow func(*Semaphore) bool) bool {
+	return s.takeQuiet() || slow(s)
+}
+
+// takeOrAsync returns grantedAcquisition if takeQuiet takes a permit, and
+// slow(s) otherwise.
+func takeOrAsync(s *Semaphore, slow func(*Semaphore) *Acquisition) *Acquisition {
+	if s.takeQuiet() {
+		return grantedAcquisition
+	}
+	return slow(s)
+}
+
+// giveOr gives a permit back if giveQuiet can, and calls slow(s)
+// otherwise.
+func giveOr(s *Semaphore, slow func(*Semaphore)) {
+	if !s.giveQuiet() {
+		slow(s)
+	}
+}
+
+// tryAcquireSlow is TryAcquirePermission once the quiet fast path said
+// no: a retry without mu (a listener is registered, or the CAS lost a
+// race), then under mu, where shadow mode and the rejection are decided.
+func (s *Semaphore) tryAcquireSlow() bool {
 	if s.tryTake() {
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
 		}
 		return true
 	}
-	return s.tryAcquireSlow()
-}
-
-// tryAcquireSlow is TryAcquirePermission once the permit word said no:
-// under mu, where shadow mode and the rejection are decided.
-func (s *Semaphore) tryAcquireSlow() bool {
 	s.lock()
 	if s.tryTake() {
 		s.unlock()
@@ -216,19 +271,24 @@ func (s *Semaphore) tryAcquireSlow() bool {
 // returned Acquisition is granted in queue order as permits come back,
 // rejected with WaitTimeout after MaxWaitDuration, or withdrawn by its
 // Cancel (see Acquisition.OnDone for where its callbacks run).
+//
+// Its fast path (a permit free, nobody waiting, no listener) is inlined
+// at the call site (see takeOr).
 func (s *Semaphore) AcquirePermissionAsync() *Acquisition {
+	return takeOrAsync(s, (*Semaphore).acquireAsyncSlow)
+}
+
+// acquireAsyncSlow is AcquirePermissionAsync once the quiet fast path
+// said no: a retry without mu (a listener is registered, or the CAS lost a
+// race), then under mu, where the call is granted after all, rejected, or
+// queued.
+func (s *Semaphore) acquireAsyncSlow() *Acquisition {
 	if s.tryTake() {
 		if s.events.active() {
 			s.publishSlow(CallPermitted, 0)
 		}
 		return grantedAcquisition
 	}
-	return s.acquireAsyncSlow()
-}
-
-// acquireAsyncSlow is AcquirePermissionAsync once the permit word said no:
-// under mu, where the call is granted after all, rejected, or queued.
-func (s *Semaphore) acquireAsyncSlow() *Acquisition {
 	s.lock()
 	if s.tryTake() {
 		s.unlock()
@@ -328,35 +388,32 @@ func (s *Semaphore) evictLocked(d *decidedList) {
 // visible before ReleasePermission returns, and its callbacks have run or
 // started (see Acquisition.OnDone). It panics, naming the bulkhead, if more
 // permits are released than were acquired.
-func (s *Semaphore) ReleasePermission() {
-	if !s.tryGive() {
-		s.releaseSlow(false, CallStart{})
-	}
-}
+//
+// Its fast path (a permit held, nobody waiting, no listener) is inlined at
+// the call site (see takeOr).
+func (s *Semaphore) ReleasePermission() { giveOr(s, (*Semaphore).releasePermissionSlow) }
+
+// releasePermissionSlow is ReleasePermission once the quiet fast path
+// said no.
+func (s *Semaphore) releasePermissionSlow() { s.release(false, CallStart{}) }
 
 // FinishCall gives back a permit whose call ran, and publishes CallFinished
 // (without a CallDuration: see FinishCallStarted). It hands the permit on
 // as ReleasePermission does. It panics, naming the bulkhead, if more
 // permits are released than were acquired.
 //
-// Its fast path (a permit held, nobody waiting, no listener) is written out
-// here rather than shared with FinishCallStarted through release: a call
-// that takes no argument but s passes nothing, spills nothing and tests no
-// flag, which is what it costs an async call granted at once (its
-// continuation ends with FinishCall).
-func (s *Semaphore) FinishCall() {
-	if !s.tryGive() {
-		s.releaseSlow(true, CallStart{})
-		return
-	}
-	if s.events.active() {
-		s.publishFinished(CallStart{})
-	}
-}
+// Its fast path (a permit held, nobody waiting, no listener) is inlined at
+// the call site (see takeOr): it is what an async call granted at once
+// pays to end (its continuation ends with FinishCall).
+func (s *Semaphore) FinishCall() { giveOr(s, (*Semaphore).finishCallSlow) }
+
+// finishCallSlow is FinishCall once the quiet fast path said no.
+func (s *Semaphore) finishCallSlow() { s.release(true, CallStart{}) }
 
 // release gives a permit back; finished publishes CallFinished, measured
-// from start (callduration.go). FinishCall and ReleasePermission write its
-// fast path out.
+// from start (callduration.go). It is the slow path of FinishCall and
+// ReleasePermission (a retry without mu, then releaseSlow) and the whole
+// of FinishCallStarted.
 func (s *Semaphore) release(finished bool, start CallStart) {
 	if !s.tryGive() {
 		s.releaseSlow(finished, start)

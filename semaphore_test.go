@@ -234,6 +234,9 @@ func TestQueuedCallExpiresAfterMaxWaitDuration(t *testing.T) {
 		a := s.AcquirePermissionAsync()
 		<-a.Done()
 		assert.Equal(t, 50*time.Millisecond, time.Since(start))
+		// The timer goroutine publishes CallRejected after it closes Done
+		// (Semaphore.OnEvent): let it finish before the log is read.
+		synctest.Wait()
 		var fe *bulkhead.FullError
 		require.ErrorAs(t, a.Err(), &fe)
 		assert.Equal(t, bulkhead.WaitTimeout, fe.Reason)

@@ -88,6 +88,14 @@ const (
 // (CallRejected = rejections seen, CallFinished = FinishCall calls, and
 // CallPermitted/CallCancelled = grants/cancellations seen plus the
 // AcquirePermission calls that returned ctx.Err()).
+//
+// Each queue order runs twice: with the counting listener registered all
+// along (so every call takes its slow path, which publishes), and quiet,
+// where the fast paths inlined at the call site run (permits.go,
+// takeQuiet and giveQuiet) while a goroutine registers and removes a
+// listener that counts nothing, without pause, so that the permit word's
+// listenerBit flips under the workers; the quiet run checks everything but
+// the events.
 func TestStressSemaphore(t *testing.T) { stressSemaphore(t, false) }
 
 // TestStressWeightedSemaphore is TestStressSemaphore with weighted calls
@@ -108,16 +116,22 @@ const stressMaxWeight = 3
 func stressSemaphore(t *testing.T, weighted bool) {
 	d := stressRunTime(t)
 	for _, order := range []bulkhead.QueueOrder{bulkhead.FIFO, bulkhead.LIFO} {
-		t.Run(order.String(), func(t *testing.T) {
-			r := newStressRun(t, order)
-			r.weighted = weighted
-			r.run(d / 2)
-			t.Logf("%s: %d operations in %v (%d stable-point checks, %d continuous checks), %d violations; outcomes: %s",
-				order, r.ops.Load(), d/2, r.stablePoints, r.checks.Load(), r.violations.Load(), r.stats())
-			if n := r.violations.Load(); n > 0 {
-				t.Errorf("%d invariant violations; first ones:\n%s", n, r.firstViolations())
+		for _, quiet := range []bool{false, true} {
+			name := order.String()
+			if quiet {
+				name += "/quiet"
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				r := newStressRun(t, order, quiet)
+				r.weighted = weighted
+				r.run(d / 4)
+				t.Logf("%s: %d operations in %v (%d stable-point checks, %d continuous checks), %d violations; outcomes: %s",
+					name, r.ops.Load(), d/4, r.stablePoints, r.checks.Load(), r.violations.Load(), r.stats())
+				if n := r.violations.Load(); n > 0 {
+					t.Errorf("%d invariant violations; first ones:\n%s", n, r.firstViolations())
+				}
+			})
+		}
 	}
 }
 
@@ -129,6 +143,9 @@ type stressRun struct {
 	// weighted: calls take 1..stressMaxWeight permits (SemaphoreCall);
 	// else every call is the Semaphore's own, of one permit.
 	weighted bool
+	// quiet: no listener counts the events (they are not checked); one
+	// that counts nothing is registered and removed without pause.
+	quiet bool
 	// clockG is the clock goroutine's ID: a callback it runs (a grant that
 	// an expiry made possible, weighted runs only) must not block on time.
 	clockG atomic.Uint64
@@ -174,7 +191,7 @@ type stressRun struct {
 	vfirst     []string
 }
 
-func newStressRun(t *testing.T, order bulkhead.QueueOrder) *stressRun {
+func newStressRun(t *testing.T, order bulkhead.QueueOrder, quiet bool) *stressRun {
 	clock := testkit.NewVirtualClock(time.Unix(1_700_000_000, 0))
 	cfg := bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: 100 * time.Microsecond, MaxQueuedCalls: 4, QueueOrder: order}
 	sem, err := bulkhead.New("stress", cfg, bulkhead.WithClock(clock))
@@ -182,8 +199,11 @@ func newStressRun(t *testing.T, order bulkhead.QueueOrder) *stressRun {
 		t.Fatal(err)
 	}
 	testkit.CheckPermits(t, sem)
-	r := &stressRun{t: t, sem: sem, clock: clock, cfg: cfg, queueCeil: cfg.MaxQueuedCalls,
+	r := &stressRun{t: t, sem: sem, clock: clock, cfg: cfg, queueCeil: cfg.MaxQueuedCalls, quiet: quiet,
 		parked: make(chan struct{}, stressWorkers+1), due: make(chan struct{}, 1)}
+	if quiet {
+		return r
+	}
 	remove := sem.OnEvent(func(e bulkhead.Event) {
 		switch e.Type {
 		case bulkhead.CallPermitted:
@@ -227,9 +247,12 @@ func (r *stressRun) stats() string {
 // run drives the workers and the clock for d, with stable-point checks
 // along the way, then winds everything down and checks the end state.
 func (r *stressRun) run(d time.Duration) {
-	var workers, clock sync.WaitGroup
-	clockStop := make(chan struct{})
+	var workers, clock, toggler sync.WaitGroup
+	clockStop, togglerStop := make(chan struct{}), make(chan struct{})
 	clock.Go(func() { r.advanceClock(clockStop) })
+	if r.quiet {
+		toggler.Go(func() { r.toggleListener(togglerStop) })
+	}
 	for i := range stressWorkers {
 		w := &stressWorker{r: r, id: i, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
 		r.workers = append(r.workers, w)
@@ -241,6 +264,8 @@ func (r *stressRun) run(d time.Duration) {
 		r.stablePoint()
 	}
 	r.stop.Store(true)
+	close(togglerStop)
+	toggler.Wait()
 	workers.Wait() // the clock still runs: blocked waits end
 	r.cb.live.Wait()
 	close(clockStop)
@@ -264,6 +289,23 @@ func (r *stressRun) advanceClock(stop <-chan struct{}) {
 			<-resume
 		}
 		r.clock.Advance(stressClockStep)
+		runtime.Gosched()
+	}
+}
+
+// toggleListener registers and removes a listener that counts nothing,
+// without pause, until stop is closed: listenerBit flips under the
+// workers' fast paths (a quiet run).
+func (r *stressRun) toggleListener(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		remove := r.sem.OnEvent(func(bulkhead.Event) {})
+		runtime.Gosched()
+		remove()
 		runtime.Gosched()
 	}
 }
@@ -337,6 +379,9 @@ func (r *stressRun) checkEnd() {
 	}
 	if reg, ran := r.callbacksRegistered.Load(), r.callbacksRun.Load(); reg != ran {
 		r.violate("end: %d OnDone callbacks registered, %d ran", reg, ran)
+	}
+	if r.quiet {
+		return // no listener counted the events
 	}
 	abandoned := r.cb.abandoned.Load()
 	extraRejected := r.evRejected.Load() - r.rejections.Load()

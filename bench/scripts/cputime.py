@@ -20,7 +20,8 @@ Binaries: $BINS, comma-separated PREFIX=PATH pairs; a leaf "main:bg/xsync" runs 
 registered as main, a leaf without prefix in the one registered with an empty prefix
 (default: BINS==bench.test). Extra test flags: $EXTRA. With DIFF=1 it also prints, per leaf, the
 median and range (min-max) of the per-round difference to BASE in ns/op, CPU and wall: what a
-leaf adds per op (the cost of metrics per call, say), not only its ratio.
+leaf adds per op (the cost of metrics per call, say), not only its ratio. With RANGE=1 it also
+prints, per leaf, the range (min-max) of the per-round ratio to BASE.
 """
 import os, re, statistics, sys
 
@@ -73,6 +74,10 @@ def main():
         mw, lw, hw = q([x / y for x, y in zip(w, res[b]['wall'])])
         print('%-30s wall %7.1f ns/op  cpu %7.1f ns/op | cpu/%s %.2f (IQR %.2f-%.2f)  wall %.2f (IQR %.2f-%.2f) | %s | %d rounds'
               % (l, statistics.median(w), statistics.median(c), b, mc, lc, hc, mw, lw, hw, res[l]['mem'], len(c)))
+        if os.environ.get('RANGE'):
+            rc = sorted(x / y for x, y in zip(c, res[b]['cpu']))
+            rw = sorted(x / y for x, y in zip(w, res[b]['wall']))
+            print('%-30s range of cpu/%s %.2f-%.2f  wall %.2f-%.2f' % ('', b, rc[0], rc[-1], rw[0], rw[-1]))
         if os.environ.get('DIFF'):
             dc = sorted(x - y for x, y in zip(c, res[b]['cpu']))
             dw = sorted(x - y for x, y in zip(w, res[b]['wall']))
