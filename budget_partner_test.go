@@ -284,55 +284,12 @@ func (l *budgetEventLog) types() []bulkhead.EventType {
 
 // The races of grant, cancel and expiry at both levels, many times under
 // -race: whatever wins, each call has exactly one outcome and no permit of
-// either level is left held.
+// either level is left held (raceGrantCancelAndExpiry, with the partner's
+// own methods and one permit per level).
 func TestBudgetPartnerRacesOfGrantCancelAndExpiryLoseNoPermit(t *testing.T) {
-	const rounds = 400
-	for _, stage := range []string{"partner", "budget"} {
-		t.Run(stage, func(t *testing.T) {
-			for range rounds {
-				clk := newClock()
-				cfg := budgetConfig(1, 0, class("only", 0, 0))
-				cfg.Classes[0].MaxWaitDuration = time.Second
-				b := newBudget(t, cfg, clk)
-				semCfg := partnerConfig(1)
-				semCfg.MaxWaitDuration = time.Second
-				sem := newSemaphore(t, "p", semCfg, bulkhead.WithClock(clk))
-				p, _ := b.Partner(sem, bulkhead.PartnerOptions{})
-				other := mustFlow(t, b, "other", bulkhead.PartnerOptions{})
-				// The holder blocks the level under test.
-				holder := bulkhead.Bulkhead(p)
-				if stage == "budget" {
-					holder = other
-				}
-				if !holder.AcquirePermissionAsync().Granted() {
-					t.Fatal("holder not granted")
-				}
-				w := p.AcquirePermissionAsync()
-				var outcomes atomic.Int32
-				w.OnDone(func(error) { outcomes.Add(1) })
-				var wg sync.WaitGroup
-				var cancelled atomic.Bool
-				wg.Add(3)
-				go func() { defer wg.Done(); holder.FinishCall() }()
-				go func() { defer wg.Done(); cancelled.Store(w.Cancel()) }()
-				go func() { defer wg.Done(); clk.Advance(time.Second) }()
-				wg.Wait()
-				<-w.Done()
-				if w.Granted() {
-					p.FinishCall()
-				}
-				if n := outcomes.Load(); n != 1 {
-					t.Fatalf("%d outcomes delivered", n)
-				}
-				if cancelled.Load() != errors.Is(w.Err(), bulkhead.ErrCancelled) {
-					t.Fatalf("Cancel returned %v, outcome %v", cancelled.Load(), w.Err())
-				}
-				if m := sem.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
-					t.Fatalf("partner left with %+v (outcome %v)", m, w.Err())
-				}
-			}
-		})
-	}
+	raceGrantCancelAndExpiry(t, 1, 400, func(p *bulkhead.BudgetPartner) (bulkhead.Bulkhead, string) {
+		return p, "the partner's own call"
+	})
 }
 
 func TestBudgetPanickingCallbackStrandsNoPermitOfEitherLevel(t *testing.T) {

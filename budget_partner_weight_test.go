@@ -3,6 +3,7 @@ package bulkhead_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -259,29 +260,43 @@ func TestBudgetPartnerThatIsNotASemaphoreTakesOneCallOfIt(t *testing.T) {
 // -race: grants, cancels and expiries of weighted calls at both levels,
 // racing: each call has one outcome and no permit of either level is left.
 func TestBudgetWeightedPartnerRacesLoseNoPermit(t *testing.T) {
-	const rounds = 300
+	rng := rand.New(rand.NewPCG(27, 0))
+	raceGrantCancelAndExpiry(t, 4, 300, func(p *bulkhead.BudgetPartner) (bulkhead.Bulkhead, string) {
+		k := 1 + rng.IntN(4)
+		return p.Call(bulkhead.Class{}, k), fmt.Sprintf("weight %d", k)
+	})
+}
+
+// raceGrantCancelAndExpiry runs rounds of one call racing, under -race,
+// its grant (a holder of every permit of the level under test gives them
+// back), its Cancel and its expiry, with the partner's bulkhead and the
+// budget both of limit permits, for each level in turn: call(p) is the
+// call under test, of partner p, and its description. Whatever wins, the
+// call has exactly one outcome, Cancel reports true exactly when that
+// outcome is ErrCancelled, and no permit of either level is left held or
+// waiting.
+func raceGrantCancelAndExpiry(t *testing.T, limit, rounds int, call func(p *bulkhead.BudgetPartner) (bulkhead.Bulkhead, string)) {
+	t.Helper()
 	for _, stage := range []string{"partner", "budget"} {
 		t.Run(stage, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(27, 0))
 			for range rounds {
 				clk := newClock()
-				cfg := budgetConfig(4, 0, class("only", 0, 0))
+				cfg := budgetConfig(limit, 0, class("only", 0, 0))
 				cfg.Classes[0].MaxWaitDuration = time.Second
 				b := newBudget(t, cfg, clk)
-				semCfg := partnerConfig(4)
+				semCfg := partnerConfig(limit)
 				semCfg.MaxWaitDuration = time.Second
 				sem := newSemaphore(t, "p", semCfg, bulkhead.WithClock(clk))
 				p, _ := b.Partner(sem, bulkhead.PartnerOptions{})
-				// The holder takes all 4 permits of the level under test.
-				holder := p.Call(bulkhead.Class{}, 4)
+				// The holder takes every permit of the level under test.
+				holder := p.Call(bulkhead.Class{}, limit)
 				if stage == "budget" {
-					holder = mustFlow(t, b, "other", bulkhead.PartnerOptions{}).Call(bulkhead.Class{}, 4)
+					holder = mustFlow(t, b, "other", bulkhead.PartnerOptions{}).Call(bulkhead.Class{}, limit)
 				}
 				if !holder.AcquirePermissionAsync().Granted() {
 					t.Fatal("holder not granted")
 				}
-				k := 1 + rng.IntN(4)
-				c := p.Call(bulkhead.Class{}, k)
+				c, what := call(p)
 				w := c.AcquirePermissionAsync()
 				var outcomes atomic.Int32
 				w.OnDone(func(error) { outcomes.Add(1) })
@@ -297,13 +312,13 @@ func TestBudgetWeightedPartnerRacesLoseNoPermit(t *testing.T) {
 					c.FinishCall()
 				}
 				if n := outcomes.Load(); n != 1 {
-					t.Fatalf("weight %d: %d outcomes delivered", k, n)
+					t.Fatalf("%s: %d outcomes delivered", what, n)
 				}
 				if cancelled.Load() != errors.Is(w.Err(), bulkhead.ErrCancelled) {
-					t.Fatalf("weight %d: Cancel returned %v, outcome %v", k, cancelled.Load(), w.Err())
+					t.Fatalf("%s: Cancel returned %v, outcome %v", what, cancelled.Load(), w.Err())
 				}
 				if m, bm := sem.Metrics(), b.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 || bm.InUse != 0 || bm.Queued != 0 {
-					t.Fatalf("weight %d: partner left with %+v, budget with %+v (outcome %v)", k, m, bm, w.Err())
+					t.Fatalf("%s: partner left with %+v, budget with %+v (outcome %v)", what, m, bm, w.Err())
 				}
 			}
 		})
