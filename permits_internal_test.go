@@ -16,29 +16,8 @@ func TestTheFastPathsTakeNoLockWhileNobodyWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.lock()
-	done := make(chan string)
-	go func() {
-		switch {
-		case !s.TryAcquirePermission():
-			done <- "TryAcquirePermission found no permit"
-			return
-		case s.AcquirePermissionAsync() != grantedAcquisition:
-			done <- "AcquirePermissionAsync was not granted at once"
-			return
-		}
-		s.FinishCall()
-		s.ReleasePermission()
-		done <- ""
-	}()
-	select {
-	case msg := <-done:
-		s.unlock()
-		if msg != "" {
-			t.Fatal(msg)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the fast paths waited for the Semaphore's lock")
+	if msg := fastPathsWhileLocked(t, s, "the fast paths waited for the Semaphore's lock"); msg != "" {
+		t.Fatal(msg)
 	}
 	if m := s.Metrics(); m.InFlightCalls != 0 || m.AvailableConcurrentCalls != 2 {
 		t.Fatalf("after two takes and two gives: %+v", m)
@@ -262,35 +241,15 @@ func TestWithAListenerTheFastPathsPublishAndStillTakeNoLock(t *testing.T) {
 		defer mu.Unlock()
 		return append([]EventType(nil), got...)
 	}
-	calls := func() string {
-		switch {
-		case !s.TryAcquirePermission():
-			return "TryAcquirePermission found no permit"
-		case s.AcquirePermissionAsync() != grantedAcquisition:
-			return "AcquirePermissionAsync was not granted at once"
-		}
-		s.FinishCall()
-		s.ReleasePermission()
-		return ""
-	}
-	s.lock()
-	done := make(chan string)
-	go func() { done <- calls() }()
-	select {
-	case msg := <-done:
-		s.unlock()
-		if msg != "" {
-			t.Fatal(msg)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("with a listener, the fast paths waited for the Semaphore's lock")
+	if msg := fastPathsWhileLocked(t, s, "with a listener, the fast paths waited for the Semaphore's lock"); msg != "" {
+		t.Fatal(msg)
 	}
 	want := []EventType{CallPermitted, CallPermitted, CallFinished} // ReleasePermission publishes nothing
 	if e := events(); !slices.Equal(e, want) {
 		t.Fatalf("events %v, want %v", e, want)
 	}
 	remove()
-	if msg := calls(); msg != "" {
+	if msg := fastPathCalls(s); msg != "" {
 		t.Fatal(msg)
 	}
 	if e := events(); !slices.Equal(e, want) {
@@ -298,6 +257,41 @@ func TestWithAListenerTheFastPathsPublishAndStillTakeNoLock(t *testing.T) {
 	}
 	if m := s.Metrics(); m.InFlightCalls != 0 || m.AvailableConcurrentCalls != 2 {
 		t.Fatalf("after four takes and four gives: %+v", m)
+	}
+}
+
+// fastPathCalls takes and gives back two permits of s through the four
+// fast paths (TryAcquirePermission, AcquirePermissionAsync granted at once,
+// FinishCall, ReleasePermission) and returns what went wrong, "" if
+// nothing did.
+func fastPathCalls(s *Semaphore) string {
+	switch {
+	case !s.TryAcquirePermission():
+		return "TryAcquirePermission found no permit"
+	case s.AcquirePermissionAsync() != grantedAcquisition:
+		return "AcquirePermissionAsync was not granted at once"
+	}
+	s.FinishCall()
+	s.ReleasePermission()
+	return ""
+}
+
+// fastPathsWhileLocked runs fastPathCalls on another goroutine while the
+// test holds s's lock, and returns its result once it has returned; it
+// fails the test with stuck if they have not returned after 10 s (they
+// wait for the lock).
+func fastPathsWhileLocked(t *testing.T, s *Semaphore, stuck string) string {
+	t.Helper()
+	s.lock()
+	done := make(chan string, 1)
+	go func() { done <- fastPathCalls(s) }()
+	select {
+	case msg := <-done:
+		s.unlock()
+		return msg
+	case <-time.After(10 * time.Second):
+		t.Fatal(stuck)
+		return ""
 	}
 }
 
