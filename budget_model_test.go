@@ -37,22 +37,89 @@ import (
 // goroutine the library started has finished (synctest.Wait), and the
 // virtual clock is advanced one timer at a time, as the model does.
 //
-// -budget.modelseeds sets how many seeds (60 by default, a few seconds
+// -budget.modelseeds sets how many seeds (40 by default, a few seconds
 // under -race; make stress-budget runs thousands).
 func TestBudgetAgreesWithANaiveModel(t *testing.T) {
-	maxCands := 0
+	var sum modelSums
 	for seed := range uint64(*modelSeeds) {
 		synctest.Test(t, func(t *testing.T) {
-			maxCands = max(maxCands, runModelSeed(t, seed, 300))
+			sum.add(runModelSeed(t, seed, 300))
 		})
 		if t.Failed() {
 			return
 		}
 	}
-	t.Logf("%d seeds; at most %d outcomes of the model were possible at once", *modelSeeds, maxCands)
+	st := sum.stats
+	t.Logf("%d seeds: partner calls %d (queued at the partner %d, arrived from its queue %d), too heavy for the partner %d, rejected by the partner %v; "+
+		"partner passes: %d passed over, %d bypassing grants, %d held back; %d partner give-backs; at most %d outcomes possible at once, %d steps with more than one",
+		*modelSeeds, sum.partnerCalls, st.PartnerQueued, st.Arrivals, sum.outcomes["rejected:partner-heavy"], sum.partnerRejected,
+		st.PartnerPassedOver, st.PartnerBypassing, st.PartnerHeldBack, st.GiveBacks, sum.maxCands, sum.openSteps)
+	// The default run must reach every rule of the partner level and the
+	// orders the library leaves open (fewer seeds may not).
+	if *modelSeeds >= 40 {
+		for what, n := range map[string]int{
+			"too heavy for the partner": sum.outcomes["rejected:partner-heavy"], "bypassing grants": st.PartnerBypassing,
+			"held back by the bound": st.PartnerHeldBack, "arrivals from the partner's queue": st.Arrivals,
+			"steps with several possible outcomes": sum.openSteps, "partner expiries": sum.partnerRejected[bulkhead.WaitTimeout.String()],
+			"partner evictions": sum.partnerRejected[bulkhead.Evicted.String()], "budget rejections of partner calls": sum.budgetRejectedPartner,
+		} {
+			if n == 0 {
+				t.Errorf("no %s in %d seeds", what, *modelSeeds)
+			}
+		}
+	}
 }
 
-var modelSeeds = flag.Int("budget.modelseeds", 60, "TestBudgetAgreesWithANaiveModel: how many random sequences of 300 operations")
+// modelSums adds up what the seeds of TestBudgetAgreesWithANaiveModel went
+// through.
+type modelSums struct {
+	stats                 budgetmodel.Stats
+	outcomes              map[string]int // final states of partner calls
+	partnerRejected       map[string]int // by Reason
+	partnerCalls          int
+	budgetRejectedPartner int
+	maxCands, openSteps   int
+}
+
+// seedSums is what one seed went through: its last model and the
+// candidates' counts.
+type seedSums struct {
+	m                   *budgetmodel.Model
+	partners            []bool
+	maxCands, openSteps int
+}
+
+func (s *modelSums) add(r seedSums) {
+	if r.m == nil {
+		return
+	}
+	if s.outcomes == nil {
+		s.outcomes, s.partnerRejected = map[string]int{}, map[string]int{}
+	}
+	st := r.m.Stats()
+	s.stats.PartnerQueued += st.PartnerQueued
+	s.stats.PartnerPassedOver += st.PartnerPassedOver
+	s.stats.PartnerBypassing += st.PartnerBypassing
+	s.stats.PartnerHeldBack += st.PartnerHeldBack
+	s.stats.GiveBacks += st.GiveBacks
+	s.stats.Arrivals += st.Arrivals
+	for _, c := range r.m.Calls() {
+		if !r.partners[c.Flow] {
+			continue
+		}
+		s.partnerCalls++
+		s.outcomes[c.State]++
+		if reason, ok := strings.CutPrefix(c.State, "rejected:partner:"); ok {
+			s.partnerRejected[reason]++
+		} else if strings.HasPrefix(c.State, "rejected:") && c.State != "rejected:partner-heavy" {
+			s.budgetRejectedPartner++
+		}
+	}
+	s.maxCands = max(s.maxCands, r.maxCands)
+	s.openSteps += r.openSteps
+}
+
+var modelSeeds = flag.Int("budget.modelseeds", 40, "TestBudgetAgreesWithANaiveModel: how many random sequences of 300 operations")
 
 // realCall is a call of the Budget under test and its Acquisition.
 type realCall struct {
@@ -135,10 +202,10 @@ func modelConfig(rng *rand.Rand, classes []string) bulkhead.BudgetConfig {
 }
 
 // modelPartnerConfig returns a random valid configuration of a partner's
-// Semaphore: limit 1 to 4 (calls of weight 3 are too heavy for some),
+// Semaphore: limit 2 to 5 (calls of weight 3 are too heavy for some),
 // waits of every kind, FIFO or LIFO, a bounded queue or not.
 func modelPartnerConfig(rng *rand.Rand) bulkhead.Config {
-	cfg := bulkhead.Config{MaxConcurrentCalls: 1 + rng.IntN(4), MaxQueuedCalls: bulkhead.Unbounded}
+	cfg := bulkhead.Config{MaxConcurrentCalls: 2 + rng.IntN(4), MaxQueuedCalls: bulkhead.Unbounded}
 	cfg.MaxWaitDuration = partnerWait(rng)
 	if rng.IntN(3) == 0 {
 		cfg.MaxQueuedCalls = 1 + rng.IntN(3)
@@ -160,8 +227,8 @@ func partnerWait(rng *rand.Rand) time.Duration {
 }
 
 // runModelSeed runs one random sequence of steps operations and returns
-// the largest number of outcomes the model held possible at once.
-func runModelSeed(t *testing.T, seed uint64, steps int) int {
+// what it went through (before the clean-up).
+func runModelSeed(t *testing.T, seed uint64, steps int) seedSums {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	classes := []string{"a", "b", "c"}
 	cfg := modelConfig(rng, classes)
@@ -194,7 +261,7 @@ func runModelSeed(t *testing.T, seed uint64, steps int) int {
 		flows = append(flows, f)
 	}
 	cands := []*budgetmodel.Model{budgetmodel.NewWithPartners(cfg, groups, partCfgs)}
-	maxCands := 1
+	maxCands, openSteps := 1, 0
 	real := map[int]realCall{}
 	released := map[int]bool{}
 	var log []string
@@ -207,7 +274,9 @@ func runModelSeed(t *testing.T, seed uint64, steps int) int {
 		var next []*budgetmodel.Model
 		seen := map[string]bool{}
 		for _, m := range cands {
-			m = m.Clone()
+			if len(cands) > 1 {
+				m = m.Clone()
+			} // else m is ours alone: no copy needed
 			op(m)
 			if len(cands) == 1 && !m.Pending() {
 				next = append(next, m) // the one outcome: no key needed
@@ -273,6 +342,9 @@ func runModelSeed(t *testing.T, seed uint64, steps int) int {
 		t.Helper()
 		synctest.Wait()
 		maxCands = max(maxCands, len(cands))
+		if len(cands) > 1 {
+			openSteps++
+		}
 		o := observe()
 		var why []string
 		kept := cands[:0:0]
@@ -292,7 +364,13 @@ func runModelSeed(t *testing.T, seed uint64, steps int) int {
 		m0 := cands[0] // every candidate agrees on every call's state
 		switch op := rng.IntN(100); {
 		case op < 45:
-			id, flow, class, k := len(m0.Calls()), rng.IntN(len(flows)), classes[rng.IntN(3)], 1+rng.IntN(4)
+			id, flow, class, k := len(m0.Calls()), rng.IntN(5), classes[rng.IntN(3)], 1+rng.IntN(4)
+			if rng.IntN(2) == 0 {
+				// Half the calls go through a partner, most through
+				// flow 5's, to make its queue long enough for the
+				// bypass bound.
+				flow = 5 + max(0, rng.IntN(6)-3)
+			}
 			if sems[flow] != nil {
 				k = 1 + rng.IntN(3)
 			} else if rng.IntN(25) == 0 {
@@ -369,7 +447,7 @@ func runModelSeed(t *testing.T, seed uint64, steps int) int {
 			}
 			i := parts[rng.IntN(len(parts))]
 			pc := *partCfgs[i]
-			pc.MaxConcurrentCalls, pc.MaxWaitDuration = 1+rng.IntN(4), partnerWait(rng)
+			pc.MaxConcurrentCalls, pc.MaxWaitDuration = 2+rng.IntN(4), partnerWait(rng)
 			log = append(log, fmt.Sprintf("%d: change partner of flow %d to limit %d wait %v", step, i, pc.MaxConcurrentCalls, pc.MaxWaitDuration))
 			each(func(m *budgetmodel.Model) { m.ChangePartner(i, pc) })
 			if err := sems[i].ChangeConfig(pc); err != nil {
@@ -384,6 +462,10 @@ func runModelSeed(t *testing.T, seed uint64, steps int) int {
 			}
 		}
 		check(step)
+	}
+	sums := seedSums{m: cands[0], maxCands: maxCands, openSteps: openSteps}
+	for _, s := range sems {
+		sums.partners = append(sums.partners, s != nil)
 	}
 	// Clean up from the Budget's own outcomes: a cancel or a release may
 	// grant other pending calls.
@@ -421,5 +503,5 @@ func runModelSeed(t *testing.T, seed uint64, steps int) int {
 			}
 		}
 	}
-	return maxCands
+	return sums
 }

@@ -434,7 +434,22 @@ const (
 	stepExpirePartner                 // flow's partner's timer: expiries due now, then a pass
 )
 
+// Stats counts what a model went through at its partners, so that a test
+// can show that its sequences reach the rules.
+type Stats struct {
+	PartnerQueued     int // calls queued at their partner
+	PartnerPassedOver int // times a partner's pass found a waiter heavier than its free permits
+	PartnerBypassing  int // grants past a passed-over waiter
+	PartnerHeldBack   int // times the bypass bound held back a waiter that fit
+	GiveBacks         int // partner permits given back by a budget rejection, cancel or release
+	Arrivals          int // calls granted by their partner after waiting there, arrived at the budget
+}
+
+// Stats returns the counts of m's history.
+func (m *Model) Stats() Stats { return m.stats }
+
 type Model struct {
+	stats Stats
 	cfg   bulkhead.BudgetConfig
 	flows []string // flow -> group
 	parts []*part  // flow -> its partner bulkhead, nil for a flow without
@@ -450,10 +465,12 @@ func (m *Model) index(c *Call) int { return slices.Index(m.calls, c) }
 func (m *Model) run(s step) {
 	switch s.kind {
 	case stepArrive:
+		m.stats.Arrivals++
 		c := m.calls[s.call]
 		c.at, c.State = atBudget, "" // a newcomer at the budget: not one of its waiters yet
 		m.acquire(c)
 	case stepGiveBack:
+		m.stats.GiveBacks++
 		m.parts[s.flow].avail += s.k
 		m.partPassIfFree(s.flow)
 	case stepExpireBudget:
@@ -515,6 +532,7 @@ func (m *Model) partAcquire(i int, c *Call) {
 			c.pdl = m.now + w
 		}
 		p.queue = append(p.queue, i)
+		m.stats.PartnerQueued++
 		m.partPassIfFree(c.Flow)
 	}
 }
@@ -556,14 +574,17 @@ func (m *Model) partPassIfFree(flow int) {
 		case c.Weight > free:
 			c.marked, blocked = true, true
 			skipped++
+			m.stats.PartnerPassedOver++
 		case blocked && p.bypassed+c.Weight > p.cfg.MaxConcurrentCalls:
 			if c.Weight > 1 {
 				c.marked = true
 			}
 			skipped++
+			m.stats.PartnerHeldBack++
 		default:
 			if blocked {
 				p.bypassed += c.Weight
+				m.stats.PartnerBypassing++
 			}
 			m.partLeave(flow, i)
 			p.avail -= c.Weight
