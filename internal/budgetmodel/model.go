@@ -90,6 +90,8 @@ func (m *Model) Clone() *Model {
 // call asks its partner first: granted there at once, it arrives at the
 // budget at once; queued there, it arrives when the partner grants it.
 func (m *Model) Acquire(id, flow int, class string, weight int) *Call {
+	m.ownCtx = true
+	defer func() { m.ownCtx = false }()
 	c := &Call{ID: id, Flow: flow, Class: class, Weight: weight}
 	m.calls = append(m.calls, c)
 	if m.parts[flow] != nil {
@@ -99,6 +101,40 @@ func (m *Model) Acquire(id, flow int, class string, weight int) *Call {
 	c.at = atBudget
 	m.acquire(c)
 	return c
+}
+
+// Returned is for a history checker, which sees an operation return: it
+// returns every model m may be in by then. The operation's own steps have
+// run (a give-back of partner permits by FinishCall, by a Cancel at the
+// budget, or by an AcquirePermissionAsync that the budget rejected at once;
+// the arrival at the budget of a call whose own enqueue's pass granted it
+// at its partner, which the partner returns granted), other pending steps
+// before them or not. m is not changed (nothing owed: m itself).
+func (m *Model) Returned() []*Model {
+	var out []*Model
+	seen := map[string]bool{}
+	var run func(x *Model)
+	run = func(x *Model) {
+		if !slices.ContainsFunc(x.steps, func(s step) bool { return s.own }) {
+			if k := x.Key(); !seen[k] {
+				seen[k] = true
+				out = append(out, x)
+			}
+			return
+		}
+		for i := range x.steps {
+			if slices.Contains(x.steps[:i], x.steps[i]) {
+				continue
+			}
+			y := x.Clone()
+			s := y.steps[i]
+			y.steps = slices.Delete(y.steps, i, i+1)
+			y.run(s)
+			run(y)
+		}
+	}
+	run(m)
+	return out
 }
 
 // Get returns the call id, nil if there is none.
@@ -120,27 +156,36 @@ func (m *Model) Release(id int) bool {
 	}
 	c.State = "released"
 	m.pass()
+	m.ownCtx = true
 	m.giveBack(c) // FinishCall: the budget's permits first, then the partner's
+	m.ownCtx = false
 	return true
 }
 
 // Cancel withdraws pending call id and reports whether it was pending:
 // from its partner's queue, or from the budget's (its partner permits then
-// go back, a pending step). A call between the levels (an arrival not yet
-// settled) is not withdrawn here: settle first.
+// go back, a pending step). A call between the levels (granted by its
+// partner, its arrival pending) is cancelled too: its arrival gives the
+// partner permits back instead, as admit does for a record whose Cancel
+// won.
 func (m *Model) Cancel(id int) bool {
 	c := m.Get(id)
-	if c == nil || c.State != "pending" || c.at == atTransit {
+	if c == nil || c.State != "pending" {
 		return false
 	}
 	c.State = "cancelled"
+	if c.at == atTransit {
+		return true
+	}
 	if c.at == atPartner {
 		m.partLeave(c.Flow, m.index(c))
 		m.partPassIfFree(c.Flow)
 		return true
 	}
 	m.pass()
+	m.ownCtx = true
 	m.giveBack(c)
+	m.ownCtx = false
 	return true
 }
 
@@ -228,6 +273,23 @@ func (m *Model) Settle() []*Model {
 		}
 	}
 	run(m)
+	return out
+}
+
+// Steps returns the models that running one of m's pending steps gives,
+// one per distinct step (none if nothing is pending). m is not changed.
+func (m *Model) Steps() []*Model {
+	var out []*Model
+	for i := range m.steps {
+		if slices.Contains(m.steps[:i], m.steps[i]) {
+			continue
+		}
+		y := m.Clone()
+		s := y.steps[i]
+		y.steps = slices.Delete(y.steps, i, i+1)
+		y.run(s)
+		out = append(out, y)
+	}
 	return out
 }
 
@@ -339,11 +401,24 @@ func (m *Model) Key() string {
 			if a.flow != b.flow {
 				return a.flow - b.flow
 			}
-			return a.k - b.k
+			if a.k != b.k {
+				return a.k - b.k
+			}
+			if a.own != b.own && a.own {
+				return 1
+			}
+			if a.own != b.own {
+				return -1
+			}
+			return 0
 		})
 		b = append(b, "|steps"...)
 		for _, x := range st {
-			num(',', int64(x.kind), int64(x.call), int64(x.flow), int64(x.k))
+			own := int64(0)
+			if x.own {
+				own = 1
+			}
+			num(',', int64(x.kind), int64(x.call), int64(x.flow), int64(x.k), own)
 		}
 	}
 	return string(b)
@@ -420,6 +495,9 @@ type part struct {
 // step is an internal step left pending by an operation (see Settle).
 type step struct {
 	kind stepKind
+	// own: the operation that left the step runs it before it returns
+	// (on its own goroutine); see Returned.
+	own  bool
 	call int // stepArrive: index in Model.calls
 	flow int // stepGiveBack, stepExpirePartner
 	k    int // stepGiveBack
@@ -457,18 +535,35 @@ type Model struct {
 	seq   int
 	now   time.Duration
 	steps []step // pending internal steps, in no order
+	// ownCtx: the step being made is the current operation's own (the
+	// operation runs on, or a step it owes runs): its give-backs are owed
+	// before it returns.
+	ownCtx bool
 }
 
 func (m *Model) index(c *Call) int { return slices.Index(m.calls, c) }
 
-// run executes one pending step.
+// run executes one pending step; the give-backs it leaves are its
+// goroutine's, owed before the operation that left it returns if it is
+// own.
 func (m *Model) run(s step) {
+	m.ownCtx = s.own
+	defer func() { m.ownCtx = false }()
 	switch s.kind {
 	case stepArrive:
-		m.stats.Arrivals++
 		c := m.calls[s.call]
+		if c.State != "pending" { // cancelled on the way: the permits go back
+			m.stats.GiveBacks++
+			m.parts[c.Flow].avail += c.Weight
+			m.partPassIfFree(c.Flow)
+			return
+		}
+		m.stats.Arrivals++
 		c.at, c.State = atBudget, "" // a newcomer at the budget: not one of its waiters yet
 		m.acquire(c)
+		if !s.own {
+			c.Fast = false // its AcquirePermissionAsync returned a record
+		}
 	case stepGiveBack:
 		m.stats.GiveBacks++
 		m.parts[s.flow].avail += s.k
@@ -494,7 +589,7 @@ func (m *Model) run(s step) {
 // it has a partner (after a budget rejection, cancel or release).
 func (m *Model) giveBack(c *Call) {
 	if m.parts[c.Flow] != nil {
-		m.steps = append(m.steps, step{kind: stepGiveBack, flow: c.Flow, k: c.Weight})
+		m.steps = append(m.steps, step{kind: stepGiveBack, flow: c.Flow, k: c.Weight, own: m.ownCtx})
 	}
 }
 
@@ -534,6 +629,15 @@ func (m *Model) partAcquire(i int, c *Call) {
 		p.queue = append(p.queue, i)
 		m.stats.PartnerQueued++
 		m.partPassIfFree(c.Flow)
+		if c.at == atTransit {
+			// Granted by its own enqueue's pass: the partner returns it
+			// granted, and the call goes on to the budget before its
+			// AcquirePermissionAsync returns (the others that pass
+			// granted may arrive before it, on the goroutine the partner
+			// started for them).
+			n := slices.Index(m.steps, step{kind: stepArrive, call: i})
+			m.steps[n].own = true
+		}
 	}
 }
 

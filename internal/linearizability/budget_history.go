@@ -13,8 +13,7 @@ import (
 )
 
 // BudgetRecorder records the operations of several clients on one Budget's
-// flows (no partner bulkhead), with call and return times from one atomic
-// counter.
+// flows and partners, with call and return times from one atomic counter.
 type BudgetRecorder struct {
 	clock atomic.Int64
 	ids   atomic.Int64
@@ -51,6 +50,14 @@ func budgetOutcome(a *bulkhead.Acquisition) string {
 		return "pending"
 	case errors.Is(err, bulkhead.ErrCancelled):
 		return "cancelled"
+	}
+	var te *bulkhead.TooHeavyError
+	var fe *bulkhead.FullError
+	switch err := a.Err(); {
+	case errors.As(err, &te):
+		return "rejected:partner-heavy"
+	case errors.As(err, &fe):
+		return "rejected:partner:" + fe.Reason.String()
 	case errors.Is(err, bulkhead.ErrTooHeavy):
 		return "rejected:heavy"
 	case errors.As(err, &be):
@@ -69,10 +76,18 @@ type budgetCall struct {
 // (whose classes are classes), recording them in r: calls of random flow,
 // class and weight (1 or 2), reads of its calls' outcomes, Cancel, FinishCall
 // of the calls it saw granted, ChangeConfig to one of sizes (with cfg's
-// other settings), Metrics. At the end it withdraws or gives back every
-// call it still has (recorded too).
+// other settings), Metrics. Flow i's partner bulkhead, if it has one, is
+// parts[i] (created with partCfgs[i]): the client also reads its Metrics
+// and changes its MaxConcurrentCalls to one of partLimits. At the end it
+// withdraws or gives back every call it still has (recorded too).
 func (r *BudgetRecorder) BudgetClient(b *bulkhead.Budget, cfg bulkhead.BudgetConfig, flows []*bulkhead.BudgetPartner, classes []bulkhead.Class,
-	id, ops int, rng *rand.Rand, sizes []int) {
+	id, ops int, rng *rand.Rand, sizes []int, parts []*bulkhead.Semaphore, partCfgs []*bulkhead.Config, partLimits []int) {
+	var partFlows []int
+	for i, p := range parts {
+		if p != nil {
+			partFlows = append(partFlows, i)
+		}
+	}
 	var open, held []budgetCall
 	read := func(k int, kind BudgetKind) {
 		c := open[k]
@@ -100,7 +115,8 @@ func (r *BudgetRecorder) BudgetClient(b *bulkhead.Budget, cfg bulkhead.BudgetCon
 				switch o := budgetOutcome(c.a); {
 				case c.a == bulkhead.GrantedAcquisition():
 					return BudgetOutput{Outcome: "fast"}
-				case o == "rejected:no wait" || o == "rejected:queue full" || o == "rejected:heavy":
+				case o == "rejected:no wait" || o == "rejected:queue full" || o == "rejected:heavy" ||
+					o == "rejected:partner:no wait" || o == "rejected:partner:queue full" || o == "rejected:partner-heavy":
 					return BudgetOutput{Outcome: o} // decided at once, by this call
 				}
 				return BudgetOutput{Outcome: "queued"}
@@ -134,6 +150,22 @@ func (r *BudgetRecorder) BudgetClient(b *bulkhead.Budget, cfg bulkhead.BudgetCon
 					panic(err)
 				}
 				return BudgetOutput{}
+			})
+		case op < 93 && len(partFlows) > 0 && len(partLimits) > 0:
+			f := partFlows[rng.IntN(len(partFlows))]
+			next := *partCfgs[f]
+			next.MaxConcurrentCalls = partLimits[rng.IntN(len(partLimits))]
+			r.record(id, BudgetInput{Kind: BChangePartner, Flow: f, Size: next.MaxConcurrentCalls}, func() BudgetOutput {
+				if err := parts[f].ChangeConfig(next); err != nil {
+					panic(err)
+				}
+				return BudgetOutput{}
+			})
+		case op < 96 && len(partFlows) > 0:
+			f := partFlows[rng.IntN(len(partFlows))]
+			r.record(id, BudgetInput{Kind: BPartnerMetrics, Flow: f}, func() BudgetOutput {
+				m := parts[f].Metrics()
+				return BudgetOutput{InUse: m.InFlightCalls, Queued: m.QueuedCalls}
 			})
 		default:
 			r.record(id, BudgetInput{Kind: BMetrics}, func() BudgetOutput {
