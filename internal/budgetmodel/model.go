@@ -19,15 +19,19 @@
 // turn.
 //
 // What the library leaves undefined, the model leaves open: an arrival at
-// the budget and a give-back of partner permits are internal steps
-// (pending until Settle), because a partner release that grants several
-// waiters delivers them on several goroutines, and the give-back of a call
-// the budget rejected or withdrew runs after the budget's critical section.
-// Settle runs the pending steps in every order and returns every distinct
-// outcome; so does AdvanceAll for timers due at one instant (each level's
-// timer is a step of its own). A test keeps the candidates that agree with
-// what it observed. A model without partners never has pending steps, and
-// its Advance is deterministic.
+// the budget, a give-back of partner permits, and a partner's rejection
+// of a call queued there reaching the call's Acquisition are internal
+// steps (pending until Settle), because a partner release that grants
+// several waiters delivers them on several goroutines, the give-back of a
+// call the budget rejected or withdrew runs after the budget's critical
+// section, and a partner delivers its decisions after its own. Settle runs
+// the pending steps in every order and returns every distinct outcome; so
+// does AdvanceAll for timers due at one instant (each level's timer is a
+// step of its own). A test keeps the candidates that agree with what it
+// observed. For a history checker, Owes says which steps an operation
+// still owes before it returns, and Expect checks what an acquisition
+// returned when the step that decides it runs. A model without partners
+// never has pending steps, and its Advance is deterministic.
 //
 // It is slow on purpose (quadratic in the calls): keep histories short.
 package budgetmodel
@@ -90,8 +94,8 @@ func (m *Model) Clone() *Model {
 // call asks its partner first: granted there at once, it arrives at the
 // budget at once; queued there, it arrives when the partner grants it.
 func (m *Model) Acquire(id, flow int, class string, weight int) *Call {
-	m.ownCtx = true
-	defer func() { m.ownCtx = false }()
+	m.ownerCtx = id + 1
+	defer func() { m.ownerCtx = 0 }()
 	c := &Call{ID: id, Flow: flow, Class: class, Weight: weight}
 	m.calls = append(m.calls, c)
 	if m.parts[flow] != nil {
@@ -103,38 +107,47 @@ func (m *Model) Acquire(id, flow int, class string, weight int) *Call {
 	return c
 }
 
-// Returned is for a history checker, which sees an operation return: it
-// returns every model m may be in by then. The operation's own steps have
-// run (a give-back of partner permits by FinishCall, by a Cancel at the
-// budget, or by an AcquirePermissionAsync that the budget rejected at once;
-// the arrival at the budget of a call whose own enqueue's pass granted it
-// at its partner, which the partner returns granted), other pending steps
-// before them or not. m is not changed (nothing owed: m itself).
-func (m *Model) Returned() []*Model {
-	var out []*Model
-	seen := map[string]bool{}
-	var run func(x *Model)
-	run = func(x *Model) {
-		if !slices.ContainsFunc(x.steps, func(s step) bool { return s.own }) {
-			if k := x.Key(); !seen[k] {
-				seen[k] = true
-				out = append(out, x)
-			}
-			return
-		}
-		for i := range x.steps {
-			if slices.Contains(x.steps[:i], x.steps[i]) {
-				continue
-			}
-			y := x.Clone()
-			s := y.steps[i]
-			y.steps = slices.Delete(y.steps, i, i+1)
-			y.run(s)
-			run(y)
+// Owes reports whether steps that the operation on call id (its
+// AcquirePermissionAsync, Cancel or FinishCall) runs before it returns are
+// still pending: its arrival at the budget after its partner granted it at
+// once or at its own enqueue, and the give-backs of partner permits it
+// owes (FinishCall's, a Cancel's at the budget, those of calls its
+// acquisition had the budget reject at once). A history checker lets
+// those steps run at any point between the operation's own and its
+// return, and requires none left by then.
+func (m *Model) Owes(id int) bool {
+	return slices.ContainsFunc(m.steps, func(s step) bool { return s.owner == id+1 })
+}
+
+// Expect records what call id's AcquirePermissionAsync returned, for a
+// history checker: "fast" (the shared granted Acquisition: both levels
+// granted it at once), "queued" (a record), or the state of a call
+// rejected at once. If the call's arrival at the budget, which decides it,
+// is still pending, the arrival checks it (a model whose arrival disagrees
+// is Invalid); else Expect checks it now and reports whether it agrees.
+func (m *Model) Expect(id int, outcome string) bool {
+	for i, s := range m.steps {
+		if s.kind == stepArrive && s.owner == id+1 && m.calls[s.call].ID == id {
+			m.steps[i].want = outcome
+			return true
 		}
 	}
-	run(m)
-	return out
+	return returned(m.Get(id)) == outcome
+}
+
+// Invalid reports whether a step of m found an outcome other than the one
+// Expect recorded: no history reaches m.
+func (m *Model) Invalid() bool { return m.invalid }
+
+// returned is what c's AcquirePermissionAsync returned, in Expect's terms.
+func returned(c *Call) string {
+	switch {
+	case c.Fast:
+		return "fast"
+	case c.State == "pending" || c.State == "granted" || c.State == "released" || c.State == "cancelled":
+		return "queued"
+	}
+	return c.State
 }
 
 // Get returns the call id, nil if there is none.
@@ -156,9 +169,9 @@ func (m *Model) Release(id int) bool {
 	}
 	c.State = "released"
 	m.pass()
-	m.ownCtx = true
+	m.ownerCtx = id + 1
 	m.giveBack(c) // FinishCall: the budget's permits first, then the partner's
-	m.ownCtx = false
+	m.ownerCtx = 0
 	return true
 }
 
@@ -174,8 +187,8 @@ func (m *Model) Cancel(id int) bool {
 		return false
 	}
 	c.State = "cancelled"
-	if c.at == atTransit {
-		return true
+	if c.at == atTransit || c.at == atGone {
+		return true // its pending step settles the partner's side
 	}
 	if c.at == atPartner {
 		m.partLeave(c.Flow, m.index(c))
@@ -183,9 +196,9 @@ func (m *Model) Cancel(id int) bool {
 		return true
 	}
 	m.pass()
-	m.ownCtx = true
+	m.ownerCtx = id + 1
 	m.giveBack(c)
-	m.ownCtx = false
+	m.ownerCtx = 0
 	return true
 }
 
@@ -312,8 +325,7 @@ func (m *Model) ChangePartner(flow int, cfg bulkhead.Config) {
 			n++
 			continue
 		}
-		m.partLeave(flow, p.queue[n])
-		c.State = stPartnerHeavy
+		m.partRejectQueued(flow, p.queue[n], stPartnerHeavy)
 	}
 	m.partPassIfFree(flow)
 }
@@ -404,21 +416,19 @@ func (m *Model) Key() string {
 			if a.k != b.k {
 				return a.k - b.k
 			}
-			if a.own != b.own && a.own {
-				return 1
+			if a.owner != b.owner {
+				return a.owner - b.owner
 			}
-			if a.own != b.own {
-				return -1
+			if a.want != b.want {
+				return strings.Compare(a.want, b.want)
 			}
-			return 0
+			return strings.Compare(a.reject, b.reject)
 		})
 		b = append(b, "|steps"...)
 		for _, x := range st {
-			own := int64(0)
-			if x.own {
-				own = 1
-			}
-			num(',', int64(x.kind), int64(x.call), int64(x.flow), int64(x.k), own)
+			num(',', int64(x.kind), int64(x.call), int64(x.flow), int64(x.k), int64(x.owner))
+			b = append(b, x.want...)
+			b = append(b, x.reject...)
 		}
 	}
 	return string(b)
@@ -436,7 +446,7 @@ func (m *Model) Describe() string {
 	}
 	for _, c := range m.calls {
 		if c.State == "pending" || c.State == "granted" {
-			fmt.Fprintf(&b, " %d(f%d %s w%d)=%s@%s", c.ID, c.Flow, c.Class, c.Weight, c.State, [...]string{"budget", "partner", "transit"}[c.at])
+			fmt.Fprintf(&b, " %d(f%d %s w%d)=%s@%s", c.ID, c.Flow, c.Class, c.Weight, c.State, [...]string{"budget", "partner", "transit", "gone"}[c.at])
 		}
 	}
 	return b.String()
@@ -481,6 +491,7 @@ const (
 	atBudget level = iota
 	atPartner
 	atTransit
+	atGone // rejected by its partner, its Acquisition not told yet
 )
 
 // part is a partner bulkhead: a weighted Semaphore in the terms of
@@ -495,21 +506,24 @@ type part struct {
 // step is an internal step left pending by an operation (see Settle).
 type step struct {
 	kind stepKind
-	// own: the operation that left the step runs it before it returns
-	// (on its own goroutine); see Returned.
-	own  bool
-	call int // stepArrive: index in Model.calls
-	flow int // stepGiveBack, stepExpirePartner
-	k    int // stepGiveBack
+	// owner is 1 + the ID of the call whose operation runs the step
+	// before it returns (on its own goroutine), 0 if none: see Owes.
+	owner  int
+	want   string // stepArrive of an owner: what its acquisition returned (Expect)
+	reject string // stepPartnerRejects: the call's state
+	call   int    // stepArrive: index in Model.calls
+	flow   int    // stepGiveBack, stepExpirePartner
+	k      int    // stepGiveBack
 }
 
 type stepKind uint8
 
 const (
-	stepArrive        stepKind = iota // a call the partner granted arrives at the budget
-	stepGiveBack                      // k permits go back to flow's partner, and its pass
-	stepExpireBudget                  // the budget's timer: expiries due now, then a pass
-	stepExpirePartner                 // flow's partner's timer: expiries due now, then a pass
+	stepArrive         stepKind = iota // a call the partner granted arrives at the budget
+	stepGiveBack                       // k permits go back to flow's partner, and its pass
+	stepExpireBudget                   // the budget's timer: expiries due now, then a pass
+	stepExpirePartner                  // flow's partner's timer: expiries due now, then a pass
+	stepPartnerRejects                 // the call's Acquisition learns its partner rejected it
 )
 
 // Stats counts what a model went through at its partners, so that a test
@@ -535,10 +549,10 @@ type Model struct {
 	seq   int
 	now   time.Duration
 	steps []step // pending internal steps, in no order
-	// ownCtx: the step being made is the current operation's own (the
-	// operation runs on, or a step it owes runs): its give-backs are owed
-	// before it returns.
-	ownCtx bool
+	// ownerCtx is the owner (see step) of the steps being made: those of
+	// the running operation, or of the running step's owner.
+	ownerCtx int
+	invalid  bool // see Invalid
 }
 
 func (m *Model) index(c *Call) int { return slices.Index(m.calls, c) }
@@ -547,8 +561,8 @@ func (m *Model) index(c *Call) int { return slices.Index(m.calls, c) }
 // goroutine's, owed before the operation that left it returns if it is
 // own.
 func (m *Model) run(s step) {
-	m.ownCtx = s.own
-	defer func() { m.ownCtx = false }()
+	m.ownerCtx = s.owner
+	defer func() { m.ownerCtx = 0 }()
 	switch s.kind {
 	case stepArrive:
 		c := m.calls[s.call]
@@ -559,10 +573,16 @@ func (m *Model) run(s step) {
 			return
 		}
 		m.stats.Arrivals++
-		c.at, c.State = atBudget, "" // a newcomer at the budget: not one of its waiters yet
+		fast := c.Fast                              // its partner returned it granted (partAcquire)
+		c.at, c.State, c.Fast = atBudget, "", false // a newcomer at the budget: not one of its waiters yet
 		m.acquire(c)
-		if !s.own {
-			c.Fast = false // its AcquirePermissionAsync returned a record
+		c.Fast = c.Fast && fast // else its AcquirePermissionAsync returned a record
+		if s.want != "" && returned(c) != s.want {
+			m.invalid = true
+		}
+	case stepPartnerRejects:
+		if c := m.calls[s.call]; c.State == "pending" { // else its Cancel won
+			c.State = s.reject
 		}
 	case stepGiveBack:
 		m.stats.GiveBacks++
@@ -578,8 +598,7 @@ func (m *Model) run(s step) {
 				n++
 				continue
 			}
-			m.partLeave(s.flow, p.queue[n])
-			c.State = stPartner + bulkhead.WaitTimeout.String()
+			m.partRejectQueued(s.flow, p.queue[n], stPartner+bulkhead.WaitTimeout.String())
 		}
 		m.partPassIfFree(s.flow)
 	}
@@ -589,7 +608,7 @@ func (m *Model) run(s step) {
 // it has a partner (after a budget rejection, cancel or release).
 func (m *Model) giveBack(c *Call) {
 	if m.parts[c.Flow] != nil {
-		m.steps = append(m.steps, step{kind: stepGiveBack, flow: c.Flow, k: c.Weight, own: m.ownCtx})
+		m.steps = append(m.steps, step{kind: stepGiveBack, flow: c.Flow, k: c.Weight, owner: m.ownerCtx})
 	}
 }
 
@@ -607,9 +626,11 @@ func (m *Model) partAcquire(i int, c *Call) {
 	p, k := m.parts[c.Flow], c.Weight
 	switch {
 	case p.avail >= k && len(p.queue) == 0:
+		// Granted at once by the partner: the call arrives at the budget
+		// before its AcquirePermissionAsync returns (a step it owes).
 		p.avail -= k
-		c.at = atBudget
-		m.acquire(c)
+		c.State, c.at, c.Fast = "pending", atTransit, true
+		m.steps = append(m.steps, step{kind: stepArrive, call: i, owner: c.ID + 1})
 	case k > p.cfg.MaxConcurrentCalls:
 		c.State = stPartnerHeavy
 	case p.cfg.MaxWaitDuration == 0:
@@ -618,9 +639,7 @@ func (m *Model) partAcquire(i int, c *Call) {
 		c.State = stPartner + bulkhead.QueueFull.String()
 	default:
 		for len(p.queue) >= p.cfg.MaxQueuedCalls {
-			old := m.calls[p.queue[0]]
-			m.partLeave(c.Flow, p.queue[0])
-			old.State = stPartner + bulkhead.Evicted.String()
+			m.partRejectQueued(c.Flow, p.queue[0], stPartner+bulkhead.Evicted.String())
 		}
 		c.State, c.at, c.pdl = "pending", atPartner, math.MaxInt64
 		if w := p.cfg.MaxWaitDuration; w != bulkhead.NoTimeout && m.now <= math.MaxInt64-w {
@@ -636,9 +655,22 @@ func (m *Model) partAcquire(i int, c *Call) {
 			// granted may arrive before it, on the goroutine the partner
 			// started for them).
 			n := slices.Index(m.steps, step{kind: stepArrive, call: i})
-			m.steps[n].own = true
+			m.steps[n].owner = c.ID + 1
+			c.Fast = true // the partner returned it granted: see run
 		}
 	}
+}
+
+// partRejectQueued rejects call i, queued at flow's partner, with state:
+// it leaves the partner's queue at once, and its own Acquisition learns
+// it in a step of its own (the partner's delivery runs the call's
+// callback after the partner's critical section), whose owner is the
+// running operation's (an eviction is delivered before the newcomer
+// returns).
+func (m *Model) partRejectQueued(flow, i int, state string) {
+	m.partLeave(flow, i)
+	m.calls[i].at = atGone
+	m.steps = append(m.steps, step{kind: stepPartnerRejects, call: i, owner: m.ownerCtx, reject: state})
 }
 
 // partLeave takes call i out of flow's partner queue; the bypass count

@@ -67,9 +67,18 @@ func budgetOutcome(a *bulkhead.Acquisition) string {
 }
 
 type budgetCall struct {
-	id   int
-	call bulkhead.BudgetCall
-	a    *bulkhead.Acquisition
+	id      int
+	call    bulkhead.BudgetCall
+	a       *bulkhead.Acquisition
+	partner bool // its flow has a partner bulkhead
+}
+
+// returned records BReturned for a call through a partner, right after
+// the operation on it returned.
+func (r *BudgetRecorder) returned(client int, c budgetCall) {
+	if c.partner {
+		r.record(client, BudgetInput{Kind: BReturned, ID: c.id}, func() BudgetOutput { return BudgetOutput{} })
+	}
 }
 
 // BudgetClient runs ops random operations as client number id on flows
@@ -109,7 +118,7 @@ func (r *BudgetRecorder) BudgetClient(b *bulkhead.Budget, cfg bulkhead.BudgetCon
 		case op < 35:
 			n := int(r.ids.Add(1))
 			f, cl, w := rng.IntN(len(flows)), rng.IntN(len(classes)), 1+rng.IntN(2)
-			c := budgetCall{id: n, call: flows[f].Call(classes[cl], w)}
+			c := budgetCall{id: n, call: flows[f].Call(classes[cl], w), partner: f < len(parts) && parts[f] != nil}
 			out := r.record(id, BudgetInput{Kind: BAcquire, ID: n, Flow: f, Class: classes[cl].Name(), Weight: w}, func() BudgetOutput {
 				c.a = c.call.AcquirePermissionAsync()
 				switch o := budgetOutcome(c.a); {
@@ -121,6 +130,7 @@ func (r *BudgetRecorder) BudgetClient(b *bulkhead.Budget, cfg bulkhead.BudgetCon
 				}
 				return BudgetOutput{Outcome: "queued"}
 			})
+			r.returned(id, c)
 			switch out.Outcome {
 			case "fast":
 				held = append(held, c)
@@ -133,6 +143,7 @@ func (r *BudgetRecorder) BudgetClient(b *bulkhead.Budget, cfg bulkhead.BudgetCon
 			k := rng.IntN(len(open))
 			c := open[k]
 			if r.record(id, BudgetInput{Kind: BCancel, ID: c.id}, func() BudgetOutput { return BudgetOutput{OK: c.a.Cancel()} }).OK {
+				r.returned(id, c)
 				open = append(open[:k], open[k+1:]...)
 			} else {
 				read(k, BAwait)
@@ -142,6 +153,7 @@ func (r *BudgetRecorder) BudgetClient(b *bulkhead.Budget, cfg bulkhead.BudgetCon
 			c := held[k]
 			held = append(held[:k], held[k+1:]...)
 			r.record(id, BudgetInput{Kind: BRelease, ID: c.id}, func() BudgetOutput { c.call.FinishCall(); return BudgetOutput{} })
+			r.returned(id, c)
 		case op < 90 && len(sizes) > 0:
 			next := cfg
 			next.Size = sizes[rng.IntN(len(sizes))]
@@ -182,9 +194,11 @@ func (r *BudgetRecorder) BudgetClient(b *bulkhead.Budget, cfg bulkhead.BudgetCon
 			read(0, BAwait)
 			continue
 		}
+		r.returned(id, c)
 		open = open[1:]
 	}
 	for _, c := range held {
 		r.record(id, BudgetInput{Kind: BRelease, ID: c.id}, func() BudgetOutput { c.call.FinishCall(); return BudgetOutput{} })
+		r.returned(id, c)
 	}
 }

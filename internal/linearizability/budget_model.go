@@ -47,6 +47,10 @@ const (
 	// BChangePartner: ChangeConfig of Flow's partner bulkhead to
 	// MaxConcurrentCalls = Input.Size, all else unchanged; no output.
 	BChangePartner
+	// BReturned: the operation on call ID through a partner (BAcquire,
+	// BCancel that returned true, BRelease) has returned: recorded right
+	// after it, by the same client; no output.
+	BReturned
 )
 
 // BudgetInput is the input of one operation.
@@ -82,44 +86,28 @@ func BudgetModel(cfg bulkhead.BudgetConfig, flowGroups []string) porcupine.Model
 // atomic step across the two levels (docs/design.md, "What is
 // linearizable"): its arrival at the budget once its partner granted it,
 // and the give-back of its partner permits after a budget rejection,
-// cancel or release, are steps of their own that may run at any moment
+// cancel or release, are steps of their own, that may run at any moment
 // after the operation that started them, in any order. So the state is
 // the set of the models the history so far allows, each with its pending
 // steps: before each operation every model may run any of its pending
 // steps (the closure), and the operation keeps the models it agrees with.
-// Without partners the set holds one model and nothing is pending. (The
-// closure lets a give-back run after the operation that owed it returned,
-// which the library does not do: a slightly weaker check, never a false
-// refutation.)
+// The steps an operation runs on its own goroutine before it returns
+// (budgetmodel.Model.Owes) must have run by BReturned, which the recorder
+// records right after it returns; an acquisition's outcome is checked
+// when the arrival that decides it runs (Model.Expect). Without partners
+// the set holds one model and nothing is pending.
 func BudgetModelWithPartners(cfg bulkhead.BudgetConfig, flowGroups []string, partners []*bulkhead.Config) porcupine.Model {
-	// step applies one operation to m; the possible models of an
-	// operation that owes steps before it returns are left in acquired
-	// (budgetmodel.Model.Returned).
-	var acquired []*budgetmodel.Model
-	var multi bool
 	step := func(m *budgetmodel.Model, i BudgetInput, o BudgetOutput) (bool, *budgetmodel.Model) {
 		switch i.Kind {
 		case BAcquire:
 			if m.Get(i.ID) != nil {
 				return false, m
 			}
-			x := m.Clone()
-			x.Acquire(i.ID, i.Flow, i.Class, i.Weight)
-			for _, n := range x.Returned() {
-				c := n.Get(i.ID)
-				want := c.State
-				switch {
-				case c.Fast:
-					want = "fast"
-				case c.State == "pending" || c.State == "granted":
-					want = "queued"
-				}
-				if o.Outcome == want {
-					acquired = append(acquired, n)
-				}
-			}
-			multi = true
-			return len(acquired) > 0, m
+			m = m.Clone()
+			m.Acquire(i.ID, i.Flow, i.Class, i.Weight)
+			return m.Expect(i.ID, o.Outcome), m
+		case BReturned:
+			return !m.Owes(i.ID), m
 		case BRead, BAwait:
 			c := m.Get(i.ID)
 			if c == nil || i.Kind == BAwait && o.Outcome == "pending" {
@@ -138,7 +126,6 @@ func BudgetModelWithPartners(cfg bulkhead.BudgetConfig, flowGroups []string, par
 			if o.OK {
 				m = m.Clone()
 				m.Cancel(i.ID)
-				acquired, multi = append(acquired, m.Returned()...), true
 			}
 			return true, m
 		case BRelease:
@@ -148,7 +135,6 @@ func BudgetModelWithPartners(cfg bulkhead.BudgetConfig, flowGroups []string, par
 			}
 			m = m.Clone()
 			m.Release(i.ID)
-			acquired, multi = append(acquired, m.Returned()...), true
 			return true, m
 		case BChange:
 			m = m.Clone()
@@ -175,10 +161,7 @@ func BudgetModelWithPartners(cfg bulkhead.BudgetConfig, flowGroups []string, par
 			set, i, o := st.(modelSet), in.(BudgetInput), out.(BudgetOutput)
 			var next []*budgetmodel.Model
 			for _, m := range set.closure() {
-				acquired, multi = acquired[:0], false
-				if ok, n := step(m, i, o); ok && multi {
-					next = append(next, acquired...)
-				} else if ok {
+				if ok, n := step(m, i, o); ok {
 					next = append(next, n)
 				}
 			}
@@ -214,6 +197,8 @@ func BudgetModelWithPartners(cfg bulkhead.BudgetConfig, flowGroups []string, par
 				return fmt.Sprintf("partner of f%d Metrics(): in flight %d, queued %d", i.Flow, o.InUse, o.Queued)
 			case BChangePartner:
 				return fmt.Sprintf("partner of f%d ChangeConfig(MaxConcurrentCalls: %d)", i.Flow, i.Size)
+			case BReturned:
+				return fmt.Sprintf("#%d: returned", i.ID)
 			}
 			return "?"
 		},
@@ -250,6 +235,9 @@ func (s modelSet) closure() []*budgetmodel.Model {
 	}
 	for n := 0; n < len(out); n++ {
 		for _, next := range out[n].Steps() {
+			if next.Invalid() {
+				continue
+			}
 			if k := next.Key(); !seen[k] {
 				seen[k] = true
 				out = append(out, next)
