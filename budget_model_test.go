@@ -50,7 +50,7 @@ func TestBudgetAgreesWithANaiveModel(t *testing.T) {
 		}
 	}
 	st := sum.stats
-	t.Logf("%d seeds: partner calls %d (queued at the partner %d, arrived from its queue %d), too heavy for the partner %d, rejected by the partner %v; "+
+	t.Logf("%d seeds: partner calls %d (queued at the partner %d; %d arrivals at the budget after a partner grant), too heavy for the partner %d, rejected by the partner %v; "+
 		"partner passes: %d passed over, %d bypassing grants, %d held back; %d partner give-backs; at most %d outcomes possible at once, %d steps with more than one",
 		*modelSeeds, sum.partnerCalls, st.PartnerQueued, st.Arrivals, sum.outcomes["rejected:partner-heavy"], sum.partnerRejected,
 		st.PartnerPassedOver, st.PartnerBypassing, st.PartnerHeldBack, st.GiveBacks, sum.maxCands, sum.openSteps)

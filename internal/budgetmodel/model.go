@@ -534,7 +534,7 @@ type Stats struct {
 	PartnerBypassing  int // grants past a passed-over waiter
 	PartnerHeldBack   int // times the bypass bound held back a waiter that fit
 	GiveBacks         int // partner permits given back by a budget rejection, cancel or release
-	Arrivals          int // calls granted by their partner after waiting there, arrived at the budget
+	Arrivals          int // calls granted by their partner (at once or after waiting) that arrived at the budget
 }
 
 // Stats returns the counts of m's history.
