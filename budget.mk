@@ -1,7 +1,7 @@
 # The budget's long checks, included by the root Makefile: the stress test
 # for STRESS_TIME, the naive model for BUDGET_MODEL_SEEDS random sequences
 # and LIN_HISTORIES concurrent histories checked for linearizability (make
-# test runs 1.5 s, 60 and 300 of them).
+# test runs 1.5 s, 40 and 300 of them).
 BUDGET_MODEL_SEEDS ?= 3000
 
 .PHONY: stress-budget

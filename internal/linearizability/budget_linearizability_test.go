@@ -3,6 +3,8 @@ package linearizability_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -23,9 +25,8 @@ import (
 // headroom and a queue bound, one with a share, one that never waits), a
 // group with a reserve, weights 1 and 2 and MaxBypass 1, so that priority,
 // shares, reserves, bypass, shedding and NoWait all race with releases and
-// cancels. Calls through a partner bulkhead are not in the model: the two
-// levels are not one atomic step (docs/design.md, "The hub budget"); the
-// stress test of the core checks them.
+// cancels. TestConcurrentBudgetHistoriesWithPartnersAreLinearizable adds
+// partner bulkheads.
 func TestConcurrentBudgetHistoriesAreLinearizable(t *testing.T) {
 	n := historiesPerConfig(t)
 	cfg := bulkhead.BudgetConfig{
@@ -38,12 +39,55 @@ func TestConcurrentBudgetHistoriesAreLinearizable(t *testing.T) {
 		Groups: []bulkhead.GroupConfig{{Name: "gold", Nominal: 1, Lendable: 0, BorrowingLimit: bulkhead.Unbounded}},
 	}
 	groups := []string{"", "", "gold"}
-	model := linearizability.BudgetModel(cfg, groups)
+	checkBudgetHistories(t, n, cfg, groups, nil, linearizability.BudgetModel(cfg, groups), checkTimeout)
+}
+
+// TestConcurrentBudgetHistoriesWithPartnersAreLinearizable is
+// TestConcurrentBudgetHistoriesAreLinearizable with two of the four flows
+// partners with a *Semaphore of their own (limit 2; FIFO with an unbounded
+// queue, LIFO with a queue of 2, so evictions), whose limit clients change
+// to 1, 2 or 3 (a call of weight 2 is then too heavy, or waits at the
+// partner behind or past others), and whose Metrics they read: the
+// two-level admission against linearizability.BudgetModelWithPartners, in
+// which a call's arrival at the budget, the give-back of its partner
+// permits and a partner's rejection reaching the call are steps of their
+// own (the model's state is the set of models the history allows), owed
+// by an operation's BReturned if its goroutine runs them.
+func TestConcurrentBudgetHistoriesWithPartnersAreLinearizable(t *testing.T) {
+	// A quarter of the histories unless LINEARIZABILITY_HISTORIES says:
+	// the model's state is a set, and a few histories in a hundred take
+	// the checker's whole time limit.
+	n := historiesPerConfig(t)
+	if os.Getenv("LINEARIZABILITY_HISTORIES") == "" {
+		n /= 4
+	}
+	cfg := bulkhead.BudgetConfig{
+		Size: 4, MaxQueuedCalls: 5, MaxBypass: 1,
+		Classes: []bulkhead.ClassConfig{
+			{Name: "hi", Headroom: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3},
+			{Name: "lo", Share: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded},
+			{Name: "now"},
+		},
+		Groups: []bulkhead.GroupConfig{{Name: "gold", Nominal: 1, Lendable: 0, BorrowingLimit: bulkhead.Unbounded}},
+	}
+	groups := []string{"", "gold", "", "gold"}
+	partners := []*bulkhead.Config{
+		nil, nil,
+		{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded},
+		{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO},
+	}
+	// 5 s per history: the rare history whose sets grow large is left
+	// unknown sooner (0.7 % of them at 10 s, 2.2 % at 3 s; a tenth may be).
+	checkBudgetHistories(t, n, cfg, groups, partners, linearizability.BudgetModelWithPartners(cfg, groups, partners), 5*time.Second)
+}
+
+func checkBudgetHistories(t *testing.T, n int, cfg bulkhead.BudgetConfig, groups []string, partners []*bulkhead.Config, model porcupine.Model, timeout time.Duration) {
+	t.Helper()
 	var ok, ops, unknown int
 	for h := range n {
-		history := recordBudgetHistory(t, cfg, groups, uint64(h))
+		history := recordBudgetHistory(t, cfg, groups, partners, uint64(h))
 		ops += len(history)
-		switch res, info := porcupine.CheckOperationsVerbose(model, history, checkTimeout); res {
+		switch res, info := porcupine.CheckOperationsVerbose(model, history, timeout); res {
 		case porcupine.Ok:
 			ok++
 		case porcupine.Unknown:
@@ -60,7 +104,7 @@ func TestConcurrentBudgetHistoriesAreLinearizable(t *testing.T) {
 	}
 }
 
-func recordBudgetHistory(t *testing.T, cfg bulkhead.BudgetConfig, groups []string, seed uint64) []porcupine.Operation {
+func recordBudgetHistory(t *testing.T, cfg bulkhead.BudgetConfig, groups []string, partners []*bulkhead.Config, seed uint64) []porcupine.Operation {
 	t.Helper()
 	clk := testkit.NewVirtualClock(time.Unix(0, 0)) // nobody advances it: no wait expires
 	b, err := bulkhead.NewBudget("hub", cfg, bulkhead.WithClock(clk))
@@ -68,8 +112,17 @@ func recordBudgetHistory(t *testing.T, cfg bulkhead.BudgetConfig, groups []strin
 		t.Fatal(err)
 	}
 	var flows []*bulkhead.BudgetPartner
+	parts := make([]*bulkhead.Semaphore, len(groups))
 	for i, g := range groups {
-		f, err := b.Flow(fmt.Sprint("f", i), bulkhead.PartnerOptions{Group: g})
+		var f *bulkhead.BudgetPartner
+		if i < len(partners) && partners[i] != nil {
+			if parts[i], err = bulkhead.New(fmt.Sprint("p", i), *partners[i], bulkhead.WithClock(clk)); err != nil {
+				t.Fatal(err)
+			}
+			f, err = b.Partner(parts[i], bulkhead.PartnerOptions{Group: g})
+		} else {
+			f, err = b.Flow(fmt.Sprint("f", i), bulkhead.PartnerOptions{Group: g})
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,12 +140,22 @@ func recordBudgetHistory(t *testing.T, cfg bulkhead.BudgetConfig, groups []strin
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
-			r.BudgetClient(b, cfg, flows, classes, c, opsPerClient, rng, []int{4, 5, 6})
+			r.BudgetClient(b, cfg, flows, classes, c, opsPerClient, rng, []int{4, 5, 6}, parts, partners, []int{1, 2, 3})
 		}()
 	}
 	wg.Wait()
 	if m := b.Metrics(); m.InUse != 0 || m.Queued != 0 {
 		t.Fatalf("history %d left %+v", seed, m)
+	}
+	for i, p := range parts {
+		// A partner grant's arrival may still run on a goroutine the
+		// library started: yield until it has (a bounded number of times).
+		for tries := 0; p != nil && (p.Metrics().InFlightCalls != 0 || p.Metrics().QueuedCalls != 0); tries++ {
+			if tries == 1_000_000 {
+				t.Fatalf("history %d: partner of f%d left %+v", seed, i, p.Metrics())
+			}
+			runtime.Gosched()
+		}
 	}
 	return r.History()
 }
