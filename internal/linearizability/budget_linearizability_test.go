@@ -99,7 +99,11 @@ func checkBudgetHistories(t *testing.T, n int, cfg bulkhead.BudgetConfig, groups
 		}
 	}
 	t.Logf("%d histories (%d operations): %d linearizable, %d unknown (timeout)", n, ops, ok, unknown)
-	if unknown > n/10 {
+	// A tenth may time out, and at least 5: with 25 histories (make test's
+	// partner run) a bound of 2 failed about one run in 50 under load
+	// (2.2 % unknown at 3 s); more than 5 is a change in the checker's
+	// cost, not chance.
+	if unknown > max(n/10, 5) {
 		t.Errorf("%d of %d histories timed out", unknown, n)
 	}
 }
