@@ -29,7 +29,7 @@ TEST_JOBS  ?= 3
 # The modules that take longest, in that order; the others follow.
 # internal/installcheck first: with a cold build cache its consumers compile
 # every third-party package (230 s at load 12 on 2 cores; 15 s warm).
-TEST_FIRST := internal/installcheck . bench contrib/redis internal/fleetmetrics examples/edihub contrib/prometheus
+TEST_FIRST := internal/installcheck . bench contrib/redis internal/fleetmetrics examples/edihub internal/linearizability contrib/prometheus
 TEST_MODULES = $(TEST_FIRST) $(filter-out $(TEST_FIRST),$(MODULES:./%=%))
 # Packages tested without -race: no concurrency of their own (the adaptive
 # simulation runs on a virtual clock; installcheck runs the go command), and
