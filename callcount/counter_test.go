@@ -189,7 +189,16 @@ func TestCounterCountsThePoolsOfAPoolRegistry(t *testing.T) {
 }
 
 // tally is what the hammer's workers saw happen to one bulkhead.
-type tally struct{ permitted, rejected, finished, cancelled atomic.Uint64 }
+// finishing counts the FinishCalls begun, finished those returned (see the
+// reader's check of Finished against Permitted).
+type tally struct{ permitted, rejected, finished, cancelled, finishing atomic.Uint64 }
+
+// finish gives back a permit of s, counted in t.
+func (t *tally) finish(s *bulkhead.Semaphore) {
+	t.finishing.Add(1)
+	s.FinishCall()
+	t.finished.Add(1)
+}
 
 func (t *tally) counts() callcount.Counts {
 	return callcount.Counts{
@@ -203,7 +212,8 @@ func (t *tally) counts() callcount.Counts {
 // against readers of Counts. Every event must be counted exactly once under
 // its bulkhead's name, from the bulkhead's first event; while the traffic
 // runs, counts never go down and never show more finished than permitted
-// calls.
+// calls, beyond the grants whose CallPermitted their granting FinishCall is
+// still publishing.
 func TestCounterHammerCountsEveryEventOnce(t *testing.T) {
 	r, c := newCountedRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: 1})
 	// Many names, all hit first by every worker at once after start: the
@@ -239,8 +249,7 @@ func TestCounterHammerCountsEveryEventOnce(t *testing.T) {
 					}
 					tl.permitted.Add(1)
 					runtime.Gosched() // hold the permit a while: others queue or are rejected
-					s.FinishCall()
-					tl.finished.Add(1)
+					tl.finish(s)
 					continue
 				}
 				a := s.AcquirePermissionAsync()
@@ -255,8 +264,7 @@ func TestCounterHammerCountsEveryEventOnce(t *testing.T) {
 				}
 				tl.permitted.Add(1)
 				runtime.Gosched()
-				s.FinishCall()
-				tl.finished.Add(1)
+				tl.finish(s)
 			}
 		})
 	}
@@ -266,9 +274,23 @@ func TestCounterHammerCountsEveryEventOnce(t *testing.T) {
 		last := map[string]callcount.Counts{}
 		for {
 			for _, n := range names {
+				// A queued call's CallPermitted is published by the
+				// goroutine that granted it, inside its FinishCall, after
+				// the outcome is visible (Semaphore.OnEvent): the granted
+				// call may finish, and its CallFinished be counted, before
+				// its CallPermitted is. Each CallPermitted so delayed
+				// belongs to a FinishCall of n in progress while Counts
+				// read: begun before the reading ended (finishing, read
+				// after) and not returned before it began (finished, read
+				// before). So Finished exceeds Permitted by at most the
+				// difference (with no slack, the check failed 6 of 400
+				// runs of this test under load).
+				tl := tallies[n]
+				returned := tl.finished.Load()
 				got := c.Counts(n)
-				if got.Finished > got.Permitted {
-					t.Errorf("%s: %+v shows more finished than permitted calls", n, got)
+				inFinish := tl.finishing.Load() - returned
+				if got.Finished > got.Permitted+inFinish {
+					t.Errorf("%s: %+v shows more finished than permitted calls, beyond the %d FinishCalls in progress", n, got, inFinish)
 				}
 				prev := last[n]
 				if got.Permitted < prev.Permitted || got.Rejected < prev.Rejected || got.Finished < prev.Finished || got.Cancelled < prev.Cancelled {

@@ -44,7 +44,7 @@ func TestPauseResumeStormKeepsOneOutcomePerCallAndLeaksNothing(t *testing.T) {
 		mu.Unlock()
 		return a
 	}
-	var holders, maxHolders, badErrs atomic.Int64
+	var holders, maxHolders, badErrs, grantedFirst atomic.Int64
 	stop := time.Now().Add(2 * time.Second)
 	storm := make(chan struct{})
 	go func() {
@@ -73,7 +73,19 @@ func TestPauseResumeStormKeepsOneOutcomePerCallAndLeaksNothing(t *testing.T) {
 				}
 				if rng.IntN(5) == 0 {
 					// Re-enter from the callback: acquire and cancel at once.
-					a.OnDone(func(error) { record(b.AcquirePermissionAsync()).Cancel() })
+					// A grant can come first (Cancel false): its permit is
+					// ours to give back, or it stays held after the storm.
+					a.OnDone(func(error) {
+						r := record(b.AcquirePermissionAsync())
+						if !r.Cancel() {
+							r.OnDone(func(err error) {
+								if err == nil {
+									grantedFirst.Add(1)
+									b.FinishCall()
+								}
+							})
+						}
+					})
 				}
 				if rng.IntN(4) == 0 && a.Cancel() {
 					continue
@@ -114,11 +126,17 @@ func TestPauseResumeStormKeepsOneOutcomePerCallAndLeaksNothing(t *testing.T) {
 	if maxHolders.Load() > permits {
 		t.Errorf("%d holders in one process, limit %d", maxHolders.Load(), permits)
 	}
-	t.Logf("%d acquisitions through the storm, max %d holders", len(as), maxHolders.Load())
+	t.Logf("%d acquisitions through the storm, max %d holders, %d re-entrant acquisitions granted before their Cancel", len(as), maxHolders.Load(), grantedFirst.Load())
 	eventually(t, outcomeTimeout, "store up after the storm", s.Available)
+	var last bulkhead.Metrics
+	defer func() {
+		if t.Failed() {
+			t.Logf("the bulkhead's last metrics: %+v", last)
+		}
+	}()
 	eventually(t, outcomeTimeout, "nothing held or queued in the process", func() bool {
-		m := b.Metrics()
-		return m.InFlightCalls == 0 && m.QueuedCalls == 0
+		last = b.Metrics()
+		return last.InFlightCalls == 0 && last.QueuedCalls == 0
 	})
 	fleetIdle(t, c, cfg.KeyPrefix, "p", outcomeTimeout)
 }

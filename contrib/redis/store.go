@@ -300,6 +300,15 @@ func (s *Store) dispatch() bool {
 		case <-s.kickc:
 		case <-t.C:
 		}
+		// select chooses at random among ready cases: done may have been
+		// closed with the timer or a kick also ready. Stop rather than
+		// start a probe or round trip (up to Timeout each) that Close,
+		// waiting for this goroutine, would wait for too.
+		select {
+		case <-s.done:
+			return true
+		default:
+		}
 		now := time.Now()
 		if s.down.Load() {
 			if now.Before(nextProbe) {
