@@ -98,8 +98,11 @@ func (c *Counter) count(e bulkhead.Event) {
 // Finished is read before Permitted: if the bulkhead held no permit when the
 // counter started and each call's CallPermitted is published before its
 // CallFinished (as when one goroutine acquires and completes), Counts never
-// reports more finished than permitted calls. After Close, Counts returns
-// the counts as they were then.
+// reports more finished than permitted calls. A call granted after it
+// waited in a queue does not meet that condition: its CallPermitted is
+// published by the goroutine that granted it, after the grant is visible
+// (Semaphore.OnEvent), so the call may finish, and be counted finished,
+// first. After Close, Counts returns the counts as they were then.
 func (c *Counter) Counts(name string) Counts {
 	v, ok := c.counts.Load(name)
 	if !ok {

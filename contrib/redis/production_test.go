@@ -91,6 +91,10 @@ func testStalledRedisIsNoticedWithinTimeout(t *testing.T, ctxTimeouts bool) {
 		t.Fatal(err)
 	}
 
+	// The Store's subscriber connects on its own goroutine; a stall before
+	// its handshake holds Close for the client's ReadTimeout (see
+	// Store.Close), which is not what this test is about: wait for it.
+	awaitSubscribed(t, c)
 	srv.Pause()
 	defer srv.Resume()
 	start := time.Now()
@@ -502,5 +506,23 @@ func TestWaitReplicasRejectsGrantsNoReplicaAcknowledged(t *testing.T) {
 	fleetIdle(t, c, prefixFor(t), "p", outcomeTimeout)
 	if _, err := rxredis.NewStore(goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{srv.Addr()}}), cfg); err == nil || !strings.Contains(err.Error(), "WaitReplicas") {
 		t.Errorf("NewStore with a ClusterClient and WaitReplicas: %v, want an error naming WaitReplicas", err)
+	}
+}
+
+// awaitSubscribed waits, for at most 5 s, until the server c talks to (a
+// server of the test's own) has a pattern subscription: the Store's
+// subscriber has connected.
+func awaitSubscribed(t *testing.T, c *goredis.Client) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := c.PubSubNumPat(context.Background()).Result()
+		if err == nil && n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Store's subscription did not reach Redis within 5 s (PUBSUB NUMPAT %d, %v)", n, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

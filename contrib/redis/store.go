@@ -236,7 +236,11 @@ func (s *Store) Available() bool { return !s.down.Load() }
 // close the client. It is idempotent. It returns within about twice
 // StoreConfig.Timeout even if Redis stalls (the round trip under way, then
 // the one that gives back the leases); a round trip abandoned then ends
-// when go-redis gives up on it or the client is closed.
+// when go-redis gives up on it or the client is closed. One exception: if
+// Redis stalls before the Store's subscription has connected (its
+// subscriber connects on its own goroutine after NewStore), Close waits
+// for that connection's handshake, which go-redis bounds by the client's
+// ReadTimeout, not by the Store's Timeout.
 func (s *Store) Close() error {
 	s.mu.Lock() // add checks closed under mu: no bulkhead is added from now on
 	first := s.closed.CompareAndSwap(false, true)
