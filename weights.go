@@ -32,8 +32,9 @@ import (
 //     MaxConcurrentCalls; a waiter behind it that fits but would take
 //     bypassed past that bound is held back, and, if heavier than 1,
 //     marked too (a lighter one behind may still go; one of weight 1 is
-//     not marked: the allowance is spent for everyone behind it). bypassed is reset to 0 only when no marked
-//     waiter is queued any more (passedOver falls to 0). A call granted
+//     not marked: the allowance is spent for everyone behind it).
+//     bypassed is reset to 0 only when no marked waiter is queued any
+//     more (passedOver falls to 0). A call granted
 //     past a waiter W was granted in a pass that looked at W and did not
 //     grant it, so W was marked then at the latest: calls behind W take at
 //     most MaxConcurrentCalls permits past it in all while it waits, and
