@@ -56,9 +56,10 @@ import (
 // newcomer), its Cancel takes it out of the budget (withdraw's lead step),
 // admit finds it cancelled before it reached the budget, or its own
 // ReleasePermission or FinishCall. Every one of them gives back through
-// partRelease or partFinish with the call's own k, the one place that maps
-// a weight to partner permits, so no path gives back more or fewer than
-// partAcquireAsync took. A weight the partner can never grant is rejected
+// partRelease or partFinish with the call's own k, which with
+// partAcquireAsync and partTryAcquire (and the Registry's blocking path,
+// SemaphoreCall.AcquirePermission) map a weight to partner permits, so no
+// path gives back more or fewer than was taken. A weight the partner can never grant is rejected
 // by the partner (*TooHeavyError) before the budget is asked.
 //
 // Lock order: a partner's lock is never taken under mu, and mu is never

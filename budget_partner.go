@@ -26,8 +26,8 @@ type BudgetPartner struct {
 	flow *budgetFlow
 	part Bulkhead // the partner's own bulkhead; nil for a Flow
 	// sem is part if it is a *Semaphore (else nil): a call of weight k
-	// takes k of its permits (partAcquireAsync) and gives k back
-	// (partRelease, partFinish); any other partner bulkhead, one.
+	// takes k of its permits (partAcquireAsync, partTryAcquire) and gives k
+	// back (partRelease, partFinish); any other partner bulkhead, one.
 	sem   *Semaphore
 	class *budgetClass // the class of calls that name none
 	// units holds the partner's calls of weight 1, one per class by
@@ -141,14 +141,28 @@ func (c BudgetCall) AcquirePermissionAsync() *Acquisition {
 }
 
 // partAcquireAsync asks p's bulkhead for the permits of a call of weight
-// k: k of a *Semaphore (its weighted path), one of any other bulkhead. A
-// call of weight 1 costs what the bulkhead's own AcquirePermissionAsync
-// costs, and a compare.
+// k: k of a *Semaphore (its weighted path; its own method for k = 1, so
+// that a call of weight 1 costs what the Semaphore's AcquirePermissionAsync
+// costs, and two compares), one of any other bulkhead.
 func (p *BudgetPartner) partAcquireAsync(k int) *Acquisition {
-	if k > 1 && p.sem != nil {
-		return SemaphoreCall{s: p.sem, k: k}.AcquirePermissionAsync()
+	switch {
+	case p.sem == nil:
+		return p.part.AcquirePermissionAsync()
+	case k == 1:
+		return p.sem.AcquirePermissionAsync()
 	}
-	return p.part.AcquirePermissionAsync()
+	return SemaphoreCall{s: p.sem, k: k}.AcquirePermissionAsync()
+}
+
+// partTryAcquire is partAcquireAsync without waiting, for a partner whose
+// bulkhead is a *Semaphore (a Registry's are; Bulkhead has no try): it
+// takes the permits of a call of weight k if they are free and nobody
+// waits, and reports whether it did.
+func (p *BudgetPartner) partTryAcquire(k int) bool {
+	if k == 1 {
+		return p.sem.TryAcquirePermission()
+	}
+	return SemaphoreCall{s: p.sem, k: k}.TryAcquirePermission()
 }
 
 // partRelease gives back to p's bulkhead what partAcquireAsync(k) took,
@@ -162,13 +176,17 @@ func (p *BudgetPartner) partRelease(k int) {
 }
 
 // partFinish gives back to p's bulkhead what partAcquireAsync(k) took,
-// with its CallFinished.
-func (p *BudgetPartner) partFinish(k int) {
-	if k > 1 && p.sem != nil {
-		SemaphoreCall{s: p.sem, k: k}.FinishCall()
-		return
+// with its CallFinished, whose CallDuration a *Semaphore measures from
+// start (the zero CallStart: none; see FinishCallStarted).
+func (p *BudgetPartner) partFinish(k int, start CallStart) {
+	switch {
+	case p.sem == nil:
+		p.part.FinishCall()
+	case k == 1:
+		p.sem.FinishCallStarted(start)
+	default:
+		SemaphoreCall{s: p.sem, k: k}.FinishCallStarted(start)
 	}
-	p.part.FinishCall()
 }
 
 // afterPartner takes the call on from pa, its partner's acquisition (just
@@ -287,7 +305,7 @@ func (c BudgetCall) ReleasePermission() {
 // ReleasePermission does, with a CallFinished event at both levels.
 func (c BudgetCall) FinishCall() {
 	if p := c.p; p.part != nil {
-		defer p.partFinish(c.k)
+		defer p.partFinish(c.k, CallStart{})
 	}
 	c.p.b.release(c.p, c.c, c.k, true)
 }

@@ -133,14 +133,9 @@ func (r *Registry) acquireAsyncBudgeted(key string, opts CallOptions) (*Acquisit
 			return RejectedAcquisition(err), Lease{}
 		}
 		e.Stamp()
-		var pa *Acquisition
-		if call.k == 1 {
-			pa = s.AcquirePermissionAsync() // as without a budget
-		} else {
-			pa = SemaphoreCall{s: s, k: call.k}.AcquirePermissionAsync()
-		}
+		pa := call.p.partAcquireAsync(call.k) // p's bulkhead is s
 		if e.Dead() && !r.cat.Kept(e) {
-			call.undoPartner(pa)
+			undoAsync(pa, func() { call.p.partRelease(call.k) })
 			continue
 		}
 		a := call.afterPartner(pa)
@@ -217,12 +212,7 @@ func (r *Registry) tryAcquireBudgeted(key string, opts CallOptions) (Lease, erro
 			return Lease{}, err
 		}
 		e.Stamp()
-		var ok bool
-		if call.k == 1 {
-			ok = s.TryAcquirePermission()
-		} else {
-			ok = SemaphoreCall{s: s, k: call.k}.TryAcquirePermission()
-		}
+		ok := call.p.partTryAcquire(call.k) // p's bulkhead is s
 		if e.Dead() && !r.cat.Kept(e) {
 			if ok {
 				call.p.partRelease(call.k)
@@ -243,28 +233,11 @@ func (r *Registry) tryAcquireBudgeted(key string, opts CallOptions) (Lease, erro
 	}
 }
 
-// undoPartner undoes the partner's part of a keyed call, a, on a bulkhead
-// evicted before the call reached it (undoAsync for the call's weight): it
-// gives back the permits granted, or withdraws the call that waits.
-func (c *BudgetCall) undoPartner(a *Acquisition) {
-	if a.Err() == ErrPending && a.Cancel() {
-		return
-	}
-	<-a.Done() // decided by the grant or expiry that beat Cancel
-	if a.Err() == nil {
-		c.p.partRelease(c.k)
-	}
-}
-
 // finishBoth gives back a budgeted keyed call's permits: the budget's
 // first, then the bulkhead's (even if a callback the budget's release runs
 // panics), as BudgetCall.FinishCall does, as many of each as the call's
-// weight (s is bc's partner's bulkhead).
-func finishBoth(s *Semaphore, bc *BudgetCall, start CallStart) {
-	if bc.k == 1 {
-		defer s.FinishCallStarted(start)
-	} else {
-		defer SemaphoreCall{s: s, k: bc.k}.FinishCallStarted(start)
-	}
+// weight, the bulkhead's CallFinished measured from start.
+func finishBoth(bc *BudgetCall, start CallStart) {
+	defer bc.p.partFinish(bc.k, start)
 	bc.p.b.release(bc.p, bc.c, bc.k, true)
 }

@@ -198,7 +198,7 @@ func (l *Lease) FinishCall() {
 	*l = Lease{}
 	e.Stamp() // before the permit goes: the bulkhead is idle from now on
 	if bc != nil {
-		finishBoth(e.Item(), bc, start)
+		finishBoth(bc, start)
 		return
 	}
 	e.Item().FinishCallStarted(start)
@@ -268,7 +268,7 @@ func (r *Registry) AcquirePermissionAsync(key string, opts CallOptions) (*Acquis
 		e.Stamp()
 		a := e.Item().AcquirePermissionAsync()
 		if e.Dead() && !r.cat.Kept(e) {
-			undoAsync(e.Item(), a)
+			undoAsync(a, e.Item().ReleasePermission)
 			continue
 		}
 		switch a.Err() { // one read of the outcome decides
@@ -295,17 +295,18 @@ func (r *Registry) AcquirePermissionAsync(key string, opts CallOptions) (*Acquis
 // in the catalog's lookup it cost 6, as it made the compiler spill).
 var keyedFoundHook func(s *Semaphore)
 
-// undoAsync undoes an AcquirePermissionAsync on s, a bulkhead evicted
-// before the call reached it (see internal/catalog's fenced path): it gives
-// back a permit granted, withdraws a call that waits. Nobody else holds a,
+// undoAsync undoes a, an acquisition on a bulkhead evicted before the call
+// reached it (see internal/catalog's fenced path): it gives back what a
+// granted (giveBack: its permit, or a budgeted call's weight of them),
+// withdraws a call that waits. Nobody else holds a,
 // and the registry's listeners do not see its events (Registry.gate).
-func undoAsync(s *Semaphore, a *Acquisition) {
+func undoAsync(a *Acquisition, giveBack func()) {
 	if a.Err() == ErrPending && a.Cancel() {
 		return
 	}
 	<-a.Done() // decided by the grant or expiry that beat Cancel
 	if a.Err() == nil {
-		s.ReleasePermission()
+		giveBack()
 	}
 }
 
