@@ -29,15 +29,7 @@ import (
 // partner bulkheads.
 func TestConcurrentBudgetHistoriesAreLinearizable(t *testing.T) {
 	n := historiesPerConfig(t)
-	cfg := bulkhead.BudgetConfig{
-		Size: 4, MaxQueuedCalls: 5, MaxBypass: 1,
-		Classes: []bulkhead.ClassConfig{
-			{Name: "hi", Headroom: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3},
-			{Name: "lo", Share: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded},
-			{Name: "now"},
-		},
-		Groups: []bulkhead.GroupConfig{{Name: "gold", Nominal: 1, Lendable: 0, BorrowingLimit: bulkhead.Unbounded}},
-	}
+	cfg := historyBudgetConfig()
 	groups := []string{"", "", "gold"}
 	checkBudgetHistories(t, n, cfg, groups, nil, linearizability.BudgetModel(cfg, groups), checkTimeout)
 }
@@ -61,7 +53,24 @@ func TestConcurrentBudgetHistoriesWithPartnersAreLinearizable(t *testing.T) {
 	if os.Getenv("LINEARIZABILITY_HISTORIES") == "" {
 		n /= 4
 	}
-	cfg := bulkhead.BudgetConfig{
+	cfg := historyBudgetConfig()
+	groups := []string{"", "gold", "", "gold"}
+	partners := []*bulkhead.Config{
+		nil, nil,
+		{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded},
+		{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO},
+	}
+	// 5 s per history: the rare history whose sets grow large is left
+	// unknown sooner (0.7 % of them at 10 s, 2.2 % at 3 s; see
+	// checkBudgetHistories for how many may be).
+	checkBudgetHistories(t, n, cfg, groups, partners, linearizability.BudgetModelWithPartners(cfg, groups, partners), 5*time.Second)
+}
+
+// historyBudgetConfig is the budget of both budget histories: three
+// classes (one with headroom and a queue bound, one with a share, one
+// that never waits), a group with a reserve, MaxBypass 1.
+func historyBudgetConfig() bulkhead.BudgetConfig {
+	return bulkhead.BudgetConfig{
 		Size: 4, MaxQueuedCalls: 5, MaxBypass: 1,
 		Classes: []bulkhead.ClassConfig{
 			{Name: "hi", Headroom: 1, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 3},
@@ -70,15 +79,6 @@ func TestConcurrentBudgetHistoriesWithPartnersAreLinearizable(t *testing.T) {
 		},
 		Groups: []bulkhead.GroupConfig{{Name: "gold", Nominal: 1, Lendable: 0, BorrowingLimit: bulkhead.Unbounded}},
 	}
-	groups := []string{"", "gold", "", "gold"}
-	partners := []*bulkhead.Config{
-		nil, nil,
-		{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: bulkhead.Unbounded},
-		{MaxConcurrentCalls: 2, MaxWaitDuration: neverExpiring, MaxQueuedCalls: 2, QueueOrder: bulkhead.LIFO},
-	}
-	// 5 s per history: the rare history whose sets grow large is left
-	// unknown sooner (0.7 % of them at 10 s, 2.2 % at 3 s; a tenth may be).
-	checkBudgetHistories(t, n, cfg, groups, partners, linearizability.BudgetModelWithPartners(cfg, groups, partners), 5*time.Second)
 }
 
 func checkBudgetHistories(t *testing.T, n int, cfg bulkhead.BudgetConfig, groups []string, partners []*bulkhead.Config, model porcupine.Model, timeout time.Duration) {
