@@ -292,9 +292,16 @@ func TestPromtoolChecksTheBudgetCollectorsExposition(t *testing.T) {
 // Scrapes racing with calls of four partners in two classes (weights 1
 // and 2, some rejected for want of permits) lose no event: once the calls
 // are done, every counter equals what the callers saw.
+//
+// Both outcomes of the batch class happen whatever the scheduler does:
+// the two interactive workers hold at most 2 of the 4 permits, so the first
+// batch call tried while the other batch worker holds nothing is granted,
+// and a weight-3 call asked while holding 2 is always rejected. (With a
+// budget of 3, both interactive workers preempted while holding left every
+// batch call rejected in one CI run.)
 func TestConcurrentBudgetScrapesCountEveryEvent(t *testing.T) {
 	b, err := bulkhead.NewBudget("hub", bulkhead.BudgetConfig{
-		Size:    3,
+		Size:    4,
 		Classes: []bulkhead.ClassConfig{{Name: "interactive"}, {Name: "batch"}},
 	})
 	if err != nil {
@@ -317,18 +324,19 @@ func TestConcurrentBudgetScrapesCountEveryEvent(t *testing.T) {
 			}
 			name := []string{"interactive", "batch"}[w%2]
 			class, _ := b.Class(name)
-			call := p.Call(class, 1+w%2)
+			call, heavy := p.Call(class, 1+w%2), p.Call(class, 3)
 			var ok, no int
 			for i := range iterations {
 				if call.AcquirePermissionAsync().Granted() {
 					ok++
-					// Now and then a batch worker asks again while it holds 2
-					// of the 3 permits: rejected whatever the scheduler does
-					// (on a quiet machine the workers may never overlap).
+					// Now and then a batch worker asks for 3 more while it
+					// holds 2 of the 4 permits: rejected whatever the
+					// scheduler does (on a quiet machine the workers may
+					// never overlap).
 					if w%2 == 1 && i%10 == 0 {
-						if call.AcquirePermissionAsync().Granted() {
-							ok++
-							call.FinishCall()
+						if heavy.AcquirePermissionAsync().Granted() {
+							t.Error("a weight-3 call was granted while the caller held 2 of 4 permits")
+							heavy.FinishCall()
 						} else {
 							no++
 						}
