@@ -87,6 +87,13 @@ type Store struct {
 // maintenance notifications and no pipeline pool, and hooks added to
 // client with AddHook do not see its connection. Close closes it. Any
 // other UniversalClient subscribes through client.PSubscribe.
+//
+// What Close cannot cut short: a dial under way gets a context that Close
+// cancels, which ends a TCP connect at once, but go-redis's default dialer
+// makes the TLS handshake (with Options.TLSConfig) without it, and a
+// Sentinel lookup is bounded by the Sentinel client's own timeouts; until
+// the dial returns, Close waits, up to the client's DialTimeout for the
+// handshake.
 func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redis: NewStore: client must not be nil")
@@ -250,11 +257,11 @@ func (s *Store) Available() bool { return !s.down.Load() }
 // StoreConfig.Timeout even if Redis stalls (the round trip under way, then
 // the one that gives back the leases), at any moment, the subscription's
 // handshake included: Close closes the subscription's connection itself
-// (see NewStore). A round trip abandoned then ends when go-redis gives up
-// on it or the client is closed. (With a UniversalClient other than
-// *goredis.Client and *goredis.ClusterClient, the subscription is the
-// client's own, and a stall during its handshake holds Close up to the
-// client's ReadTimeout.)
+// (see NewStore, which also says what a dial under way costs). A round
+// trip abandoned then ends when go-redis gives up on it or the client is
+// closed. (With a UniversalClient other than *goredis.Client and
+// *goredis.ClusterClient, the subscription is the client's own, and a
+// stall during its handshake holds Close up to the client's ReadTimeout.)
 func (s *Store) Close() error {
 	s.mu.Lock() // add checks closed under mu: no bulkhead is added from now on
 	first := s.closed.CompareAndSwap(false, true)
