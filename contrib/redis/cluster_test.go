@@ -221,6 +221,20 @@ func TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad(t *testing.T) {
 	t.Parallel()
 	cl := startCluster(t, 3, 0)
 	cc := cl.client(t)
+	// The Stores' subscriptions over a ClusterClient (clients of their own,
+	// made from its options) get the release messages, whichever node each
+	// subscribed to.
+	{
+		const name = "rxbt-cluster-pubsub"
+		pc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.addrs(), ClientName: name, MaxRetries: -1, DialerRetries: 1,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true})
+		var nodes []*goredis.Client
+		for i := range cl.nodes {
+			nodes = append(nodes, cl.nodeClient(t, i))
+		}
+		checkReleaseWakesThroughPubSub(t, pc, name, nodes...)
+		pc.Close()
+	}
 	prefix := "rxbt:cluster:"
 	const permits, procs = 3, 3
 	// Every key of the bulkhead shares the hash tag {partner}: one slot.

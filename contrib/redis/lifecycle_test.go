@@ -3,7 +3,9 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +19,36 @@ import (
 
 func TestAReleaseWakesAWaiterOfAnotherReplicaThroughPubSub(t *testing.T) {
 	srv := sharedServer(t)
+	name := "rxbt-pubsub-" + strconv.Itoa(os.Getpid())
+	c := srv.client(t, func(o *goredis.Options) { o.ClientName = name })
+	checkReleaseWakesThroughPubSub(t, c, name, srv.client(t))
+}
+
+// checkReleaseWakesThroughPubSub checks that a release through one Store
+// over c wakes a waiter of another Store over c whose polling is off:
+// only the release message, through the second Store's subscription, can
+// wake it. c's ClientName is name, which the subscriptions carry (they
+// are made from c's options): the check waits until every server of
+// servers lists two connections of that name with a pattern subscription
+// between them, so that the release cannot come before the subscriptions.
+func checkReleaseWakesThroughPubSub(t *testing.T, c goredis.UniversalClient, name string, servers ...*goredis.Client) {
+	t.Helper()
 	cfg := fastStore()
-	cfg.KeyPrefix = prefixFor(t)
-	sa, _ := newStore(t, srv, cfg)
+	cfg.KeyPrefix = prefixFor(t) + "pubsub:"
+	if c, ok := c.(*goredis.Client); ok {
+		flushKeys(t, c, cfg.KeyPrefix)
+	}
+	sa, err := rxredis.NewStore(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sa.Close()
 	cfg.PollInterval = time.Hour // only the release message can wake it
-	sb, _ := newStore(t, srv, cfg)
+	sb, err := rxredis.NewStore(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
 	a := newBulkhead(t, sa, "p", fleetConfig(1, 30*time.Second))
 	b := newBulkhead(t, sb, "p", fleetConfig(1, 30*time.Second))
 	held := a.Acquire()
@@ -30,12 +57,20 @@ func TestAReleaseWakesAWaiterOfAnotherReplicaThroughPubSub(t *testing.T) {
 	}
 	w := b.AcquirePermissionAsync()
 	eventually(t, outcomeTimeout, "waiter queued", func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 1 })
-	// Both stores' subscribers are in place before the release, as the
-	// server sees them (CLIENT LIST counts pattern subscriptions per client).
-	c := srv.client(t)
-	eventually(t, outcomeTimeout, "both stores subscribed", func() bool {
-		list, err := c.ClientList(context.Background()).Result()
-		return err == nil && strings.Count(list, " psub=1 ") >= 2
+	eventually(t, outcomeTimeout, "both stores subscribed under the client's name", func() bool {
+		n := 0
+		for _, sc := range servers {
+			list, err := sc.ClientList(context.Background()).Result()
+			if err != nil {
+				return false
+			}
+			for _, l := range strings.Split(list, "\n") {
+				if strings.Contains(l, " name="+name+" ") && strings.Contains(l, " psub=1 ") {
+					n++
+				}
+			}
+		}
+		return n == 2
 	})
 	released := time.Now()
 	held.Finish()

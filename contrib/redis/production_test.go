@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/rxbulkhead/bulkhead"
+	"go.uber.org/goleak"
 
 	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
 )
@@ -91,10 +93,6 @@ func testStalledRedisIsNoticedWithinTimeout(t *testing.T, ctxTimeouts bool) {
 		t.Fatal(err)
 	}
 
-	// The Store's subscriber connects on its own goroutine; a stall before
-	// its handshake holds Close for the client's ReadTimeout (see
-	// Store.Close), which is not what this test is about: wait for it.
-	awaitSubscribed(t, c)
 	srv.Pause()
 	defer srv.Resume()
 	start := time.Now()
@@ -124,6 +122,80 @@ func testStalledRedisIsNoticedWithinTimeout(t *testing.T, ctxTimeouts bool) {
 	t.Logf("Close while stalled took %v", time.Since(start))
 	if d := time.Since(start); d > 2*cfg.Timeout+500*time.Millisecond {
 		t.Errorf("Close while stalled took %v, want at most about 2 × Timeout (%v)", d, cfg.Timeout)
+	}
+}
+
+// TestCloseIsBoundedByTimeoutWhenRedisStallsBeforeTheSubscriptionConnects
+// pins a bug: go-redis connects a PubSub (dial, HELLO, PSUBSCRIBE) holding
+// the PubSub's mutex and ignores the context's cancellation there, so a
+// server that stalled before the Store's subscriber had connected held
+// Close for the client's ReadTimeout (5 s here), in PubSub.Close waiting
+// for that mutex. The subscription now runs over connections the Store
+// closes itself. The server is paused before NewStore; the test closes
+// the Store once the subscriber has dialed (its HELLO then waits for the
+// stalled server), with a call waiting on a bulkhead.
+func TestCloseIsBoundedByTimeoutWhenRedisStallsBeforeTheSubscriptionConnects(t *testing.T) {
+	for _, ctxTimeouts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			testCloseBoundedBeforeSubscription(t, ctxTimeouts)
+		})
+	}
+}
+
+func testCloseBoundedBeforeSubscription(t *testing.T, ctxTimeouts bool) {
+	srv := withServer(t)
+	dialed := make(chan struct{}, 1)
+	c := srv.client(t, func(o *goredis.Options) {
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
+		o.ContextTimeoutEnabled = ctxTimeouts
+		o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				select {
+				case dialed <- struct{}{}:
+				default:
+				}
+			}
+			return nc, err
+		}
+	})
+	cfg := fastStore()
+	cfg.KeyPrefix = prefixFor(t)
+	flushKeys(t, c, cfg.KeyPrefix)
+	before := goleak.IgnoreCurrent()
+	srv.Pause()
+	defer srv.Resume()
+	s, err := rxredis.NewStore(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without bulkheads the Store makes no round trip: the first
+	// connection dialed is the subscriber's.
+	select {
+	case <-dialed:
+	case <-time.After(outcomeTimeout):
+		t.Fatalf("the Store's subscriber dialed no connection within %v", outcomeTimeout)
+	}
+	b := newBulkhead(t, s, "p", fleetConfig(1, time.Minute))
+	waiter := b.AcquirePermissionAsync()
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Errorf("Close while stalled: %v", err)
+	}
+	took := time.Since(start)
+	t.Logf("Close while stalled took %v", took)
+	if took > 2*cfg.Timeout+500*time.Millisecond { // slack for a loaded machine
+		t.Errorf("Close while stalled before the subscription connected took %v, want at most about 2 × Timeout (%v)", took, cfg.Timeout)
+	}
+	if err := await(t, waiter); !errors.Is(err, rxredis.ErrClosed) && !errors.Is(err, rxredis.ErrUnavailable) {
+		t.Errorf("the waiting call: %v, want ErrClosed or ErrUnavailable", err)
+	}
+	// A round trip the Store gave up on holds a pooled connection of the
+	// client until go-redis gives up or the client is closed; the
+	// subscription's own connections were closed by Close.
+	c.Close()
+	if err := goleak.Find(before); err != nil {
+		t.Errorf("goroutines left once the Store and the client are closed: %v", err)
 	}
 }
 
@@ -506,23 +578,5 @@ func TestWaitReplicasRejectsGrantsNoReplicaAcknowledged(t *testing.T) {
 	fleetIdle(t, c, prefixFor(t), "p", outcomeTimeout)
 	if _, err := rxredis.NewStore(goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{srv.Addr()}}), cfg); err == nil || !strings.Contains(err.Error(), "WaitReplicas") {
 		t.Errorf("NewStore with a ClusterClient and WaitReplicas: %v, want an error naming WaitReplicas", err)
-	}
-}
-
-// awaitSubscribed waits, for at most 5 s, until the server c talks to (a
-// server of the test's own) has a pattern subscription: the Store's
-// subscriber has connected.
-func awaitSubscribed(t *testing.T, c *goredis.Client) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, err := c.PubSubNumPat(context.Background()).Result()
-		if err == nil && n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Store's subscription did not reach Redis within 5 s (PUBSUB NUMPAT %d, %v)", n, err)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -98,6 +98,17 @@ func TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing(t *testing.T)
 	const master = "rxbt-master"
 	saddr, slog := startSentinel(t, master, primary.Port)
 
+	// The Stores' subscriptions over a failover client (clients of their
+	// own, made from its options: Sentinel's dialer) get the release
+	// messages from the master.
+	{
+		const name = "rxbt-sentinel-pubsub"
+		pc := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: master, SentinelAddrs: []string{saddr}, ClientName: name,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, DialerRetries: 1})
+		checkReleaseWakesThroughPubSub(t, pc, name, primary.client(t))
+		pc.Close()
+	}
+
 	counterSrv := sharedServer(t)
 	prefix := prefixFor(t)
 	cc := counterSrv.client(t)

@@ -31,7 +31,8 @@ import (
 //     another takes its place: runDeliveries);
 //   - the renewal loop extends every lease and ticket of the process in one
 //     pipelined round trip per RenewInterval;
-//   - the subscriber listens on the release channels (one PSUBSCRIBE).
+//   - the subscriber listens on the release channels (one PSUBSCRIBE, on a
+//     connection of the Store's own: NewStore).
 //
 // Every round trip is bounded by StoreConfig.Timeout whatever the client's
 // options. The dispatcher makes its round trips on its own goroutine,
@@ -75,6 +76,24 @@ type Store struct {
 
 // NewStore returns a Store over client and starts its goroutines. It fails
 // if client is nil or cfg is invalid; it does no I/O (see Bulkhead.Check).
+//
+// The Store's subscription (one PSUBSCRIBE, see Store) does not take a
+// connection of client's pools: for a *goredis.Client (Sentinel's failover
+// client included) or a *goredis.ClusterClient, the Store makes a client of
+// its own with client's options (address or Sentinel master, TLS,
+// credentials, Dialer, timeouts, OnConnect), which holds the one
+// subscription connection, so that Close can close that connection
+// whatever state it is in. That client has no client-side cache, no
+// maintenance notifications and no pipeline pool, and hooks added to
+// client with AddHook do not see its connection. Close closes it. Any
+// other UniversalClient subscribes through client.PSubscribe.
+//
+// What Close cannot cut short: a dial under way gets a context that Close
+// cancels, which ends a TCP connect at once, but go-redis's default dialer
+// makes the TLS handshake (with Options.TLSConfig) without it, and a
+// Sentinel lookup is bounded by the Sentinel client's own timeouts; until
+// the dial returns, Close waits, up to the client's DialTimeout for the
+// handshake.
 func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redis: NewStore: client must not be nil")
@@ -103,18 +122,19 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	s.linger.Stop()
 	stores.Store(s, clientAddrs(client))
 	ctx, cancel := context.WithCancel(context.Background())
-	ps := client.PSubscribe(ctx) // no pattern yet: no I/O
+	sub := newSubscription(ctx, client) // no pattern yet: no I/O
 	s.wg.Add(5)
 	s.startDispatcher(nil)
 	go s.runDeliveries()
 	go func() { defer s.wg.Done(); s.renewLoop() }()
-	go func() { defer s.wg.Done(); s.subscribe(ctx, ps) }()
+	go func() { defer s.wg.Done(); s.subscribe(ctx, sub.ps) }()
 	go func() {
-		// A blocked read ignores ctx: closing the PubSub ends it.
+		// A blocked read or handshake ignores ctx: closing the
+		// subscription's connections ends it at once (subscription).
 		defer s.wg.Done()
 		<-s.done
 		cancel()
-		_ = ps.Close()
+		sub.close()
 	}()
 	return s, nil
 }
@@ -235,12 +255,13 @@ func (s *Store) Available() bool { return !s.down.Load() }
 // nothing), and the goroutines stop before Close returns. Close does not
 // close the client. It is idempotent. It returns within about twice
 // StoreConfig.Timeout even if Redis stalls (the round trip under way, then
-// the one that gives back the leases); a round trip abandoned then ends
-// when go-redis gives up on it or the client is closed. One exception: if
-// Redis stalls before the Store's subscription has connected (its
-// subscriber connects on its own goroutine after NewStore), Close waits
-// for that connection's handshake, which go-redis bounds by the client's
-// ReadTimeout, not by the Store's Timeout.
+// the one that gives back the leases), at any moment, the subscription's
+// handshake included: Close closes the subscription's connection itself
+// (see NewStore, which also says what a dial under way costs). A round
+// trip abandoned then ends when go-redis gives up on it or the client is
+// closed. (With a UniversalClient other than *goredis.Client and
+// *goredis.ClusterClient, the subscription is the client's own, and a
+// stall during its handshake holds Close up to the client's ReadTimeout.)
 func (s *Store) Close() error {
 	s.mu.Lock() // add checks closed under mu: no bulkhead is added from now on
 	first := s.closed.CompareAndSwap(false, true)
