@@ -78,6 +78,16 @@ func TestInvalidStoreConfigsAreRefusedNamingTheField(t *testing.T) {
 	if _, err := rxredis.NewStore(nil, rxredis.StoreConfig{}); err == nil || !strings.Contains(err.Error(), "client must not be nil") {
 		t.Errorf("nil client: %v", err)
 	}
+	// A Ring's shards do not share pub/sub (and go-redis's Ring.PSubscribe
+	// panics without a channel): an error, not a panic.
+	ring := goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	if s, err := rxredis.NewStore(ring, rxredis.StoreConfig{}); err == nil || !strings.Contains(err.Error(), "*redis.Ring is not supported") {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("NewStore(a *goredis.Ring) = %v, want an error saying a Ring is not supported", err)
+	}
 }
 
 func TestWrongCredentialsGiveAnErrorThatSaysSoAndIsNotUnavailable(t *testing.T) {

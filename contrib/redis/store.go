@@ -75,7 +75,8 @@ type Store struct {
 }
 
 // NewStore returns a Store over client and starts its goroutines. It fails
-// if client is nil or cfg is invalid; it does no I/O (see Bulkhead.Check).
+// if client is nil or a *goredis.Ring (whose shards do not share pub/sub),
+// or cfg is invalid; it does no I/O (see Bulkhead.Check).
 //
 // The Store's subscription (one PSUBSCRIBE, see Store) does not take a
 // connection of client's pools: for a *goredis.Client (Sentinel's failover
@@ -97,6 +98,11 @@ type Store struct {
 func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redis: NewStore: client must not be nil")
+	}
+	if _, ok := client.(*goredis.Ring); ok {
+		// A grant's release is published on the shard of its bulkhead's
+		// keys; one subscription cannot hear every shard.
+		return nil, errors.New("redis: NewStore: a *redis.Ring is not supported (its shards do not share pub/sub); use a Client, a failover client or a ClusterClient")
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
