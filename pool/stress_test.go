@@ -123,16 +123,31 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 			if m.QueueDepth > cfg.QueueCapacity || m.PoolSize > cfg.MaxWorkers || m.ActiveWorkers > m.PoolSize || m.RemainingQueueCapacity < 0 {
 				violations.Add(1)
 			}
+			// Yield: this loop never blocks, and at GOMAXPROCS 1 each
+			// runtime.Gosched of the tasks and callbacks below otherwise
+			// waited for it to be preempted (a 10 ms time slice): the
+			// wild-callbacks cases took 80-100 s each (283 s in all).
+			runtime.Gosched()
 		}
 	}()
 
 	var wg sync.WaitGroup
 	var closedRejections atomic.Int64
+	// closed is closed once Close has returned (closeEarly). Each
+	// submitter's last batch waits for it, so that some tasks are refused
+	// after Close whatever the scheduler does: without that wait, a
+	// schedule that ran the submitters to their end before the closer
+	// noticed the third of the outcomes refused none.
+	closed := make(chan struct{})
 	if closeEarly {
 		// Close cancels at once while the submitters are busy: queued tasks
-		// are withdrawn, running ones cancelled, later ones refused.
+		// are withdrawn, running ones cancelled, later ones refused. It
+		// waits for a third of the outcomes, or for every submitter to
+		// reach its last batch (with few tasks per submitter).
+		enough := min(int64(submitters*perWorker/3), int64(submitters*(perWorker-batch)))
 		wg.Go(func() {
-			for ran.Load()+withdrawn.Load()+rejected.Load() < int64(submitters*perWorker/3) {
+			defer close(closed)
+			for ran.Load()+withdrawn.Load()+rejected.Load() < enough {
 				runtime.Gosched()
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -143,7 +158,10 @@ func poolStress(t *testing.T, cfg pool.Config, closeEarly, wild bool) {
 	for g := range submitters {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 42))
-			for range perWorker / batch {
+			for b := range perWorker / batch {
+				if closeEarly && b == perWorker/batch-1 {
+					<-closed // this batch is refused (see closed)
+				}
 				var fs [batch]*pool.Future[int]
 				var cancels [batch]context.CancelFunc
 				for i := range batch {

@@ -36,6 +36,10 @@ func TestFromPoolEmitsTheValueComputedOnAWorker(t *testing.T) {
 			if err != nil || it.E != nil || it.V != "quote" {
 				t.Fatalf("Get = %+v, %v", it, err)
 			}
+			// The worker is free a moment after the value is out (see
+			// pool.Future.Get): without this wait the second observation
+			// could find it busy and, with no queue, be rejected.
+			synctest.Wait()
 		}
 		if n := calls.Load(); n != 2 {
 			t.Fatalf("fn ran %d times for 2 observations", n)

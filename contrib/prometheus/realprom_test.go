@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -142,6 +143,7 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 		})
 	}
 	load.Wait()
+	coda(t, r, handoff, reports, &poolRejected)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -213,6 +215,70 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 		t.Errorf("reports has %v free workers, want 1", v)
 	}
 	t.Logf("handoff: %d grants, p99 %.4fs; mixed rejections %v; pool rejections %d", granted, got, reasons, poolRejected.Load())
+}
+
+// coda makes, after the load, each outcome the test compares with
+// Prometheus once more, whatever the scheduler did during the load (on a
+// loaded machine its callers may seldom overlap, and a legal schedule can
+// keep them apart for all 3 s): a timed handoff call; with mixed's one
+// permit held, a try rejected no_wait, two waiters that fill its queue of
+// 2, a third call rejected queue_full, and the two waiters rejected
+// wait_timeout after 7 ms (nothing else can grant them: the load is over);
+// three blocked tasks for the pool's one worker and one queue slot, at
+// least one rejected queue_full. The test's listeners count these like the
+// load's calls, so every comparison below still covers every call.
+func coda(t *testing.T, r *bulkhead.Registry, handoff *bulkhead.Semaphore, reports *pool.Pool, poolRejected *atomic.Int64) {
+	t.Helper()
+	if err := handoff.AcquirePermission(context.Background()); err != nil {
+		t.Fatalf("handoff, idle: %v", err)
+	}
+	start := handoff.StartCall()
+	time.Sleep(2 * time.Millisecond)
+	handoff.FinishCallStarted(start)
+
+	lease, err := r.TryAcquirePermission("mixed", bulkhead.CallOptions{})
+	if err != nil {
+		t.Fatalf("mixed, idle: %v", err)
+	}
+	rejectedFor := func(err error, want bulkhead.Reason) {
+		t.Helper()
+		var fe *bulkhead.FullError
+		if !errors.As(err, &fe) || fe.Reason != want {
+			t.Fatalf("mixed: %v, want a %v rejection", err, want)
+		}
+	}
+	_, err = r.TryAcquirePermission("mixed", bulkhead.CallOptions{})
+	rejectedFor(err, bulkhead.NoWait)
+	a1, _ := r.AcquirePermissionAsync("mixed", bulkhead.CallOptions{})
+	a2, _ := r.AcquirePermissionAsync("mixed", bulkhead.CallOptions{})
+	a3, _ := r.AcquirePermissionAsync("mixed", bulkhead.CallOptions{})
+	rejectedFor(a3.Err(), bulkhead.QueueFull)
+	for _, a := range []*bulkhead.Acquisition{a1, a2} {
+		<-a.Done()
+		rejectedFor(a.Err(), bulkhead.WaitTimeout)
+	}
+	time.Sleep(time.Millisecond)
+	lease.FinishCall()
+
+	release := make(chan struct{})
+	var tasks []*pool.Future[int]
+	for range 3 {
+		tasks = append(tasks, pool.Submit(context.Background(), reports, func(context.Context) (int, error) {
+			<-release
+			return 0, nil
+		}))
+	}
+	close(release)
+	rejected := 0
+	for _, f := range tasks {
+		if _, err := f.Get(context.Background()); err != nil {
+			rejected++
+		}
+	}
+	if rejected == 0 {
+		t.Fatal("three blocked tasks for one worker and one queue slot: none rejected")
+	}
+	poolRejected.Add(int64(rejected))
 }
 
 // scrapedByPrometheus serves c's exposition on a free 127.0.0.1 port until
