@@ -35,6 +35,11 @@ type Sample struct {
 	// Drops is the number of the window's calls that ended in overload
 	// (Dropped is Drops > 0).
 	Drops int
+	// Elapsed is how long the window lasted, from its start to the finish
+	// that closed it (0 for a per-call sample), so that N/Elapsed is the
+	// rate at which calls finished: with a no-load RTT, the partner's
+	// busy servers by Little's law (SetPoint uses it).
+	Elapsed time.Duration
 	// Matched reports that the window's RTTs were matched to grants, not
 	// measured: calls made through the plain methods or watched (Watch).
 	// FinishCall does not say which call finished, so RTT is still the

@@ -378,6 +378,7 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 			b.reconcileLocked()
 		}
 		s = w.sample()
+		s.Elapsed = elapsed
 		if n < b.cfg.minSamples && b.cfg.discardShort {
 			// Netflix's rule: a window with too few calls says nothing.
 			b.lastMin = w.minRTT

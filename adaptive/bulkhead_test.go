@@ -29,7 +29,7 @@ func TestWindowClosesAfterMinDurationAndMinSamplesAndAppliesTheLimit(t *testing.
 	assert.Empty(t, alg.samples)
 	runTyped(t, b, clock, 1, 1, 20*ms) // the tenth, after 200 ms
 	require.Len(t, alg.samples, 1)
-	assert.Equal(t, adaptive.Sample{RTT: 20 * ms, N: 10, InFlight: 1}, alg.samples[0])
+	assert.Equal(t, adaptive.Sample{RTT: 20 * ms, N: 10, InFlight: 1, Elapsed: 200 * ms}, alg.samples[0])
 	assert.Equal(t, 12, b.Semaphore().Config().MaxConcurrentCalls)
 	st := b.Stats()
 	assert.Equal(t, 12, st.Limit)

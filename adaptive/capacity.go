@@ -98,6 +98,9 @@ type Capacity struct {
 	stable  *epochSummary // the last epoch before a descent, to check it is stable
 	floor   float64       // the controller's Config.Min (setFloor); 0: unknown
 	spread  spread        // of one call's RTT, for Matched samples
+	// sp, when set, replaces the cuts and probes once the no-load RTT is
+	// known by a set point (see SetPoint)
+	sp *setPointState
 }
 
 // spread estimates the variance of one call's RTT for samples that do not
@@ -172,12 +175,16 @@ type epoch struct {
 	sum, sumSq  float64 // of RTTs (ns), rebuilt from each window's mean and deviation
 	maxInFlight int
 	drops       int
+	elapsed     float64 // ns, of the windows pooled (0 if a sample had none)
+	timed       float64 // calls of the windows that had an Elapsed
 }
 
 // epochSummary is what an epoch showed.
 type epochSummary struct {
 	limit, mean, se float64
 	inFlight        int
+	// rate is the calls that finished without a drop per ns (0: unknown)
+	rate float64
 	// truncated: 1 % of the epoch's calls or more timed out, so their RTTs
 	// were cut short at the caller's deadline and the mean understates
 	// the queue
@@ -193,6 +200,10 @@ func (e *epoch) add(s Sample) {
 	e.sumSq += (n-1)*d*d + n*m*m
 	e.maxInFlight = max(e.maxInFlight, s.InFlight)
 	e.drops += s.Drops
+	if s.Elapsed > 0 {
+		e.elapsed += float64(s.Elapsed)
+		e.timed += n - float64(min(s.Drops, s.N))
+	}
 }
 
 func (e *epoch) summary() epochSummary {
@@ -201,7 +212,11 @@ func (e *epoch) summary() epochSummary {
 	if e.n > 1 {
 		v = max(0, (e.sumSq-e.n*mean*mean)/(e.n-1))
 	}
-	return epochSummary{limit: e.limit, mean: mean, se: math.Sqrt(v / e.n), inFlight: e.maxInFlight,
+	rate := 0.0
+	if e.elapsed > 0 {
+		rate = e.timed / e.elapsed
+	}
+	return epochSummary{limit: e.limit, mean: mean, se: math.Sqrt(v / e.n), inFlight: e.maxInFlight, rate: rate,
 		truncated: e.drops > 0 && float64(e.drops) >= 0.01*e.n}
 }
 
@@ -270,6 +285,9 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		if e.mean-e.se > prev.mean*(1-(1-limit/prev.limit)/4) && e.mean < 1.1*prev.mean {
 			c.noLoad, c.noLoadW, c.noLoadVar = e.mean, c.ep.n, e.se*e.se*c.ep.n
 			c.capacity = 0
+			if c.sp != nil {
+				c.sp.est = 0
+			}
 			return c.change(prev.limit)
 		}
 	}
@@ -285,6 +303,9 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		}
 		c.setNoLoad(e, c.ep.n, false)
 		return c.restart(limit)
+	}
+	if c.sp != nil && c.known && c.verified && c.sp.ready(c) {
+		return c.setPoint(limit, e, s, z, tol, saturated)
 	}
 	switch {
 	case lo > tol*c.noLoad || e.truncated:

@@ -8,8 +8,10 @@
 // with its defaults (Window.PerCall and Window.DiscardShort wire them as
 // Netflix's SimpleLimiter and WindowedLimit do); Capacity, the default, is
 // this package's own, built to settle on the partner's capacity without
-// acting on noise (docs/benchmarks.md, "Adaptive limits", compares them with
-// static limits and failsafe-go on a matrix of simulated partners). Whatever
+// acting on noise, and SetPoint, an option, holds a set point above the
+// capacity it estimates instead of probing (docs/benchmarks.md, "Adaptive
+// limits", compares them with static limits and failsafe-go on a matrix
+// of simulated partners). Whatever
 // the algorithm, Config.MaxCutPerSecond bounds how fast the limit falls,
 // and OnFloor and Stats report a limit that sits at its floor.
 //

@@ -144,6 +144,28 @@ func ExampleCapacity() {
 	// limit 35, no-load RTT 50ms
 }
 
+// SetPoint on the same partner with a tenth of the spread (a wide one
+// keeps the no-load RTT too uncertain for the set point, and SetPoint is
+// then Capacity), from the same start, told how long each window lasted
+// (Sample.Elapsed: the calls' rate × the no-load RTT is the partner's busy
+// servers). It descends as Capacity does, then holds Target (1.06) × its
+// estimate of C, which errs a little high (the no-load RTT's upper bound),
+// instead of probing. A Bulkhead uses it through Config.Algorithm.
+func ExampleSetPoint() {
+	var p adaptive.SetPoint
+	limit := 150.0
+	for range 200 { // windows of 50 calls each
+		held := float64(int(limit))
+		rtt := time.Duration(float64(50*time.Millisecond) * max(1, held/30))
+		elapsed := time.Duration(50 * float64(rtt) / held) // every permit in use
+		limit = p.Update(limit, adaptive.Sample{RTT: rtt, RTTDev: rtt / 10, N: 50, InFlight: int(held), Elapsed: elapsed})
+	}
+	fmt.Printf("limit %.0f, estimated capacity %.0f\n", limit, p.EstimatedCapacity())
+	_ = adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.SetPoint{} }}
+	// Output:
+	// limit 33, estimated capacity 31
+}
+
 func ExampleAIMD() {
 	a := adaptive.AIMD{BackoffRatio: 0.5}
 	fmt.Println(a.Update(10, adaptive.Sample{RTT: time.Millisecond, InFlight: 10}))

@@ -34,7 +34,7 @@ func TestWatchTimesCallsMadeOnTheSemaphoreDirectly(t *testing.T) {
 		sem.FinishCall()
 	}
 	require.Len(t, alg.samples, 1)
-	assert.Equal(t, adaptive.Sample{RTT: 150 * ms, N: 10, InFlight: 10, Matched: true}, alg.samples[0])
+	assert.Equal(t, adaptive.Sample{RTT: 150 * ms, N: 10, InFlight: 10, Elapsed: 150 * ms, Matched: true}, alg.samples[0])
 	assert.Equal(t, 12, sem.Config().MaxConcurrentCalls)
 	assert.Equal(t, int64(1), b.Stats().Rejected)
 	assert.Equal(t, 0, b.Stats().InFlight)
@@ -78,7 +78,7 @@ func TestWatchTakesExactRTTsFromCallDurations(t *testing.T) {
 		t.Helper()
 		assert.InDelta(t, 250*float64(ms)/math.Sqrt2, float64(s.RTTDev), 10, "the spread of 50 and 300 ms")
 		s.RTTDev = 0
-		assert.Equal(t, adaptive.Sample{RTT: 175 * ms, N: 2, InFlight: 2}, s)
+		assert.Equal(t, adaptive.Sample{RTT: 175 * ms, N: 2, InFlight: 2, Elapsed: 300 * ms}, s)
 	}
 	exact(alg.samples[0])
 

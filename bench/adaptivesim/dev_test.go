@@ -160,15 +160,22 @@ func TestDevTrace(t *testing.T) {
 }
 
 type logAlg struct {
-	c     *adaptive.Capacity
+	c interface {
+		adaptive.Algorithm
+		NoLoadRTT() float64
+	}
 	clock func() time.Duration
 }
 
 func (l *logAlg) Update(limit float64, s adaptive.Sample) float64 {
 	next := l.c.Update(limit, s)
 	if next != limit || *devAll {
-		fmt.Printf("%6.2fs limit %5.1f -> %5.1f  rtt %5.1fms dev %5.1f n %3d infl %3d drops %d noLoad %5.2fms\n",
-			l.clock().Seconds(), limit, next, float64(s.RTT)/1e6, float64(s.RTTDev)/1e6, s.N, s.InFlight, s.Drops, l.c.NoLoadRTT()/1e6)
+		est := 0.0
+		if sp, ok := l.c.(*adaptive.SetPoint); ok {
+			est = sp.EstimatedCapacity()
+		}
+		fmt.Printf("%6.2fs limit %5.1f -> %5.1f  rtt %5.1fms dev %5.1f n %3d infl %3d drops %d noLoad %5.2fms est %5.1f\n",
+			l.clock().Seconds(), limit, next, float64(s.RTT)/1e6, float64(s.RTTDev)/1e6, s.N, s.InFlight, s.Drops, l.c.NoLoadRTT()/1e6, est)
 	}
 	return next
 }
@@ -181,6 +188,9 @@ func TestDevLog(t *testing.T) {
 	sc := c.Scenario(uint64(*devSeed))
 	var a *Adaptive
 	la := &logAlg{c: &adaptive.Capacity{}, clock: func() time.Duration { return a.clock.Now().Sub(epoch) }}
+	if strings.Contains(*devOnly, "setpoint") {
+		la.c = &adaptive.SetPoint{}
+	}
 	api := Typed
 	if strings.Contains(*devOnly, "plain") {
 		api = Plain
@@ -298,8 +308,14 @@ func TestDevScan(t *testing.T) {
 	b, _ := os.ReadFile(devStatic)
 	_ = json.Unmarshal(b, &cache)
 	ct := Contenders()[0]
-	if strings.Contains(*devOnly, "plain") {
-		ct = Contenders()[1]
+	if *devOnly != "" {
+		only := regexp.MustCompile(*devOnly)
+		for _, c := range Contenders() {
+			if only.MatchString(c.Name) {
+				ct = c
+				break
+			}
+		}
 	}
 	type miss struct {
 		cell string
@@ -354,6 +370,15 @@ func TestDevExc(t *testing.T) {
 	}
 	cre := regexp.MustCompile(*devCells)
 	ct := Contenders()[0]
+	if *devOnly != "" {
+		only := regexp.MustCompile(*devOnly)
+		for _, c := range Contenders() {
+			if only.MatchString(c.Name) {
+				ct = c
+				break
+			}
+		}
+	}
 	for _, c := range Cells() {
 		if !cre.MatchString(c.String()) {
 			continue

@@ -294,6 +294,7 @@ func Contenders() []Contender {
 		adaptiveContender(DefaultName, adaptive.Config{}, Typed),
 		adaptiveContender(DefaultName+" (plain interface)", adaptive.Config{}, Plain),
 		{Name: LeaseName, New: func(sc Scenario) Limiter { return NewLeased(adaptive.Config{}, sc.Initial) }},
+		adaptiveContender("setpoint", adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.SetPoint{} }}, Typed),
 	}
 	for _, name := range []string{adaptive.NameAIMD, adaptive.NameVegas, adaptive.NameGradient2} {
 		newAlg, _ := adaptive.ByName(name)

@@ -57,7 +57,8 @@ through the plain bulkhead.Bulkhead interface the operators use (RTTs matched to
 through a watched keyed registry (adaptive.WatchRegistry over a *bulkhead.Registry, calls taken
 with Registry.TryAcquirePermission and given back with Lease.FinishCall, whose CallFinished event
 carries the call's exact duration; TestLeaseWiringLearnsWhatTypedCallsLearn checks that it takes
-the same limits as typed calls); AIMD,
+the same limits as typed calls); setpoint, the set-point controller adaptive.SetPoint (not the
+default), through typed calls; AIMD,
 Vegas and Gradient2 with Netflix concurrency-limits' defaults in the two wirings Netflix users run
 them: *per call* (every call a sample, as SimpleLimiter feeds a limit) and *1 s windows* (1 s, at
 least 10 calls, shorter windows discarded: WindowedLimit), both without this controller's
@@ -110,6 +111,18 @@ Where each limiter wins, from the tables:
   row as typed calls, cell by cell: a Lease's CallFinished event carries the call's exact
   duration, and a timeout marked with MarkOverload before FinishCall is the drop a typed call's
   Finish reports, so the controller is fed the same samples.
+- *setpoint* (adaptive.SetPoint, typed calls, not the default) holds the limit at 1.06 × C where
+  its no-load RTT is known well: on the σ 0.1 partner at 1.5× load, every goal on 15 and 8 of
+  the 20 seeds of the steady cells (from C/5, from 5×C; capacity on none), its 1 s average
+  between 1.04 and 1.20 × C on the worst seeds (capacity: 1.05 and 1.31 ×). It meets every goal in 10 cells
+  (the steady cells at 0.5× load: below a limit not reached it leaves room for twice the calls
+  in flight, so it rejects nothing on the heavy-tail partner started at C/5, where capacity
+  does), rejects below capacity in 11 cells (capacity 13) and misses p99 in 35 (36), but misses
+  goodput in 27 (22), at 1.0× load and after the step: its estimate, the rate of calls × the
+  no-load RTT, counts the load when the partner is not busy all the time, and it grows back
+  after the step only on epochs that show no queue. Where the no-load RTT stays uncertain (a
+  standard error above 2 %: σ 0.5, the heavy tail, the bimodal partner) it is Capacity, so its
+  worst cells (goodput 0.63×, p99 6.97×) are Capacity's.
 - *aimd (per call)* has the default's worst-case goodput (0.63×) and meets every goal in the most
   cells of the limiters one can build (10, all at 0.5× load), because it only reacts to timeouts: at or above capacity it
   lets the queue grow until calls time out (p99 missed in 78 cells).
@@ -174,4 +187,19 @@ cell meets it on all 20 seeds: on the steady σ 0.1 partner at 1.5× load, the c
 1 s average of the worst seed fell from 1.25-1.31 × C to 1.17-1.20 × C, against the band's 1.15.
 A cut needs a queue proved beyond Evidence, so the limit overshoots C by about what an epoch can
 prove, and limits held lower than that lose goodput.
+
+The set-point controller (adaptive.SetPoint, its row above: estimate C by Little's law from the
+rate of calls and hold 1.06 × C, never cut without a queue, never cut a limit that is not
+reached) was built on 2026-12-03 to replace the probes and is not the default: against
+capacity, every goal in 10 cells instead of 9 and rejected = 0 missed in 11 instead of 13, with
+the same worst goodput (0.63×), worst p99 (6.97×) and floor (0 s), but goodput missed in 27
+cells instead of 22 (cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^setpoint$'
+-v). Its first versions, which took C from in-flight × no-load RTT / RTT and acted on the first
+no-load RTT the descent measured, collapsed on the noisy partners (5 seeds: worst goodput
+0.05×, up to 23 s at the floor): a no-load RTT measured 10 to 23 % low (the bimodal partner:
+43 ms for 56 ms) makes every estimate of C too low, and the lower limit confirms it. Hence its
+rules: the set point starts only once the no-load RTT's standard error is within 2 %, the
+estimate uses the no-load RTT's upper bound and the rate of calls (in-flight × no-load RTT /
+RTT, from the most calls in flight, put the σ 0.1 partner at 1.06 × C before the target), and it
+moves down only when a queue shows.
 `

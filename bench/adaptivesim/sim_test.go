@@ -102,7 +102,8 @@ func tracedSet() map[string]bool {
 
 // TestMatrixRerun runs the contenders matching -rerun again on the whole
 // matrix (FullSeeds seeds, the saved cells' best static limits kept) and
-// replaces their results and traces in the saved matrix: after a change
+// replaces their results and traces in the saved matrix (a contender new
+// since the full run is added, in the order of Contenders): after a change
 // that only those contenders see (the default algorithm), the saved matrix
 // is then what a full run gives, since every run is deterministic and the
 // other contenders and the static sweep do not depend on it, in a quarter
@@ -114,12 +115,22 @@ func TestMatrixRerun(t *testing.T) {
 	m := readSavedMatrix(t)
 	re := regexp.MustCompile(*rerun)
 	var cs []Contender
+	after := "" // the last saved contender before c, in Contenders' order
 	for _, c := range Contenders() {
 		if re.MatchString(c.Name) {
-			if !slices.Contains(m.Names, c.Name) {
-				t.Fatalf("%q is not in the saved matrix: run TestMatrix -full", c.Name)
-			}
 			cs = append(cs, c)
+			if !slices.Contains(m.Names, c.Name) {
+				// a new contender: added to the saved matrix after the
+				// one it follows in Contenders
+				at := 0
+				if after != "" {
+					at = slices.Index(m.Names, after) + 1
+				}
+				m.Names = slices.Insert(m.Names, at, c.Name)
+			}
+		}
+		if slices.Contains(m.Names, c.Name) {
+			after = c.Name
 		}
 	}
 	if len(cs) == 0 {
@@ -135,6 +146,9 @@ func TestMatrixRerun(t *testing.T) {
 		for _, c := range cs {
 			m.Results[i].Runs[c.Name] = r.Runs[c.Name]
 			if tr, ok := r.Traces[c.Name]; ok {
+				if m.Results[i].Traces == nil {
+					m.Results[i].Traces = map[string]Run{}
+				}
 				m.Results[i].Traces[c.Name] = tr
 			}
 		}
