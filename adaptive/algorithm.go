@@ -72,10 +72,11 @@ const (
 	NameVegas     = "vegas"
 	NameGradient2 = "gradient2"
 	NameCapacity  = "capacity"
+	NameSetPoint  = "setpoint"
 )
 
 // ByName returns a constructor of the built-in algorithm called name
-// (NameAIMD, NameVegas, NameGradient2 or NameCapacity), each with its
+// (NameAIMD, NameVegas, NameGradient2, NameCapacity or NameSetPoint), each with its
 // defaults, and false for any other name.
 func ByName(name string) (func() Algorithm, bool) {
 	switch name {
@@ -87,12 +88,16 @@ func ByName(name string) (func() Algorithm, bool) {
 		return func() Algorithm { return &Gradient2{} }, true
 	case NameCapacity:
 		return func() Algorithm { return &Capacity{} }, true
+	case NameSetPoint:
+		return func() Algorithm { return &SetPoint{} }, true
 	}
 	return nil, false
 }
 
 // Names lists the built-in algorithms in the order ByName knows them.
-func Names() []string { return []string{NameAIMD, NameVegas, NameGradient2, NameCapacity} }
+func Names() []string {
+	return []string{NameAIMD, NameVegas, NameGradient2, NameCapacity, NameSetPoint}
+}
 
 // rttNanos is s.RTT in nanoseconds as a float, at least 1.
 func rttNanos(s Sample) float64 { return math.Max(1, float64(s.RTT)) }

@@ -123,7 +123,7 @@ func ExampleByName() {
 	cfg := adaptive.Config{Algorithm: newAlgorithm, Min: 5, Max: 200}
 	fmt.Println(cfg.Validate())
 	// Output:
-	// true [aimd vegas gradient2 capacity]
+	// true [aimd vegas gradient2 capacity setpoint]
 	// <nil>
 }
 

@@ -22,7 +22,7 @@ import (
 // entry adaptive with every default.
 type AdaptiveSpec struct {
 	// Algorithm is one of adaptive.Names(): aimd, vegas, gradient2,
-	// capacity. Empty: inherit, or capacity (adaptive.Config's default).
+	// capacity, setpoint. Empty: inherit, or capacity (adaptive.Config's default).
 	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
 	// Min overrides adaptive.Config.Min (0: 1).
 	Min *int `json:"min,omitempty" yaml:"min,omitempty"`

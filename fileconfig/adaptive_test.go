@@ -51,7 +51,7 @@ func TestAdaptiveSectionResolvesWithInheritance(t *testing.T) {
 
 func TestAdaptiveSectionErrorsNameTheSubkey(t *testing.T) {
 	for text, want := range map[string]string{
-		`{"instances": {"walmart": {"adaptive": {"algorithm": "pid"}}}}`:        `bulkhead "walmart": adaptive.algorithm "pid": unknown algorithm (known: aimd, vegas, gradient2, capacity)`,
+		`{"instances": {"walmart": {"adaptive": {"algorithm": "pid"}}}}`:        `bulkhead "walmart": adaptive.algorithm "pid": unknown algorithm (known: aimd, vegas, gradient2, capacity, setpoint)`,
 		`{"instances": {"walmart": {"adaptive": {"min": -1}}}}`:                 `bulkhead "walmart": adaptive.min -1: want an integer >= 0, got a number`,
 		`{"instances": {"walmart": {"adaptive": {"min": 10, "max": 5}}}}`:       `bulkhead "walmart": adaptive.max 5: must be >= Min (10)`,
 		`{"instances": {"walmart": {"adaptive": {"step": 1}}}}`:                 `bulkhead "walmart": adaptive.step: unknown key (known: algorithm, initial, max, min)`,
