@@ -307,16 +307,7 @@ func TestDevScan(t *testing.T) {
 	cache := map[string]devStaticCell{}
 	b, _ := os.ReadFile(devStatic)
 	_ = json.Unmarshal(b, &cache)
-	ct := Contenders()[0]
-	if *devOnly != "" {
-		only := regexp.MustCompile(*devOnly)
-		for _, c := range Contenders() {
-			if only.MatchString(c.Name) {
-				ct = c
-				break
-			}
-		}
-	}
+	ct := devContender()
 	type miss struct {
 		cell string
 		seed int
@@ -369,16 +360,7 @@ func TestDevExc(t *testing.T) {
 		t.Skip()
 	}
 	cre := regexp.MustCompile(*devCells)
-	ct := Contenders()[0]
-	if *devOnly != "" {
-		only := regexp.MustCompile(*devOnly)
-		for _, c := range Contenders() {
-			if only.MatchString(c.Name) {
-				ct = c
-				break
-			}
-		}
-	}
+	ct := devContender()
 	for _, c := range Cells() {
 		if !cre.MatchString(c.String()) {
 			continue
@@ -412,4 +394,18 @@ func TestDevExc(t *testing.T) {
 		slices.Sort(lo)
 		fmt.Printf("%-45s band %.2f  high worst %.2f median %.2f  low worst %.2f median %.2f\n", c, c.Band(), hi[len(hi)-1], hi[len(hi)/2], lo[0], lo[len(lo)/2])
 	}
+}
+
+// devContender is the first contender -dev.only matches, else the first
+// contender (the default).
+func devContender() Contender {
+	if *devOnly != "" {
+		only := regexp.MustCompile(*devOnly)
+		for _, c := range Contenders() {
+			if only.MatchString(c.Name) {
+				return c
+			}
+		}
+	}
+	return Contenders()[0]
 }
