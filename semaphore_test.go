@@ -3,6 +3,7 @@ package bulkhead_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -556,7 +557,10 @@ func TestAcquirePermissionCtxRacingGrantLeavesNoPermit(t *testing.T) {
 		go func() { errc <- s.AcquirePermission(ctx) }()
 		go cancel()
 		for s.Metrics().QueuedCalls == 0 && ctx.Err() == nil {
-			// wait until queued or cancelled
+			// Wait until queued or cancelled, yielding: at GOMAXPROCS 1 the
+			// two goroutines run only then (without it each round waited
+			// out a 10 ms time slice: 22 s at -test.cpu 1, 0.3 s at 2).
+			runtime.Gosched()
 		}
 		s.FinishCall()
 		if err := <-errc; err == nil {

@@ -142,6 +142,10 @@ func TestShadowModeTogglingUnderLoadStrandsNoWaiterAndLeaksNoPermit(t *testing.T
 				t.Error(err)
 				return
 			}
+			// Yield: this loop never blocks, and at GOMAXPROCS 1 each
+			// runtime.Gosched of the workers otherwise waited for it to be
+			// preempted (a 10 ms time slice).
+			runtime.Gosched()
 		}
 	}()
 	var workers sync.WaitGroup

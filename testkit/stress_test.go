@@ -1,6 +1,7 @@
 package testkit_test
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,10 @@ func TestSubscriberHammeredWhileAnotherGoroutineSignals(t *testing.T) {
 					_ = ts.Values()
 					_ = ts.String()
 					_ = ts.IsComplete()
+					// Yield: this loop never blocks, and at GOMAXPROCS 1
+					// each value's delivery otherwise waited for it to be
+					// preempted (a 10 ms time slice; minutes in all).
+					runtime.Gosched()
 				}
 			}
 		})

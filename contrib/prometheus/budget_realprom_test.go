@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +76,7 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 	defer stop()
 	var load sync.WaitGroup
 	var interactiveCalls, batchCalls []bulkhead.BudgetCall
+	var decided atomic.Int64 // calls granted or rejected, as their callers saw
 	for i := range 8 {
 		p, err := hub.Flow(fmt.Sprintf("partner-%d", i), bulkhead.PartnerOptions{})
 		if err != nil {
@@ -91,7 +93,9 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 		go func() {
 			defer load.Done()
 			for ctx.Err() == nil {
-				if call.AcquirePermission(context.Background()) == nil {
+				err := call.AcquirePermission(context.Background())
+				decided.Add(1)
+				if err == nil {
 					time.Sleep(hold)
 					call.FinishCall()
 				} else {
@@ -101,8 +105,29 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 		}()
 	}
 	load.Wait()
-	budgetCoda(t, prom, interactiveCalls[0], batchCalls)
+	budgetCoda(t, prom, hub, interactiveCalls[0], batchCalls, &decided)
 	prom.Await(t, `sum(bulkhead_budget_permits_in_use{budget="hub"})`, 0, 10*time.Second)
+	// A budget call's CallPermitted or CallRejected is published by the
+	// goroutine that decided it, after its Done is closed, even for a
+	// blocking call: wait until the listener has seen every decision the
+	// callers saw, or the counts read below could miss the last ones.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		events := 0
+		for _, n := range permitted {
+			events += n
+		}
+		for _, n := range rejected {
+			events += n
+		}
+		mu.Unlock()
+		if int64(events) == decided.Load() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener saw %d grants and rejections, the callers %d", events, decided.Load())
+		}
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -151,12 +176,16 @@ func TestRealPrometheusAnswersPromQLAboutABudgetUnderLoad(t *testing.T) {
 // all 2 s): with an interactive call (1 permit) and a batch call (2, the
 // class's share) held, the next two batch calls wait (1 permit free, and
 // it is the interactive class's headroom), a third is rejected queue_full
-// (the class queues 2), and the two waiters are rejected wait_timeout after
-// 8 ms (nothing else gives permits back: the load is over). While the 3
-// permits are held a scrape sees them in use, and the next one sees none,
+// (the class queues 2), and the two waiters are rejected wait_timeout
+// (nothing else gives permits back: the load is over). The batch class
+// waits without a bound until the third call is refused (with its 8 ms the
+// waiters could expire first on a loaded machine); restoring 8 ms applies
+// to them, counted from their arrival. While the 3 permits are held a
+// scrape sees them in use (and the test then awaits one that sees none),
 // so the utilisation query finds a busy sample whatever the scrapes during
 // the load saw. The test's listener counts these calls like the load's.
-func budgetCoda(t *testing.T, prom *metricstest.Prometheus, interactive bulkhead.BudgetCall, batch []bulkhead.BudgetCall) {
+// It adds the calls it decides to decided.
+func budgetCoda(t *testing.T, prom *metricstest.Prometheus, hub *bulkhead.Budget, interactive bulkhead.BudgetCall, batch []bulkhead.BudgetCall, decided *atomic.Int64) {
 	t.Helper()
 	if err := interactive.AcquirePermission(context.Background()); err != nil {
 		t.Fatalf("interactive, idle budget: %v", err)
@@ -173,11 +202,34 @@ func budgetCoda(t *testing.T, prom *metricstest.Prometheus, interactive bulkhead
 			t.Fatalf("batch: %v, want a %v rejection", err, want)
 		}
 	}
-	a1, a2 := batch[1].AcquirePermissionAsync(), batch[2].AcquirePermissionAsync()
-	rejectedFor(batch[3].AcquirePermissionAsync().Err(), bulkhead.QueueFull)
-	for _, a := range []*bulkhead.Acquisition{a1, a2} {
-		<-a.Done()
-		rejectedFor(a.Err(), bulkhead.WaitTimeout)
+	cfg := hub.Config()
+	unbounded := hub.Config()
+	for i := range unbounded.Classes {
+		if unbounded.Classes[i].Name == "batch" {
+			unbounded.Classes[i].MaxWaitDuration = bulkhead.NoTimeout
+		}
 	}
+	if err := hub.ChangeConfig(unbounded); err != nil {
+		t.Fatal(err)
+	}
+	var waiters sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		waiters.Go(func() { errs[i] = batch[1+i].AcquirePermission(context.Background()) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); hub.Metrics().Queued < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("batch: %+v, want 2 waiters within 10s", hub.Metrics())
+		}
+	}
+	rejectedFor(batch[3].AcquirePermissionAsync().Err(), bulkhead.QueueFull)
+	if err := hub.ChangeConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	waiters.Wait()
+	for _, err := range errs {
+		rejectedFor(err, bulkhead.WaitTimeout)
+	}
+	decided.Add(5) // 2 grants, 3 rejections
 	prom.Await(t, `sum(bulkhead_budget_permits_in_use{budget="hub"})`, 3, 10*time.Second)
 }

@@ -143,7 +143,7 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 		})
 	}
 	load.Wait()
-	coda(t, r, handoff, reports, &poolRejected)
+	coda(t, r, handoff, mixed, reports, &poolRejected)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -221,13 +221,15 @@ func TestRealPrometheusAnswersPromQLAboutTheLoadTheTestRan(t *testing.T) {
 // Prometheus once more, whatever the scheduler did during the load (on a
 // loaded machine its callers may seldom overlap, and a legal schedule can
 // keep them apart for all 3 s): a timed handoff call; with mixed's one
-// permit held, a try rejected no_wait, two waiters that fill its queue of
-// 2, a third call rejected queue_full, and the two waiters rejected
-// wait_timeout after 7 ms (nothing else can grant them: the load is over);
-// three blocked tasks for the pool's one worker and one queue slot, at
-// least one rejected queue_full. The test's listeners count these like the
-// load's calls, so every comparison below still covers every call.
-func coda(t *testing.T, r *bulkhead.Registry, handoff *bulkhead.Semaphore, reports *pool.Pool, poolRejected *atomic.Int64) {
+// permit held (nothing else can grant: the load is over), a try rejected
+// no_wait, two waiters that fill its queue of 2 and a third call rejected
+// queue_full (the two wait without a bound meanwhile, then are cancelled:
+// with mixed's 7 ms they could expire before the third call on a loaded
+// machine), and a blocking call rejected wait_timeout after 7 ms; three blocked
+// tasks for the pool's one worker and one queue slot, at least one
+// rejected queue_full. The test's listeners count these like the load's
+// calls, so every comparison below still covers every call.
+func coda(t *testing.T, r *bulkhead.Registry, handoff, mixed *bulkhead.Semaphore, reports *pool.Pool, poolRejected *atomic.Int64) {
 	t.Helper()
 	if err := handoff.AcquirePermission(context.Background()); err != nil {
 		t.Fatalf("handoff, idle: %v", err)
@@ -240,6 +242,7 @@ func coda(t *testing.T, r *bulkhead.Registry, handoff *bulkhead.Semaphore, repor
 	if err != nil {
 		t.Fatalf("mixed, idle: %v", err)
 	}
+	defer lease.FinishCall()
 	rejectedFor := func(err error, want bulkhead.Reason) {
 		t.Helper()
 		var fe *bulkhead.FullError
@@ -249,16 +252,27 @@ func coda(t *testing.T, r *bulkhead.Registry, handoff *bulkhead.Semaphore, repor
 	}
 	_, err = r.TryAcquirePermission("mixed", bulkhead.CallOptions{})
 	rejectedFor(err, bulkhead.NoWait)
+	cfg := mixed.Config()
+	unbounded := cfg
+	unbounded.MaxWaitDuration = bulkhead.NoTimeout
+	if err := mixed.ChangeConfig(unbounded); err != nil {
+		t.Fatal(err)
+	}
 	a1, _ := r.AcquirePermissionAsync("mixed", bulkhead.CallOptions{})
 	a2, _ := r.AcquirePermissionAsync("mixed", bulkhead.CallOptions{})
 	a3, _ := r.AcquirePermissionAsync("mixed", bulkhead.CallOptions{})
 	rejectedFor(a3.Err(), bulkhead.QueueFull)
-	for _, a := range []*bulkhead.Acquisition{a1, a2} {
-		<-a.Done()
-		rejectedFor(a.Err(), bulkhead.WaitTimeout)
+	if !a1.Cancel() || !a2.Cancel() {
+		t.Fatal("mixed: a waiter was decided while the coda held the permit")
 	}
-	time.Sleep(time.Millisecond)
-	lease.FinishCall()
+	if err := mixed.ChangeConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	// Blocking, so that its CallRejected is published (on this goroutine)
+	// when it returns: a queued async call's is published by the goroutine
+	// that decided it, after Done is closed (Semaphore.OnEvent).
+	_, err = r.AcquirePermission(context.Background(), "mixed", bulkhead.CallOptions{})
+	rejectedFor(err, bulkhead.WaitTimeout)
 
 	release := make(chan struct{})
 	var tasks []*pool.Future[int]
