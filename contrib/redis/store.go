@@ -89,12 +89,20 @@ type Store struct {
 // client with AddHook do not see its connection. Close closes it. Any
 // other UniversalClient subscribes through client.PSubscribe.
 //
-// What Close cannot cut short: a dial under way gets a context that Close
-// cancels, which ends a TCP connect at once, but go-redis's default dialer
-// makes the TLS handshake (with Options.TLSConfig) without it, and a
-// Sentinel lookup is bounded by the Sentinel client's own timeouts; until
-// the dial returns, Close waits, up to the client's DialTimeout for the
-// handshake.
+// A dial under way gets a context that Close cancels, which ends a TCP
+// connect at once, and the TLS handshake too: go-redis's default dialer
+// (Options.TLSConfig set, Options.Dialer nil) makes the handshake without
+// the context, so the Store's client dials instead with a dialer of its
+// own that does the same (DialTimeout, go-redis's TCP keep-alive, the same
+// tls.Config, ServerName taken from the address by crypto/tls when empty)
+// but hands the handshake the context.
+//
+// What Close cannot cut short: a Dialer of the caller's that ignores its
+// context, the TLS handshake of Sentinel's failover client when
+// FailoverOptions.Dialer is nil (go-redis's failover dialer makes it
+// without the context), and a Sentinel lookup, bounded by the Sentinel
+// client's own timeouts; until such a dial returns, Close waits, up to the
+// client's DialTimeout for a handshake.
 func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redis: NewStore: client must not be nil")

@@ -2,9 +2,12 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
+	"reflect"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -24,6 +27,14 @@ import (
 // (conns), and close closes them: the blocked read fails at once, the
 // handshake returns, and PubSub.Close gets the mutex.
 //
+// A dial under way when the Store closes ends too: the dialer's context is
+// cancelled by close. go-redis's default dialer makes its TLS handshake
+// without the context (tls.DialWithDialer), so with Options.TLSConfig and
+// no Dialer of the caller's, the subscription's client dials with a dialer
+// of the Store's own that does what go-redis's does (same net.Dialer
+// settings, same tls.Config, ServerName inferred from the address by
+// crypto/tls in both) but hands the handshake the context (tls.Dialer).
+//
 // Invariant: once conns is closed, no connection of the subscription stays
 // open: a dial that returns afterwards closes its connection itself and
 // fails (connSet.add decides under its mutex).
@@ -41,11 +52,15 @@ type subscription struct {
 // notifications, no pipeline pool, and the Dialer wrapped to record its
 // connections. Any other UniversalClient subscribes through itself.
 func newSubscription(ctx context.Context, c goredis.UniversalClient) *subscription {
-	conns := &connSet{conns: make(map[*subConn]struct{})}
+	conns := newConnSet()
 	switch c := c.(type) {
 	case *goredis.Client:
 		o := *c.Options()
-		o.Dialer = conns.dialer(o.Dialer, &o)
+		dial := o.Dialer
+		if isDefaultDialer(dial) {
+			dial = nil // the Store's own, which does the same
+		}
+		o.Dialer = conns.dialer(dial, o.DialTimeout, o.TLSConfig)
 		o.PoolSize, o.MinIdleConns, o.MaxIdleConns = 1, 0, 0
 		o.PipelinePoolSize = -1
 		o.ClientSideCache, o.ClientSideCacheConfig = nil, nil
@@ -54,8 +69,8 @@ func newSubscription(ctx context.Context, c goredis.UniversalClient) *subscripti
 		return &subscription{ps: own.PSubscribe(ctx), client: own, conns: conns}
 	case *goredis.ClusterClient:
 		o := *c.Options()
-		no := goredis.Options{DialTimeout: o.DialTimeout, TLSConfig: o.TLSConfig}
-		o.Dialer = conns.dialer(o.Dialer, &no)
+		// ClusterOptions.Dialer stays nil unless the caller set one.
+		o.Dialer = conns.dialer(o.Dialer, o.DialTimeout, o.TLSConfig)
 		o.PoolSize, o.MinIdleConns, o.MaxIdleConns = 1, 0, 0
 		o.PipelinePoolSize = -1
 		o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -81,19 +96,65 @@ func (sub *subscription) close() {
 // returns once the Store closes.
 var errSubscriptionClosed = errors.New("redis: the Store's subscription is closed")
 
+// defaultDialer is the code of go-redis's default dialer as installed by
+// NewClient (Options.init) when Options.Dialer is nil, found once from a
+// client that dials nothing.
+var defaultDialer = sync.OnceValue(func() uintptr {
+	c := goredis.NewClient(&goredis.Options{
+		Addr: "127.0.0.1:0", PoolSize: 1,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	defer c.Close()
+	return reflect.ValueOf(c.Options().Dialer).Pointer()
+})
+
+// isDefaultDialer reports whether dial is go-redis's default dialer, the
+// one NewClient installs when Options.Dialer is nil: its closure's code is
+// the same (a Dialer of the caller's is other code). Options() cannot say
+// otherwise: NewClient fills Dialer in. If go-redis ever installs it
+// differently, this reports false and the subscription keeps go-redis's
+// dialer, whose TLS handshake Close cannot cut short (the TLS stall test
+// then fails). One false positive: a caller's Dialer copied from another
+// client's Options() is that client's default dialer; the Store's
+// replacement then uses this client's DialTimeout and TLSConfig.
+func isDefaultDialer(dial func(context.Context, string, string) (net.Conn, error)) bool {
+	return dial != nil && reflect.ValueOf(dial).Pointer() == defaultDialer()
+}
+
+// keepAlive is go-redis v9's default dialer's TCP keep-alive.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}
+
 // connSet is the set of open connections of the subscription's client.
 type connSet struct {
+	// done is cancelled by close: it ends every dial under way.
+	done   context.Context
+	cancel context.CancelFunc
+
 	mu     sync.Mutex
 	closed bool
 	conns  map[*subConn]struct{}
 }
 
-// dialer wraps dial (nil: go-redis's default dialer for o) so that the set
-// records the connections it returns.
-func (cs *connSet) dialer(dial func(context.Context, string, string) (net.Conn, error), o *goredis.Options,
+func newConnSet() *connSet {
+	done, cancel := context.WithCancel(context.Background())
+	return &connSet{done: done, cancel: cancel, conns: make(map[*subConn]struct{})}
+}
+
+// dialer wraps dial so that the set records the connections it returns
+// and close ends a dial under way (dial gets a context close cancels).
+// A nil dial is go-redis's default dialer done here: a net.Dialer with
+// timeout and go-redis's keep-alive, and with tlsConfig a TLS handshake
+// that ends with the context (tls.Dialer; crypto/tls infers ServerName
+// from addr when tlsConfig has none, as for go-redis's tls.DialWithDialer).
+func (cs *connSet) dialer(dial func(context.Context, string, string) (net.Conn, error), timeout time.Duration,
+	tlsConfig *tls.Config,
 ) func(context.Context, string, string) (net.Conn, error) {
 	if dial == nil {
-		dial = goredis.NewDialer(o)
+		nd := &net.Dialer{Timeout: timeout, KeepAliveConfig: keepAlive}
+		dial = nd.DialContext
+		if tlsConfig != nil {
+			dial = (&tls.Dialer{NetDialer: nd, Config: tlsConfig}).DialContext
+		}
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cs.mu.Lock()
@@ -102,6 +163,10 @@ func (cs *connSet) dialer(dial func(context.Context, string, string) (net.Conn, 
 		if closed {
 			return nil, errSubscriptionClosed
 		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(cs.done, cancel)
+		defer stop()
 		nc, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -127,6 +192,7 @@ func (cs *connSet) add(nc net.Conn) (net.Conn, error) {
 
 // close closes every open connection and makes later dials fail.
 func (cs *connSet) close() {
+	cs.cancel()
 	cs.mu.Lock()
 	cs.closed = true
 	open := make([]*subConn, 0, len(cs.conns))
