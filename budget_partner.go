@@ -119,7 +119,9 @@ func (c BudgetCall) Weight() int { return c.k }
 // budget's, without blocking, and returns one Acquisition for both.
 //
 // Granted at once by both levels, it returns the shared granted
-// Acquisition and allocates nothing. Rejected at once by the partner, it
+// Acquisition and allocates nothing. A call that queued at its partner
+// comes back as a record, also when it was granted before this method
+// returned. Rejected at once by the partner, it
 // returns the partner's Acquisition (its *FullError, or its *TooHeavyError
 // for a weight above its MaxConcurrentCalls: the budget is not asked);
 // rejected by the budget, the partner's permits are given back first and
@@ -191,15 +193,24 @@ func (p *BudgetPartner) partFinish(k int, start CallStart) {
 
 // afterPartner takes the call on from pa, its partner's acquisition (just
 // returned by the partner's AcquirePermissionAsync): to the budget at once
-// if the partner granted it, as one record waiting for the partner and
-// then for the budget if pa is pending; pa itself if the partner rejected
-// it.
+// if the partner granted it at once, as one record waiting for the partner
+// and then for the budget if pa is a record (pending, or granted by
+// another goroutine's release since it was returned); pa itself if the
+// partner rejected it.
+//
+// A *Semaphore's record that is already granted goes the record's way
+// (registerPartnerDone takes it to the budget inline): the shared granted
+// Acquisition means that both levels granted the call at once, on the
+// caller's goroutine, with nobody waiting at the partner. Taking such a
+// record to the budget as a newcomer would return the shared granted
+// Acquisition for a call that queued at its partner (the linearizability
+// model of both levels refused such histories).
 func (c BudgetCall) afterPartner(pa *Acquisition) *Acquisition {
 	p := c.p
-	switch err := pa.Err(); err {
-	case nil:
+	switch err := pa.Err(); {
+	case err == nil && (pa == grantedAcquisition || p.sem == nil):
 		return p.b.admit(p, c.c, c.k, nil)
-	case ErrPending:
+	case err == nil || err == ErrPending:
 	default:
 		return pa
 	}

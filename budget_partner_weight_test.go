@@ -324,3 +324,40 @@ func raceGrantCancelAndExpiry(t *testing.T, limit, rounds int, call func(p *bulk
 		})
 	}
 }
+
+// The shared granted Acquisition says that both levels granted a call at
+// once, nobody waiting at its partner (BudgetCall.AcquirePermissionAsync).
+// A call its partner granted past a queued heavier one (bounded bypass),
+// in its own enqueue's pass, comes back as a record, granted before
+// AcquirePermissionAsync returned. (It came back as the shared one, which
+// the linearizability model of both levels cannot tell from a call that
+// never queued, and which made it refuse histories where the partner
+// granted a queued call on another goroutine before its caller looked.)
+func TestBudgetCallGrantedPastAWaiterAtItsPartnerReturnsAGrantedRecord(t *testing.T) {
+	clk := newClock()
+	b := newBudget(t, budgetConfig(10, 0, class("only", 0, 0)), clk)
+	p, sem := newPartner(t, b, clk, "walmart", 5, bulkhead.PartnerOptions{})
+	first := p.Call(bulkhead.Class{}, 3)
+	if a := first.AcquirePermissionAsync(); a != bulkhead.GrantedAcquisition() {
+		t.Fatalf("first, with nobody waiting: %v, want the shared granted Acquisition", a.Err())
+	}
+	heavy := p.Call(bulkhead.Class{}, 3).AcquirePermissionAsync()
+	if heavy.Err() != bulkhead.ErrPending {
+		t.Fatalf("heavy: %v, want it waiting at its partner", heavy.Err())
+	}
+	light := p.Call(bulkhead.Class{}, 1)
+	a := light.AcquirePermissionAsync()
+	if a.Err() != nil {
+		t.Fatalf("light: %v, want it granted past the heavy waiter", a.Err())
+	}
+	if a == bulkhead.GrantedAcquisition() {
+		t.Error("light waited at its partner, yet came back as the shared granted Acquisition")
+	}
+	partnerHolds(t, "light granted", sem, 4, 1, b, 4, 0)
+	light.FinishCall()
+	if !heavy.Cancel() {
+		t.Fatal("heavy: Cancel lost")
+	}
+	first.FinishCall()
+	partnerHolds(t, "all back", sem, 0, 0, b, 0, 0)
+}

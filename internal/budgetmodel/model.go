@@ -649,14 +649,15 @@ func (m *Model) partAcquire(i int, c *Call) {
 		m.stats.PartnerQueued++
 		m.partPassIfFree(c.Flow)
 		if c.at == atTransit {
-			// Granted by its own enqueue's pass: the partner returns it
-			// granted, and the call goes on to the budget before its
-			// AcquirePermissionAsync returns (the others that pass
-			// granted may arrive before it, on the goroutine the partner
-			// started for them).
+			// Granted by its own enqueue's pass: the partner returns its
+			// record granted, and the call goes on to the budget before
+			// its AcquirePermissionAsync returns, as a record (the others
+			// that pass granted may arrive before it, on the goroutine
+			// the partner started for them). Only the partner's shared
+			// granted Acquisition makes a call fast (BudgetCall's
+			// afterPartner).
 			n := slices.Index(m.steps, step{kind: stepArrive, call: i})
 			m.steps[n].owner = c.ID + 1
-			c.Fast = true // the partner returned it granted: see run
 		}
 	}
 }
