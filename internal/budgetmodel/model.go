@@ -116,7 +116,8 @@ func (m *Model) Acquire(id, flow int, class string, weight int) *Call {
 // those steps run at any point between the operation's own and its
 // return, and requires none left by then.
 func (m *Model) Owes(id int) bool {
-	return slices.ContainsFunc(m.steps, func(s step) bool { return s.owner == id+1 })
+	return slices.ContainsFunc(m.steps, func(s step) bool { return s.owner == id+1 }) ||
+		slices.ContainsFunc(m.calls, func(c *Call) bool { return c.ID == id && c.want != "" })
 }
 
 // Expect records what call id's AcquirePermissionAsync returned, for a
@@ -132,7 +133,15 @@ func (m *Model) Expect(id int, outcome string) bool {
 			return true
 		}
 	}
-	return returned(m.Get(id)) == outcome
+	c := m.Get(id)
+	if c != nil && c.at == atPartner && c.State == "pending" && outcome != "queued" {
+		// Queued at its partner, and decided there by another goroutine
+		// before the call read its partner's Acquisition: the call's own
+		// goroutine takes the decision on (BudgetCall's afterPartner).
+		c.want = outcome
+		return true
+	}
+	return returned(c) == outcome
 }
 
 // Invalid reports whether a step of m found an outcome other than the one
@@ -390,6 +399,7 @@ func (m *Model) Key() string {
 				marked = 1
 			}
 			num(':', int64(c.at), int64(c.enq), marked, int64(c.pdl))
+			b = append(b, c.want...)
 		}
 	}
 	for f, p := range m.parts {
@@ -476,6 +486,12 @@ type Call struct {
 	at     level
 	pdl    time.Duration // deadline in the partner's queue
 	marked bool          // passed over in the partner's queue (bounded bypass)
+	// want is what the call's AcquirePermissionAsync returned (Expect)
+	// while the call still waits at its partner: the partner decided it
+	// (on another goroutine) before the call looked, so the call's own
+	// goroutine takes it on and the decision is owed before it returns
+	// (Owes); the step the partner's decision leaves checks it.
+	want string
 }
 
 // Call states of partner rejections: the partner's *TooHeavyError, and its
@@ -584,6 +600,9 @@ func (m *Model) run(s step) {
 		if c := m.calls[s.call]; c.State == "pending" { // else its Cancel won
 			c.State = s.reject
 		}
+		if s.want != "" && s.want != s.reject {
+			m.invalid = true
+		}
 	case stepGiveBack:
 		m.stats.GiveBacks++
 		m.parts[s.flow].avail += s.k
@@ -670,8 +689,13 @@ func (m *Model) partAcquire(i int, c *Call) {
 // returns).
 func (m *Model) partRejectQueued(flow, i int, state string) {
 	m.partLeave(flow, i)
-	m.calls[i].at = atGone
-	m.steps = append(m.steps, step{kind: stepPartnerRejects, call: i, owner: m.ownerCtx, reject: state})
+	c := m.calls[i]
+	c.at = atGone
+	st := step{kind: stepPartnerRejects, call: i, owner: m.ownerCtx, reject: state}
+	if c.want != "" {
+		st.owner, st.want, c.want = c.ID+1, c.want, ""
+	}
+	m.steps = append(m.steps, st)
 }
 
 // partLeave takes call i out of flow's partner queue; the bypass count
@@ -727,7 +751,11 @@ func (m *Model) partPassIfFree(flow int) {
 			p.avail -= c.Weight
 			free -= c.Weight
 			c.at = atTransit
-			m.steps = append(m.steps, step{kind: stepArrive, call: i})
+			st := step{kind: stepArrive, call: i}
+			if c.want != "" {
+				st.owner, st.want, c.want = c.ID+1, c.want, ""
+			}
+			m.steps = append(m.steps, st)
 		}
 	}
 }
