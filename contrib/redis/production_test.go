@@ -171,25 +171,7 @@ func testCloseBoundedBeforeSubscription(t *testing.T, ctxTimeouts bool) {
 	}
 	// Without bulkheads the Store makes no round trip: the first
 	// connection dialed is the subscriber's.
-	select {
-	case <-dialed:
-	case <-time.After(outcomeTimeout):
-		t.Fatalf("the Store's subscriber dialed no connection within %v", outcomeTimeout)
-	}
-	b := newBulkhead(t, s, "p", fleetConfig(1, time.Minute))
-	waiter := b.AcquirePermissionAsync()
-	start := time.Now()
-	if err := s.Close(); err != nil {
-		t.Errorf("Close while stalled: %v", err)
-	}
-	took := time.Since(start)
-	t.Logf("Close while stalled took %v", took)
-	if took > 2*cfg.Timeout+500*time.Millisecond { // slack for a loaded machine
-		t.Errorf("Close while stalled before the subscription connected took %v, want at most about 2 × Timeout (%v)", took, cfg.Timeout)
-	}
-	if err := await(t, waiter); !errors.Is(err, rxredis.ErrClosed) && !errors.Is(err, rxredis.ErrUnavailable) {
-		t.Errorf("the waiting call: %v, want ErrClosed or ErrUnavailable", err)
-	}
+	closeWithAWaiterWithinTimeout(t, s, cfg.Timeout, dialed, "while stalled before the subscription connected")
 	// A round trip the Store gave up on holds a pooled connection of the
 	// client until go-redis gives up or the client is closed; the
 	// subscription's own connections were closed by Close.
@@ -578,5 +560,32 @@ func TestWaitReplicasRejectsGrantsNoReplicaAcknowledged(t *testing.T) {
 	fleetIdle(t, c, prefixFor(t), "p", outcomeTimeout)
 	if _, err := rxredis.NewStore(goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{srv.Addr()}}), cfg); err == nil || !strings.Contains(err.Error(), "WaitReplicas") {
 		t.Errorf("NewStore with a ClusterClient and WaitReplicas: %v, want an error naming WaitReplicas", err)
+	}
+}
+
+// closeWithAWaiterWithinTimeout waits (at most outcomeTimeout) until the
+// Store's subscriber has connected (connected), then closes s with a call
+// waiting on one of its bulkheads, and checks that Close took at most
+// about 2 × timeout (the Store's) and that the waiting call learned it.
+func closeWithAWaiterWithinTimeout(t *testing.T, s *rxredis.Store, timeout time.Duration, connected <-chan struct{}, when string) {
+	t.Helper()
+	select {
+	case <-connected:
+	case <-time.After(outcomeTimeout):
+		t.Fatalf("the Store's subscriber made no connection within %v", outcomeTimeout)
+	}
+	b := newBulkhead(t, s, "p", fleetConfig(1, time.Minute))
+	waiter := b.AcquirePermissionAsync()
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Errorf("Close %s: %v", when, err)
+	}
+	took := time.Since(start)
+	t.Logf("Close %s took %v", when, took)
+	if took > 2*timeout+500*time.Millisecond { // slack for a loaded machine
+		t.Errorf("Close %s took %v, want at most about 2 × Timeout (%v)", when, took, timeout)
+	}
+	if err := await(t, waiter); !errors.Is(err, rxredis.ErrClosed) && !errors.Is(err, rxredis.ErrUnavailable) {
+		t.Errorf("the waiting call: %v, want ErrClosed or ErrUnavailable", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"net"
 	"os"
@@ -88,25 +87,7 @@ func TestCloseIsBoundedByTimeoutWhenTheSubscriptionsTLSHandshakeStalls(t *testin
 	}
 	// Without bulkheads the Store makes no round trip: the first
 	// connection accepted is the subscriber's.
-	select {
-	case <-accepted:
-	case <-time.After(outcomeTimeout):
-		t.Fatalf("the Store's subscriber connected to nothing within %v", outcomeTimeout)
-	}
-	b := newBulkhead(t, s, "p", fleetConfig(1, time.Minute))
-	waiter := b.AcquirePermissionAsync()
-	start := time.Now()
-	if err := s.Close(); err != nil {
-		t.Errorf("Close during the TLS handshake: %v", err)
-	}
-	took := time.Since(start)
-	t.Logf("Close during the subscription's TLS handshake took %v", took)
-	if took > 2*cfg.Timeout+500*time.Millisecond { // slack for a loaded machine
-		t.Errorf("Close during the subscription's TLS handshake took %v, want at most about 2 × Timeout (%v)", took, cfg.Timeout)
-	}
-	if err := await(t, waiter); !errors.Is(err, rxredis.ErrClosed) && !errors.Is(err, rxredis.ErrUnavailable) {
-		t.Errorf("the waiting call: %v, want ErrClosed or ErrUnavailable", err)
-	}
+	closeWithAWaiterWithinTimeout(t, s, cfg.Timeout, accepted, "during the subscription's TLS handshake")
 	// The caller's client's own dials (round trips the Store gave up on)
 	// are in their handshakes too: closing the listener's connections
 	// ends them.
