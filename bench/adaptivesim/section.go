@@ -202,4 +202,14 @@ rules: the set point starts only once the no-load RTT's standard error is within
 estimate uses the no-load RTT's upper bound and the rate of calls (in-flight × no-load RTT /
 RTT, from the most calls in flight, put the σ 0.1 partner at 1.06 × C before the target), and it
 moves down only when a queue shows.
+
+A short dip to re-measure the no-load RTT while above C, tried in SetPoint on the same day and
+not kept: after every 15 × the estimate calls at a reached limit, one epoch of at least 20 calls
+at 0.9 × the estimate, its RTTs pooled into the no-load RTT when no queue showed. With it every
+seed converged, for the first time, in three overloaded cells (σ 0.1 at 1.5× load, steady from
+both starts and the ramp from C/5; every goal in 13 cells instead of 10), and the same dips with
+their RTTs unused gained almost nothing, so the better no-load RTT did it. But every dip variant
+missed goodput in 28 to 34 cells: a dip costs throughput, and SetPoint's goodput misses are at
+1.0× load and after a step, where the limit sits near 1.06 × C and Poisson bursts above it are
+rejected, which a dip does not reach.
 `
