@@ -126,13 +126,14 @@ var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interv
 
 // connSet is the set of open connections of the subscription's client.
 type connSet struct {
-	// done is cancelled by close: it ends every dial under way.
+	// done is cancelled by close, before close takes mu: it ends every
+	// dial under way, and once it is, add refuses (it checks under mu, so
+	// a connection add recorded is one close's sweep finds).
 	done   context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[*subConn]struct{}
+	mu    sync.Mutex
+	conns map[*subConn]struct{}
 }
 
 func newConnSet() *connSet {
@@ -157,10 +158,7 @@ func (cs *connSet) dialer(dial func(context.Context, string, string) (net.Conn, 
 		}
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		cs.mu.Lock()
-		closed := cs.closed
-		cs.mu.Unlock()
-		if closed {
+		if cs.done.Err() != nil {
 			return nil, errSubscriptionClosed
 		}
 		ctx, cancel := context.WithCancel(ctx)
@@ -180,7 +178,7 @@ func (cs *connSet) dialer(dial func(context.Context, string, string) (net.Conn, 
 func (cs *connSet) add(nc net.Conn) (net.Conn, error) {
 	c := &subConn{Conn: nc, set: cs}
 	cs.mu.Lock()
-	if cs.closed {
+	if cs.done.Err() != nil {
 		cs.mu.Unlock()
 		_ = nc.Close()
 		return nil, errSubscriptionClosed
@@ -194,7 +192,6 @@ func (cs *connSet) add(nc net.Conn) (net.Conn, error) {
 func (cs *connSet) close() {
 	cs.cancel()
 	cs.mu.Lock()
-	cs.closed = true
 	open := make([]*subConn, 0, len(cs.conns))
 	for c := range cs.conns {
 		open = append(open, c)
