@@ -63,9 +63,16 @@ func (r *storeEvents) first(t rxredis.StoreEventType) (rxredis.StoreEvent, bool)
 // got a wait-timeout *FullError instead of ErrUnavailable, and Close
 // blocked for seconds.
 func TestAStalledRedisIsNoticedWithinTimeoutWhateverTheClientsTimeouts(t *testing.T) {
+	withAndWithoutContextTimeouts(t, testStalledRedisIsNoticedWithinTimeout)
+}
+
+// withAndWithoutContextTimeouts runs test as two subtests, with the
+// client's Options.ContextTimeoutEnabled false (go-redis ignores context
+// deadlines) and true.
+func withAndWithoutContextTimeouts(t *testing.T, test func(t *testing.T, ctxTimeouts bool)) {
 	for _, ctxTimeouts := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
-			testStalledRedisIsNoticedWithinTimeout(t, ctxTimeouts)
+			test(t, ctxTimeouts)
 		})
 	}
 }
@@ -135,11 +142,7 @@ func testStalledRedisIsNoticedWithinTimeout(t *testing.T, ctxTimeouts bool) {
 // the Store once the subscriber has dialed (its HELLO then waits for the
 // stalled server), with a call waiting on a bulkhead.
 func TestCloseIsBoundedByTimeoutWhenRedisStallsBeforeTheSubscriptionConnects(t *testing.T) {
-	for _, ctxTimeouts := range []bool{false, true} {
-		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
-			testCloseBoundedBeforeSubscription(t, ctxTimeouts)
-		})
-	}
+	withAndWithoutContextTimeouts(t, testCloseBoundedBeforeSubscription)
 }
 
 func testCloseBoundedBeforeSubscription(t *testing.T, ctxTimeouts bool) {
