@@ -691,11 +691,17 @@ func (m *Model) partRejectQueued(flow, i int, state string) {
 	m.partLeave(flow, i)
 	c := m.calls[i]
 	c.at = atGone
-	st := step{kind: stepPartnerRejects, call: i, owner: m.ownerCtx, reject: state}
+	m.steps = append(m.steps, c.owedBy(step{kind: stepPartnerRejects, call: i, owner: m.ownerCtx, reject: state}))
+}
+
+// owedBy returns st, the step c's partner's decision leaves, owned by c's
+// own goroutine and checking c.want if c's AcquirePermissionAsync returned
+// before its partner decided it (Expect); c.want is then handed over.
+func (c *Call) owedBy(st step) step {
 	if c.want != "" {
 		st.owner, st.want, c.want = c.ID+1, c.want, ""
 	}
-	m.steps = append(m.steps, st)
+	return st
 }
 
 // partLeave takes call i out of flow's partner queue; the bypass count
@@ -751,11 +757,7 @@ func (m *Model) partPassIfFree(flow int) {
 			p.avail -= c.Weight
 			free -= c.Weight
 			c.at = atTransit
-			st := step{kind: stepArrive, call: i}
-			if c.want != "" {
-				st.owner, st.want, c.want = c.ID+1, c.want, ""
-			}
-			m.steps = append(m.steps, st)
+			m.steps = append(m.steps, c.owedBy(step{kind: stepArrive, call: i}))
 		}
 	}
 }
