@@ -103,6 +103,10 @@ type Capacity struct {
 	sp *setPointState
 }
 
+// noLoadMeanVar is the variance of the no-load RTT as an estimate: one
+// call's variance over the calls it was measured from.
+func (c *Capacity) noLoadMeanVar() float64 { return c.noLoadVar / math.Max(c.noLoadW, 1) }
+
 // spread estimates the variance of one call's RTT for samples that do not
 // know it (Sample.Matched: calls through the plain methods or watched,
 // whose RTTs are matched to grants). The mean RTTs of two
@@ -260,7 +264,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 	tol := param(c.Tolerance, 1.05, 1, math.Inf(1))
 	saturated := float64(e.inFlight) >= math.Max(1, math.Floor(0.9*limit))
 	// the bounds count the no-load RTT's own error
-	err := z * math.Sqrt(e.se*e.se+c.noLoadVar/math.Max(c.noLoadW, 1))
+	err := z * math.Sqrt(e.se*e.se+c.noLoadMeanVar())
 	lo := e.mean - err
 
 	if c.descent != nil {
@@ -363,7 +367,7 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 			step = math.Min(math.Max(c.step*2, growth), 1)
 			next = limit + math.Max(1, limit*step)
 		}
-		if seen := 2 * math.Sqrt(e.se*e.se+c.noLoadVar/math.Max(c.noLoadW, 1)); seen > (next/limit-1)*c.noLoad && c.ep.n < 10*minCalls {
+		if seen := 2 * math.Sqrt(e.se*e.se+c.noLoadMeanVar()); seen > (next/limit-1)*c.noLoad && c.ep.n < 10*minCalls {
 			return c.hold(limit)
 		}
 		// refine the no-load RTT with an epoch below the capacity

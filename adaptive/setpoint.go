@@ -106,7 +106,7 @@ func (p *SetPoint) EstimatedCapacity() float64 {
 // point (its standard error at most setPointReady of it); until then
 // Capacity's rules decide. Once ready, it stays so.
 func (sp *setPointState) ready(c *Capacity) bool {
-	if !sp.on && math.Sqrt(c.noLoadVar/math.Max(c.noLoadW, 1)) <= setPointReady*c.noLoad {
+	if !sp.on && math.Sqrt(c.noLoadMeanVar()) <= setPointReady*c.noLoad {
 		sp.on = true
 		sp.est = 0 // start from Capacity's estimate
 	}
@@ -121,7 +121,7 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 		sp.est = c.capacity
 	}
 	inFlight := float64(min(e.inFlight, int(limit)))
-	seS := math.Sqrt(c.noLoadVar / math.Max(c.noLoadW, 1))
+	seS := math.Sqrt(c.noLoadMeanVar())
 	err := math.Hypot(e.se, seS)
 	sHi := c.noLoad + 2*seS
 	// by the RTT: in-flight × no-load RTT / RTT, with the most calls in
