@@ -135,6 +135,12 @@ func TestConnectThroughAChainedOperatorKeepsTheSharedEmissionRunning(t *testing.
 		defer cancel()
 		mapped.Connect(ctx)
 		assert.Equal(t, []any{2, 3, 4}, rxtest.Values(rxtest.Drain(ch)), "the connect request's context is the emission's: it is not cancelled when the request's observation ends")
+		// The Connect request's own observation gives its permit back once
+		// the source's Observe (which starts the emission) returns, on the
+		// goroutine of Map's connect: that may come after the emission has
+		// ended and ch closed.
+		synctest.Wait()
+		assert.Equal(t, 0, b.Metrics().InFlightCalls)
 	})
 }
 
