@@ -10,8 +10,10 @@ import (
 // CheckBudget registers a t.Cleanup that fails the test if b holds a permit
 // (Metrics().InUse != 0) or has a waiting call (Metrics().Queued != 0) when
 // the test ends: the permit-leak check of a bulkhead.Budget, as
-// CheckPermits is a Semaphore's. The failure names the budget, both counts
-// and the classes (and groups, if any) that hold or wait. It panics if b is nil.
+// CheckPermits is a Semaphore's (inside a testing/synctest bubble, a
+// failing check is read again once the bubble is idle, as there). The
+// failure names the budget, both counts and the classes (and groups, if
+// any) that hold or wait. It panics if b is nil.
 func CheckBudget(t testing.TB, b *bulkhead.Budget) {
 	t.Helper()
 	if b == nil {
@@ -19,8 +21,11 @@ func CheckBudget(t testing.TB, b *bulkhead.Budget) {
 	}
 	t.Cleanup(func() {
 		t.Helper()
-		m := b.Metrics()
-		if m.InUse == 0 && m.Queued == 0 {
+		var m bulkhead.BudgetMetrics
+		if !leakedAfterSettling(func() bool {
+			m = b.Metrics()
+			return m.InUse != 0 || m.Queued != 0
+		}) {
 			return
 		}
 		var classes []bulkhead.ClassMetrics

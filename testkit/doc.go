@@ -34,7 +34,10 @@
 // The permit-leak check: [CheckPermits] (or [CheckRegistry] for a whole
 // Registry) fails the test if a bulkhead still holds a permit or a queued
 // call when the test ends. Every test that involves a bulkhead should call
-// it right after creating the bulkhead.
+// it right after creating the bulkhead. Inside a testing/synctest bubble a
+// check that fails is read again once every other goroutine of the bubble
+// is durably blocked, so a goroutine still on its way to giving a permit
+// back when the test function returned is not reported.
 //
 // A synctest-based test of an rxgo pipeline (sendOrder acquires a permit of
 // walmart, answers after 100 ms and gives the permit back):

@@ -20,8 +20,12 @@ type Metered interface {
 // (Metrics().QueuedCalls != 0) when the test ends: the permit-leak check.
 // The failure names the bulkhead and both counts. Call it right after
 // creating the bulkheads. Metrics are read when the cleanup runs, after the
-// test function returned; inside a testing/synctest bubble, cleanups run
-// inside the bubble.
+// test function returned. Inside a testing/synctest bubble, cleanups run
+// inside the bubble, and a check that fails is read again once every other
+// goroutine of the bubble is durably blocked (synctest.Wait): a goroutine
+// still on its way to giving a permit back when the test function returned
+// (a delivery, the end of an observation) is not reported as a leak, and a
+// permit held by a goroutine blocked for good is.
 //
 // The type parameter lets a slice be passed as it is:
 //
@@ -78,8 +82,11 @@ func isNil(v any) bool {
 
 func checkPermits(t testing.TB, b Metered) {
 	t.Helper()
-	m := b.Metrics()
-	if m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+	var m bulkhead.Metrics
+	if leakedAfterSettling(func() bool {
+		m = b.Metrics()
+		return m.InFlightCalls != 0 || m.QueuedCalls != 0
+	}) {
 		t.Errorf("testkit: bulkhead %q: leaked at the end of the test: %d permit(s) held, %d call(s) queued (want 0 and 0)",
 			b.Name(), m.InFlightCalls, m.QueuedCalls)
 	}
