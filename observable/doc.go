@@ -29,7 +29,9 @@
 //     channel has (rxgo.WithBufferedChannel given to src);
 //   - Connect connects src (a Connectable built with
 //     rxgo.WithPublishStrategy), and so does Connect on an operator chained
-//     after the Observable.
+//     after the Observable. Neither takes a permit: a Connect is no call,
+//     each subscribed observation holds its own, and a full bulkhead does
+//     not reject the Connect.
 //
 // The differential suite (bench/rxdiff) runs every rxgo operator and
 // factory on plain and wrapped sources and lists what differs, and why, in

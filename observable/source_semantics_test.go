@@ -135,12 +135,25 @@ func TestConnectThroughAChainedOperatorKeepsTheSharedEmissionRunning(t *testing.
 		defer cancel()
 		mapped.Connect(ctx)
 		assert.Equal(t, []any{2, 3, 4}, rxtest.Values(rxtest.Drain(ch)), "the connect request's context is the emission's: it is not cancelled when the request's observation ends")
-		// The Connect request's own observation gives its permit back once
-		// the source's Observe (which starts the emission) returns, on the
-		// goroutine of Map's connect: that may come after the emission has
-		// ended and ch closed.
 		synctest.Wait()
 		assert.Equal(t, 0, b.Metrics().InFlightCalls)
+	})
+}
+
+func TestConnectOnAChainedOperatorTakesNoPermitOfItsOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, ev := rxtest.Partner(t, 1, 0)
+		mapped := observable.Bulkhead(b, published(1, 2)).Map(inc, rxgo.WithPublishStrategy())
+		ch := mapped.Observe()
+		synctest.Wait()
+		require.Equal(t, 1, b.Metrics().InFlightCalls, "the subscriber holds the only permit")
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		mapped.Connect(ctx) // a full bulkhead does not reject it: it is no call
+		assert.Equal(t, []any{2, 3}, rxtest.Values(rxtest.Drain(ch)))
+		synctest.Wait()
+		assert.Equal(t, 0, b.Metrics().InFlightCalls)
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Finished}, ev.Types(), "the subscriber's call only")
 	})
 }
 

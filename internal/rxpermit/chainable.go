@@ -48,3 +48,13 @@ func implField(name string, typ reflect.Type) uintptr {
 	}
 	return f.Offset
 }
+
+// parentOf returns the parent context of an rxgo.ObservableImpl (the one
+// rxgo.FromChannel builds from its options), nil for any other Observable.
+func parentOf(o rxgo.Observable) context.Context {
+	impl, ok := o.(*rxgo.ObservableImpl)
+	if !ok || impl == nil {
+		return nil
+	}
+	return *(*context.Context)(unsafe.Add(unsafe.Pointer(impl), implFields().parent))
+}

@@ -45,6 +45,7 @@
 // and start a goroutine only once it is granted, so a pending observation
 // parks nothing (see subscription for who delivers the outcome). rxgo's
 // options are opaque (their struct is unexported): an observation given
-// options lets rxgo.Defer evaluate them, on a goroutine that hands the
-// context over and ends before Observe returns.
+// options has a connectable rxgo.FromChannel built with them evaluate them
+// (the context, the channel's capacity, and whether they ask to connect, as
+// a Connect on a chained operator does: that request takes no permit).
 package rxpermit

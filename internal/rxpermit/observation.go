@@ -96,12 +96,34 @@ func (x *observable) Connect(ctx context.Context) (context.Context, rxgo.Disposa
 // returns; a goroutine then forwards the items. Pending, the channel has
 // the capacity the options ask for and no goroutine exists until the
 // outcome is known.
+//
+// A Connect on an operator chained after the Observable reaches observe as
+// an observation whose options ask to connect (rxgo's Connect observes the
+// operator's source with such an option). It is passed on to src at once
+// and takes no permit, as Connect on the Observable itself: a connectable
+// source starts its shared emission, which reaches every subscribed
+// observation under that observation's own permit, and returns no channel,
+// which is what observe returns then. Taking a permit for it would ask the
+// bulkhead for one more than the subscribers hold, and a full bulkhead
+// would reject the Connect and leave them waiting for ever. A source that
+// is not connectable ignores the request and starts a run of its own (as
+// without the bulkhead): that run's items are forwarded as an
+// observation's, under a permit requested as for any observation, but the
+// source started before the permit was asked for.
 func (o *observation) observe(opts []rxgo.Option, discard bool) *subscription {
 	s := &subscription{o: o, ctx: context.Background()}
 	capacity := 0
 	if len(o.opts)+len(opts) > 0 {
 		s.opts = append(o.opts[:len(o.opts):len(o.opts)], opts...)
-		s.ctx, capacity = evaluate(s.opts)
+		var connect bool
+		s.ctx, capacity, connect = evaluate(s.opts)
+		if connect {
+			in := o.src.Observe(s.opts...)
+			if in == nil {
+				return s // connected: no channel, as rxgo's connectable sources return
+			}
+			s.o = &observation{b: o.b, src: started(in), first: o.first}
+		}
 	}
 	s.outputs(capacity, discard)
 	if s.begin() != beginDeliver {
@@ -121,14 +143,33 @@ func (o *observation) observe(opts []rxgo.Option, discard bool) *subscription {
 	return s
 }
 
-// evaluate returns the context and the channel capacity that opts build.
-// rxgo's options are opaque (their struct is unexported) and no rxgo
-// function hands the context they build to the caller, except to a
-// deferred producer: rxgo.Defer runs one on a goroutine it starts, which
-// hands the context over and ends. rxgo then closes the Defer's own
-// channel, which nobody reads.
-func evaluate(opts []rxgo.Option) (context.Context, int) {
-	got := make(chan context.Context, 1)
-	probe := rxgo.Defer([]rxgo.Producer{func(ctx context.Context, _ chan<- rxgo.Item) { got <- ctx }}).Observe(opts...)
-	return <-got, cap(probe)
+// evaluate returns the context and the channel capacity that opts build,
+// and whether they ask to connect. rxgo's options are opaque (their struct
+// is unexported), so a probe evaluates them: a connectable rxgo.FromChannel
+// built with opts keeps the context they build as its parent (read as
+// chainable reads it) and, observed, returns nil if they ask to connect
+// (connecting the probe starts a goroutine that finds its channel closed
+// and ends) or else a channel of the capacity they ask for.
+func evaluate(opts []rxgo.Option) (ctx context.Context, capacity int, connect bool) {
+	probe := rxgo.FromChannel(closedItems, append(opts[:len(opts):len(opts)], rxgo.WithPublishStrategy())...)
+	ch := probe.Observe()
+	ctx = parentOf(probe)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return ctx, cap(ch), ch == nil
 }
+
+// closedItems is the probe's channel: closed, so a probe that connects
+// forwards nothing and ends at once.
+var closedItems = func() chan rxgo.Item {
+	ch := make(chan rxgo.Item)
+	close(ch)
+	return ch
+}()
+
+// started is a source already observed: its Observe returns the channel of
+// that run whatever the options.
+type started <-chan rxgo.Item
+
+func (in started) Observe(...rxgo.Option) <-chan rxgo.Item { return in }
