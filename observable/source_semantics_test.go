@@ -157,6 +157,22 @@ func TestConnectOnAChainedOperatorTakesNoPermitOfItsOwn(t *testing.T) {
 	})
 }
 
+func TestAConnectThatReachesASourceThatIsNotConnectableAsksForAPermitForTheRunItStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, ev := rxtest.Partner(t, 1, 0)
+		ctx, cancel := context.WithCancel(t.Context())
+		mapped := observable.Bulkhead(b, rxgo.Just(1, 2)()).Map(inc, rxgo.WithPublishStrategy(), rxgo.WithContext(ctx))
+		ch := mapped.Observe()
+		synctest.Wait()
+		mapped.Connect(ctx) // Just ignores the request and starts a run, as without the bulkhead
+		synctest.Wait()
+		assert.Equal(t, []bulkhead.EventType{rxtest.Permitted, rxtest.Rejected}, ev.Types(), "the run the Connect started asked for a permit; the subscriber holds the only one")
+		cancel()
+		rxtest.Drain(ch)
+		synctest.Wait()
+	})
+}
+
 func TestOperatorsChainedAfterTheWrapperSeeTheContextFromChannelWasBuiltWith(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, _ := rxtest.Partner(t, 1, 0)
