@@ -227,7 +227,7 @@ func TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad(t *testing.T) {
 	{
 		const name = "rxbt-cluster-pubsub"
 		pc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.addrs(), ClientName: name, MaxRetries: -1, DialerRetries: 1,
-			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true})
+			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, ContextTimeoutEnabled: true})
 		var nodes []*goredis.Client
 		for i := range cl.nodes {
 			nodes = append(nodes, cl.nodeClient(t, i))

@@ -104,7 +104,7 @@ func TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing(t *testing.T)
 	{
 		const name = "rxbt-sentinel-pubsub"
 		pc := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: master, SentinelAddrs: []string{saddr}, ClientName: name,
-			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, DialerRetries: 1})
+			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, MaxRetries: -1, DialerRetries: 1})
 		checkReleaseWakesThroughPubSub(t, pc, name, primary.client(t))
 		pc.Close()
 	}
