@@ -1,0 +1,381 @@
+package flowable_test
+
+// The tests in this file try the promises of the Bulkhead operator's doc
+// comment the way a hostile caller would: with the only permit held by
+// someone else (or by the caller itself), no queue, a subscriber that leaves
+// its callback with runtime.Goexit, re-enters the bulkhead, or breaks rule
+// 3.9 before the permit was even asked for.
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/reactivex/rxgo/v2"
+
+	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/pool"
+	"github.com/rxbulkhead/bulkhead/testkit"
+)
+
+// onePermitNoQueue rejects at once when its only permit is held.
+var onePermitNoQueue = bulkhead.Config{MaxConcurrentCalls: 1}
+
+// Promise: "OnError ... gives the permit back ... before passing err on, so
+// a subscriber that retries finds it free" (and OnComplete likewise, fuse.go).
+// With one permit and no queue, a retry made from the terminal signal is
+// rejected at once unless the permit is really back by then.
+func TestHostileRetryFromTheTerminalSignalFindsTheOnlyPermitFree(t *testing.T) {
+	boom := errors.New("boom")
+	sources := append(bothPaths(2), pathSource{"foreign/Error", flowable.Error[int](boom)})
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) {
+			b := newBulkhead(t, onePermitNoQueue)
+			ev := testkit.RecordEvents(t, b)
+			pub := flowable.Bulkhead(b, src.pub)
+			var retry *recorder[int]
+			again := func() {
+				if retry == nil {
+					retry = newRecorder[int](t, flowable.Unbounded)
+					pub.Subscribe(retry)
+				}
+			}
+			pub.Subscribe(flowable.Funcs[int]{
+				Error:    func(error) { again() },
+				Complete: again,
+			})
+			if retry == nil {
+				t.Fatal("the first subscription did not terminate inside Subscribe")
+			}
+			items, err, completed := retry.snapshot()
+			var fe *bulkhead.FullError
+			if errors.As(err, &fe) {
+				t.Fatalf("the retry from the terminal signal was rejected: %v", err)
+			}
+			if src.name == "foreign/Error" {
+				if !errors.Is(err, boom) {
+					t.Fatalf("retry got %v, want boom", err)
+				}
+			} else if !slices.Equal(items, []int{0, 1}) || err != nil || !completed {
+				t.Fatalf("retry got %v, %v, completed=%v", items, err, completed)
+			}
+			if ev.Count(bulkhead.CallFinished) != 2 || ev.Count(bulkhead.CallRejected) != 0 {
+				t.Fatalf("events %v, want two CallFinished and no rejection", ev.Strings())
+			}
+		})
+	}
+}
+
+// Promise: a subscriber that leaves OnNext abnormally while src emits
+// synchronously gets its permit back (the doc names panics; runtime.Goexit,
+// as t.FailNow calls, unwinds through the same defers). Granted at once the
+// Goexit ends the subscribing goroutine; granted from the queue it ends the
+// goroutine that gave the other permit back, which delivered the grant.
+func TestHostileGoexitInOnNextGivesThePermitBack(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		for _, src := range bothPaths(3) {
+			name := src.name + map[bool]string{false: "/granted at once", true: "/granted from the queue"}[queued]
+			t.Run(name, func(t *testing.T) {
+				b := newBulkhead(t, queueing)
+				ev := testkit.RecordEvents(t, b)
+				pub := flowable.Bulkhead(b, src.pub)
+				var seen []int
+				goexiter := flowable.Funcs[int]{Next: func(v int) {
+					seen = append(seen, v)
+					runtime.Goexit()
+				}}
+				var ended any
+				if queued {
+					if !b.TryAcquirePermission() {
+						t.Fatal("permit not free")
+					}
+					pub.Subscribe(goexiter)
+					ended = testkit.RunToEnd(func() { b.ReleasePermission() })
+				} else {
+					ended = testkit.RunToEnd(func() { pub.Subscribe(goexiter) })
+				}
+				if ended != testkit.Goexited {
+					t.Fatalf("the goroutine ended with %v, want runtime.Goexit", ended)
+				}
+				if !slices.Equal(seen, []int{0}) {
+					t.Fatalf("OnNext saw %v, want [0]", seen)
+				}
+				if m := b.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+					t.Fatalf("after Goexit in OnNext: %+v", m)
+				}
+				if ev.Count(bulkhead.CallFinished) != 1 {
+					t.Fatalf("events %v, want the permit back with OnComplete (an element was delivered)", ev.Strings())
+				}
+				next := newRecorder[int](t, flowable.Unbounded)
+				pub.Subscribe(next)
+				if items, err, done := next.snapshot(); !slices.Equal(items, seq(0, 3)) || err != nil || !done {
+					t.Fatalf("next subscription: %v, %v, completed=%v", items, err, done)
+				}
+			})
+		}
+	}
+}
+
+// Promise: each subscription acquires its own permit, and the permit goes
+// back before the subscriber learns of the completion. A subscriber that
+// subscribes again through the same operator from OnNext, while it holds
+// the only permit, queues behind itself; its own completion hands the permit
+// over (on its goroutine, before its OnComplete), so the inner subscription
+// runs to its end before the outer one is told it completed. With no queue
+// the inner one is rejected at once and the outer one is unaffected.
+func TestHostileSubscribingAgainFromOnNextQueuesBehindTheOwnPermit(t *testing.T) {
+	for _, queue := range []bool{true, false} {
+		for _, src := range bothPaths(2) {
+			name := src.name + map[bool]string{false: "/no queue", true: "/queue"}[queue]
+			t.Run(name, func(t *testing.T) {
+				cfg := onePermitNoQueue
+				if queue {
+					cfg = queueing
+				}
+				b := newBulkhead(t, cfg)
+				pub := flowable.Bulkhead(b, src.pub)
+				var log []string
+				inner := newRecorder[int](t, flowable.Unbounded)
+				pub.Subscribe(flowable.Funcs[int]{
+					Next: func(v int) {
+						if v == 0 {
+							pub.Subscribe(inner)
+							if queue {
+								if q := b.Metrics().QueuedCalls; q != 1 {
+									t.Errorf("inner subscription: %d queued, want 1", q)
+								}
+							}
+						}
+					},
+					Complete: func() {
+						_, innerErr, innerDone := inner.snapshot()
+						log = append(log, "outer complete, inner terminated="+map[bool]string{false: "no", true: "yes"}[innerErr != nil || innerDone])
+					},
+				})
+				items, err, completed := inner.snapshot()
+				if queue {
+					if !slices.Equal(items, []int{0, 1}) || err != nil || !completed {
+						t.Fatalf("inner: %v, %v, completed=%v", items, err, completed)
+					}
+				} else {
+					var fe *bulkhead.FullError
+					if len(items) != 0 || !errors.As(err, &fe) {
+						t.Fatalf("inner: %v, %v; want FullError at once", items, err)
+					}
+				}
+				if !slices.Equal(log, []string{"outer complete, inner terminated=yes"}) {
+					t.Fatalf("log %v", log)
+				}
+			})
+		}
+	}
+}
+
+// Promise: "Request(n <= 0) while pending withdraws the acquisition and
+// signals OnError (matching ErrNonPositiveRequest)". Made inside OnSubscribe,
+// before the permit is even asked for, on a full bulkhead with no queue, it
+// must be that error and not a FullError, and the bulkhead must not be
+// asked at all (no rejection event, one terminal signal).
+func TestHostileNonPositiveRequestInOnSubscribeOfAFullBulkheadAsksNothing(t *testing.T) {
+	for _, n := range []int64{0, -1, -9223372036854775808} {
+		b := newBulkhead(t, onePermitNoQueue)
+		if !b.TryAcquirePermission() {
+			t.Fatal("permit not free")
+		}
+		ev := testkit.RecordEvents(t, b)
+		src := newProbe(flowable.Just(1))
+		var errs []error
+		flowable.Bulkhead(b, src).Subscribe(flowable.Funcs[int]{
+			Start: func(s flowable.Subscription) { s.Request(n) },
+			Error: func(err error) { errs = append(errs, err) },
+		})
+		if len(errs) != 1 || !errors.Is(errs[0], flowable.ErrNonPositiveRequest) {
+			t.Fatalf("Request(%d): errors %v, want one matching ErrNonPositiveRequest", n, errs)
+		}
+		b.ReleasePermission()
+		if len(ev.Events()) != 0 || src.subscribed.Load() != 0 {
+			t.Fatalf("Request(%d): events %v, source subscribed %d times; want none", n, ev.Strings(), src.subscribed.Load())
+		}
+	}
+}
+
+// Promise: Cancel withdraws the acquisition and no signal follows. Made in
+// OnSubscribe on a full bulkhead without a queue, which would reject the
+// call at once, it must not produce the FullError either.
+func TestHostileCancelInOnSubscribeOfAFullBulkheadSignalsNothing(t *testing.T) {
+	b := newBulkhead(t, onePermitNoQueue)
+	if !b.TryAcquirePermission() {
+		t.Fatal("permit not free")
+	}
+	defer b.ReleasePermission()
+	ev := testkit.RecordEvents(t, b)
+	r := newRecorder[int](t, 0)
+	flowable.Bulkhead(b, flowable.Just(1)).Subscribe(flowable.Funcs[int]{
+		Start: func(s flowable.Subscription) { s.Cancel(); s.Request(1) },
+		Next:  r.OnNext,
+		Error: r.OnError,
+	})
+	if items, err, done := r.snapshot(); len(items) != 0 || err != nil || done {
+		t.Fatalf("signal after a Cancel in OnSubscribe: %v, %v, %v", items, err, done)
+	}
+	if len(ev.Events()) != 0 {
+		t.Fatalf("events %v, want none", ev.Strings())
+	}
+}
+
+// Promise (ToObservable): "When the Observe context ends, the subscription
+// is cancelled and the channel closed"; with Bulkhead: "Cancel withdraws the
+// acquisition (no permit consumed, src never subscribed)". An observation
+// still queued for the permit when its context ends must leave the queue and
+// close its channel; the permit given back afterwards goes to nobody.
+func TestHostileToObservableContextEndingWhileQueuedWithdraws(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBulkhead(t, queueing)
+		ev := testkit.RecordEvents(t, b)
+		if !b.TryAcquirePermission() {
+			t.Fatal("permit not free")
+		}
+		src := newProbe(flowable.Range(0, 3))
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := flowable.ToObservable(flowable.Bulkhead(b, src)).Observe(rxgo.WithContext(ctx))
+		synctest.Wait()
+		if q := b.Metrics().QueuedCalls; q != 1 {
+			t.Fatalf("%d queued, want the observation queued", q)
+		}
+		cancel()
+		var got []rxgo.Item
+		for it := range ch {
+			got = append(got, it)
+		}
+		synctest.Wait()
+		if q := b.Metrics().QueuedCalls; q != 0 {
+			t.Fatalf("%d queued after the context ended", q)
+		}
+		b.ReleasePermission()
+		if src.subscribed.Load() != 0 || ev.Count(bulkhead.CallCancelled) != 1 || ev.Count(bulkhead.CallFinished) != 0 {
+			t.Fatalf("source subscribed %d times, events %v; want a withdrawn acquisition", src.subscribed.Load(), ev.Strings())
+		}
+		for _, it := range got {
+			if !it.Error() {
+				t.Fatalf("item %v after the context ended", it.V)
+			}
+		}
+	})
+}
+
+// Promise (FromObservable): "a subscription that never requests (for example
+// one still waiting for a bulkhead permit) costs none" — and with Bulkhead
+// the demand is buffered while pending, so even a subscriber that requested
+// must not get the Observable observed before the grant.
+func TestHostileFromObservableIsNotObservedWhileItsBulkheadCallIsQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBulkhead(t, queueing)
+		if !b.TryAcquirePermission() {
+			t.Fatal("permit not free")
+		}
+		observed := 0
+		obs := rxgo.Defer([]rxgo.Producer{func(_ context.Context, next chan<- rxgo.Item) {
+			observed++
+			next <- rxgo.Of(7)
+		}})
+		r := newRecorder[int](t, 5)
+		flowable.Bulkhead(b, flowable.FromObservable[int](obs)).Subscribe(r)
+		synctest.Wait()
+		if observed != 0 {
+			t.Fatal("the Observable was observed while the call was queued")
+		}
+		b.ReleasePermission()
+		r.wait()
+		items, err, done := r.snapshot()
+		if observed != 1 || !slices.Equal(items, []int{7}) || err != nil || !done {
+			t.Fatalf("observed %d times, got %v, %v, completed=%v", observed, items, err, done)
+		}
+	})
+}
+
+// Promise (Granted, doc of Bulkhead): if subscribing src panics, the
+// subscription is cancelled so that the permit goes back, and the panic goes
+// on. The user code that panics or calls runtime.Goexit here is the
+// source's own: a Create producer (called inside Subscribe, after the
+// source's OnSubscribe) or a Defer factory (called before any OnSubscribe of
+// the source). Both are tried granted at once and granted from the queue,
+// where they run on the goroutine that gave the other permit back.
+func TestHostileSourceThatPanicsOrExitsWhileSubscribedGivesThePermitBack(t *testing.T) {
+	leave := map[string]func(){
+		"panic":  func() { panic("source broke") },
+		"Goexit": runtime.Goexit,
+	}
+	for how, bye := range leave {
+		sources := map[string]flowable.Publisher[int]{
+			"Create": flowable.Create(func(flowable.Emitter[int]) { bye() }),
+			"Defer":  flowable.Defer(func() flowable.Publisher[int] { bye(); return nil }),
+		}
+		for name, src := range sources {
+			for _, queued := range []bool{false, true} {
+				t.Run(name+"/"+how+map[bool]string{false: "/granted at once", true: "/granted from the queue"}[queued], func(t *testing.T) {
+					b := newBulkhead(t, queueing)
+					pub := flowable.Bulkhead(b, src)
+					r := newRecorder[int](t, 1)
+					var ended any
+					if queued {
+						if !b.TryAcquirePermission() {
+							t.Fatal("permit not free")
+						}
+						pub.Subscribe(r)
+						ended = testkit.RunToEnd(func() { b.ReleasePermission() })
+					} else {
+						ended = testkit.RunToEnd(func() { pub.Subscribe(r) })
+					}
+					want := any("source broke")
+					if how == "Goexit" {
+						want = testkit.Goexited
+					}
+					if ended != want {
+						t.Fatalf("the goroutine ended with %v, want %v", ended, want)
+					}
+					if m := b.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+						t.Fatalf("after the source left Subscribe abnormally: %+v", m)
+					}
+					if items, err, done := r.snapshot(); len(items) != 0 || err != nil || done {
+						t.Fatalf("signals after the subscription was cancelled: %v, %v, %v", items, err, done)
+					}
+				})
+			}
+		}
+	}
+}
+
+// Promise (FromPool): "Cancel withdraws a queued task (fn never runs)".
+// Cancelled inside OnSubscribe, before Subscribe submitted anything, the
+// task must not run, nothing may stay queued in the pool, and no signal
+// (not even the pool's rejection) may follow. The pool has one worker,
+// busy, and a queue, so a submitted task would wait there.
+func TestHostileFromPoolCancelledInOnSubscribeNeverRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := sftpPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
+		release := make(chan struct{})
+		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
+		var ran atomic.Bool
+		s := &poolSubscriber{}
+		flowable.FromPool(p, func(context.Context) (string, error) { ran.Store(true); return "x", nil }).Subscribe(flowable.Funcs[string]{
+			Start: func(sub flowable.Subscription) { sub.Cancel(); sub.Request(1) },
+			Next:  s.OnNext,
+			Error: s.OnError,
+		})
+		synctest.Wait()
+		if d := p.Metrics().QueueDepth; d != 0 {
+			t.Fatalf("QueueDepth = %d for a task cancelled before it was submitted", d)
+		}
+		close(release)
+		<-busy.Done()
+		synctest.Wait()
+		if got := s.got(); got != "" || ran.Load() {
+			t.Fatalf("signals %q, ran %v: want no signal and fn never run", got, ran.Load())
+		}
+	})
+}
