@@ -261,3 +261,40 @@ func TestHostileMiddlewareHandlerReenteringItsOwnBulkhead(t *testing.T) {
 		t.Fatalf("%d CallFinished, want 2", calls.Load())
 	}
 }
+
+// backToBack is how many requests the back-to-back test sends.
+const backToBack = 300
+
+// Promise: the Transport gives the permit back when the body is read to
+// its end or closed (before Read or Close returns, on the caller's
+// goroutine), and the middleware when the handler returns (before net/http
+// finishes the response). So a client that sends its requests one at a
+// time, each as soon as the previous one was read or closed, is never
+// refused by a bulkhead of one permit without a queue, on either side.
+// (An abandoned body whose context ends is different: its permit comes
+// back on context.AfterFunc's goroutine, a moment after the cancel; see
+// the Transport's doc.)
+func TestHostileBackToBackRequestsOnOnePermitAreNeverRefused(t *testing.T) {
+	reg := newRegistry(t, onePermit)
+	mw, err := bulkheadhttp.NewMiddleware(reg, bulkheadhttp.WithKey(func(*http.Request) string { return "server side" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })))
+	c := newTransport(t, reg) // client side: the bulkhead of the server's host
+	for i := range backToBack {
+		resp, err := c.Get(srv.URL)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if i%2 == 0 {
+			b, err := io.ReadAll(resp.Body) // EOF gives the permit back
+			if err != nil || string(b) != "ok" || resp.StatusCode != http.StatusOK {
+				t.Fatalf("request %d: %d %q %v", i, resp.StatusCode, b, err)
+			}
+		} else if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: %s", i, resp.Status)
+		}
+		resp.Body.Close() // closed early on odd requests
+	}
+}
