@@ -9,8 +9,10 @@ package flowable_test
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -380,4 +382,89 @@ func TestHostileFromPoolCancelledInOnSubscribeNeverRuns(t *testing.T) {
 			t.Fatalf("signals %q, ran %v: want no signal and fn never run", got, ran.Load())
 		}
 	})
+}
+
+// requestLog is a foreign Publisher that records the Requests its
+// subscription receives and emits nothing.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []int64
+}
+
+func (p *requestLog) Subscribe(s flowable.Subscriber[int]) { s.OnSubscribe(p) }
+func (p *requestLog) Cancel()                              {}
+func (p *requestLog) Request(n int64) {
+	p.mu.Lock()
+	p.reqs = append(p.reqs, n)
+	p.mu.Unlock()
+}
+
+// Promise: "Requests are summed (saturating at math.MaxInt64) and replayed
+// in one Request when src is subscribed". Demand that would overflow while
+// pending must reach src as one Request(math.MaxInt64): a sum that wrapped
+// negative would make src signal a rule 3.9 error the subscriber never
+// caused.
+func TestHostileOverflowingDemandWhilePendingIsReplayedSaturated(t *testing.T) {
+	b := newBulkhead(t, queueing)
+	if !b.TryAcquirePermission() {
+		t.Fatal("permit not free")
+	}
+	src := &requestLog{}
+	r := newRecorder[int](t, math.MaxInt64)
+	flowable.Bulkhead(b, flowable.Publisher[int](src)).Subscribe(r)
+	r.Request(math.MaxInt64)
+	r.Request(1)
+	b.ReleasePermission()
+	src.mu.Lock()
+	reqs := slices.Clone(src.reqs)
+	src.mu.Unlock()
+	if !slices.Equal(reqs, []int64{math.MaxInt64}) {
+		t.Fatalf("src received Requests %v, want one Request(math.MaxInt64)", reqs)
+	}
+	r.Cancel()
+	if _, err, _ := r.snapshot(); err != nil {
+		t.Fatalf("subscriber got %v", err)
+	}
+}
+
+// Promise: Request(n <= 0) while pending withdraws the acquisition and
+// signals the rule 3.9 error; once src is subscribed it is forwarded and src
+// signals it. Made while another goroutine delivers the grant, whichever
+// wins, the subscriber gets exactly one terminal signal, that error, and
+// the permit comes back (with ReleasePermission if the withdrawal won,
+// with OnComplete if src was subscribed and failed).
+func TestHostileNonPositiveRequestRacingTheGrant(t *testing.T) {
+	const runs = 500
+	for _, src := range bothPaths(3) {
+		t.Run(src.name, func(t *testing.T) {
+			withdrawn, forwarded := 0, 0
+			for range runs {
+				b, err := bulkhead.New("partner", queueing)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev := testkit.RecordEvents(t, b)
+				b.TryAcquirePermission()
+				r := newRecorder[int](t, 0)
+				flowable.Bulkhead(b, src.pub).Subscribe(r)
+				var wg sync.WaitGroup
+				wg.Go(b.ReleasePermission)
+				wg.Go(func() { r.Request(0) })
+				wg.Wait()
+				items, err, completed := r.snapshot()
+				if len(items) != 0 || completed || !errors.Is(err, flowable.ErrNonPositiveRequest) {
+					t.Fatalf("got %v, %v, completed=%v; want only the rule 3.9 error", items, err, completed)
+				}
+				if m := b.Metrics(); m.InFlightCalls != 0 || m.QueuedCalls != 0 {
+					t.Fatalf("leak: %+v", m)
+				}
+				if ev.Count(bulkhead.CallFinished) == 1 {
+					forwarded++
+				} else {
+					withdrawn++
+				}
+			}
+			t.Logf("withdrawn while pending %d times, forwarded to src %d times", withdrawn, forwarded)
+		})
+	}
 }
