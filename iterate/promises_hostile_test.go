@@ -10,6 +10,7 @@ package iterate_test
 import (
 	"context"
 	"iter"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -213,4 +214,41 @@ func TestHostileASourceThatIgnoresTheBreakGivesThePermitBackOnce(t *testing.T) {
 		assert.Equal(t, 0, b.Metrics().InFlightCalls)
 		assert.Equal(t, []bulkhead.EventType{permitted, finished}, ev.Types())
 	})
+}
+
+// Promise: "ctx ends (then the request is withdrawn)", and the permit is
+// given back exactly once. On the Acquisition path (a bulkhead that cannot
+// block) the context's end races the grant: whichever wins, the loop yields
+// the context's error or the values, the permit comes back once (a second
+// give-back panics in the Semaphore) and nothing stays queued.
+func TestHostileGrantRacingTheContextOnTheAcquisitionPath(t *testing.T) {
+	b, _ := partner(t, 1, time.Hour)
+	ranged, cancelled := 0, 0
+	for i := range 2000 {
+		require.True(t, b.TryAcquirePermission(), "iteration %d: the permit is still held", i)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan []error)
+		src := &counted{b: b}
+		go func() {
+			_, errs := collect(iterate.Seq(ctx, asyncOnly{b}, src.seq(1)))
+			done <- errs
+		}()
+		var wg sync.WaitGroup
+		wg.Go(b.ReleasePermission)
+		wg.Go(cancel)
+		errs := <-done
+		wg.Wait()
+		if len(errs) == 0 {
+			ranged++
+			require.EqualValues(t, 1, src.ranged.Load(), "iteration %d", i)
+		} else {
+			cancelled++
+			require.Len(t, errs, 1, "iteration %d", i)
+			require.ErrorIs(t, errs[0], context.Canceled, "iteration %d", i)
+			require.Zero(t, src.ranged.Load(), "iteration %d", i)
+		}
+		m := b.Metrics()
+		require.Zero(t, m.InFlightCalls+m.QueuedCalls, "iteration %d: %+v", i, m)
+	}
+	t.Logf("ranged %d times, withdrawn %d times", ranged, cancelled)
 }
