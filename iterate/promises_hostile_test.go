@@ -10,7 +10,9 @@ package iterate_test
 import (
 	"context"
 	"iter"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -251,4 +253,73 @@ func TestHostileGrantRacingTheContextOnTheAcquisitionPath(t *testing.T) {
 		require.Zero(t, m.InFlightCalls+m.QueuedCalls, "iteration %d: %+v", i, m)
 	}
 	t.Logf("ranged %d times, withdrawn %d times", ranged, cancelled)
+}
+
+// lateGrant is a bulkhead that can time calls and, like a Semaphore,
+// publishes a grant (its first callback on the Acquisition) before the
+// code the grant admits may run. Its publication waits until StartCall was
+// called or a second has passed, so a StartCall that runs before the
+// publication is seen, not raced.
+type lateGrant struct {
+	res          atomic.Pointer[bulkhead.Resolver]
+	published    atomic.Bool
+	startedEarly atomic.Bool
+	startCalled  chan struct{}
+	finished     atomic.Int32
+}
+
+func (f *lateGrant) Name() string { return "late" }
+
+func (f *lateGrant) AcquirePermissionAsync() *bulkhead.Acquisition {
+	a, r := bulkhead.PendingAcquisition(nil)
+	a.OnDone(func(err error) { // the bulkhead's own, registered first
+		if err == nil {
+			select {
+			case <-f.startCalled:
+			case <-time.After(time.Second):
+			}
+			f.published.Store(true)
+		}
+	})
+	f.res.Store(r)
+	return a
+}
+
+func (f *lateGrant) ReleasePermission() { panic("lateGrant: ReleasePermission") }
+func (f *lateGrant) FinishCall()        { f.finished.Add(1) }
+
+func (f *lateGrant) StartCall() bulkhead.CallStart {
+	if !f.published.Load() {
+		f.startedEarly.Store(true)
+	}
+	close(f.startCalled)
+	return bulkhead.CallStart{}
+}
+
+func (f *lateGrant) FinishCallStarted(bulkhead.CallStart) { f.finished.Add(1) }
+
+// Promise: "With a bulkhead that can time calls (a bulkhead.CallTimer: a
+// Semaphore, an adaptive bulkhead), the loop's CallFinished carries its
+// duration (Event.CallDuration), from the grant to the end of the loop".
+// A CallTimer's start is its latest published grant (callduration.go), and
+// the core publishes a grant before it runs the Acquisition's callbacks,
+// not before it closes Done. So a loop that waits on an Acquisition (an
+// adaptive bulkhead is a CallTimer that cannot block) must start its call
+// from a callback, after the grant was published, or it takes an older
+// grant's stamp (and its CallPermitted can follow its CallFinished).
+func TestHostileALoopOnTheAcquisitionPathStartsItsCallAfterTheGrantIsPublished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &lateGrant{startCalled: make(chan struct{})}
+		done := make(chan []int)
+		go func() {
+			vs, errs := collect(iterate.Seq(t.Context(), bulkhead.Bulkhead(f), slices.Values([]int{1})))
+			assert.Empty(t, errs)
+			done <- vs
+		}()
+		synctest.Wait() // the loop waits for its permit
+		f.res.Load().Grant()
+		assert.Equal(t, []int{1}, <-done)
+		assert.False(t, f.startedEarly.Load(), "the loop started its call before the bulkhead had published the grant")
+		assert.EqualValues(t, 1, f.finished.Load())
+	})
 }
