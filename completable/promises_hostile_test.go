@@ -238,3 +238,39 @@ func TestHostileAwaitWithAnEndedContextOnAFullBulkheadAsksNothing(t *testing.T) 
 		t.Fatalf("events %v, want none", ev.Strings())
 	}
 }
+
+// Promise (FromObservable): it "signals OnError with the first error item
+// (and stops observing)". A source that goes on emitting after its error,
+// plain (Just) or through rxgo operators that run goroutines of their own
+// (Map, also with ContinueOnError), must be stopped: the bubble only ends
+// when every goroutine of the pipeline has returned.
+func TestHostileFromObservableStopsAPipelineThatGoesOnAfterItsError(t *testing.T) {
+	boom := errors.New("boom")
+	failAt3 := func(_ context.Context, v any) (any, error) {
+		if v.(int) == 3 {
+			return nil, boom
+		}
+		return v, nil
+	}
+	sources := map[string]func() rxgo.Observable{
+		"Just": func() rxgo.Observable { return rxgo.Just(boom, 1, 2, 3)() },
+		"Map":  func() rxgo.Observable { return rxgo.Range(0, 1<<20).Map(failAt3) },
+		"Map, ContinueOnError": func() rxgo.Observable {
+			return rxgo.Range(0, 1<<20).Map(failAt3, rxgo.WithErrorStrategy(rxgo.ContinueOnError))
+		},
+	}
+	for name, src := range sources {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBulkhead(t, onePermitNoQueue)
+				call := completable.Bulkhead(b, completable.FromObservable(src()))
+				if err := completable.Await(t.Context(), call); !errors.Is(err, boom) {
+					t.Fatalf("Await = %v, want boom", err)
+				}
+				if m := b.Metrics(); m.InFlightCalls != 0 {
+					t.Fatalf("%d in flight after the error", m.InFlightCalls)
+				}
+			})
+		})
+	}
+}
