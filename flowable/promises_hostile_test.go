@@ -468,3 +468,39 @@ func TestHostileNonPositiveRequestRacingTheGrant(t *testing.T) {
 		})
 	}
 }
+
+// Promise (package doc, FromObservable): "Request(n <= 0) ends the
+// subscription with an OnError matching ErrNonPositiveRequest (rule 3.9)";
+// with Bulkhead it is forwarded to src, which "must signal that error
+// itself", and the permit goes back with it. Made while the subscription
+// waits for an item it already asked for, from a source that is slow (here:
+// silent until its context ends), the error must come without waiting for
+// the next item, and the rxgo pipeline must stop.
+func TestHostileFromObservableNonPositiveRequestWhileWaitingForAnItem(t *testing.T) {
+	for _, bulkheaded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "bare", true: "through Bulkhead"}[bulkheaded], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				silent := rxgo.Defer([]rxgo.Producer{func(ctx context.Context, _ chan<- rxgo.Item) { <-ctx.Done() }})
+				pub := flowable.FromObservable[int](silent)
+				var b *bulkhead.Semaphore
+				if bulkheaded {
+					b = newBulkhead(t, onePermitNoQueue)
+					pub = flowable.Bulkhead(b, pub)
+				}
+				r := newRecorder[int](t, 1)
+				pub.Subscribe(r)
+				defer r.Cancel() // ends the pipeline if the error never came (no-op after it)
+				synctest.Wait()  // the pump waits for the item it was asked for
+				r.Request(0)
+				synctest.Wait()
+				items, err, _ := r.snapshot()
+				if len(items) != 0 || !errors.Is(err, flowable.ErrNonPositiveRequest) {
+					t.Fatalf("got %v, %v; want the rule 3.9 error without waiting for an item", items, err)
+				}
+				if b != nil && b.Metrics().InFlightCalls != 0 {
+					t.Fatal("the permit was not given back with the rule 3.9 error")
+				}
+			})
+		})
+	}
+}
