@@ -298,3 +298,73 @@ func TestHostileBackToBackRequestsOnOnePermitAreNeverRefused(t *testing.T) {
 		resp.Body.Close() // closed early on odd requests
 	}
 }
+
+// Promise (RoundTrip): it "fails without sending req, and closes its body,
+// if ... the bulkhead rejects the request, or if the request's context ends
+// first"; Go likewise closes the body of a request it does not send. Tried
+// on RoundTrip itself (http.Client would close the body for it) and on Go,
+// with the only permit held and no queue, and with a context that ends
+// while the request waits in a queue.
+func TestHostileARequestThatIsNotSentHasItsBodyClosedOnce(t *testing.T) {
+	for _, queue := range []bool{false, true} {
+		for _, via := range []string{"RoundTrip", "Go"} {
+			name := via + map[bool]string{false: "/rejected", true: "/withdrawn while queued"}[queue]
+			t.Run(name, func(t *testing.T) {
+				cfg := onePermit
+				if queue {
+					cfg = bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: waitTimeout, MaxQueuedCalls: 1}
+				}
+				reg := newRegistry(t, cfg)
+				p := newPartner(t, false, "ok")
+				tr, c := newAsync(t, reg)
+				held, err := reg.AcquirePermission(context.Background(), hostOf(t, p.URL), bulkhead.CallOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.FinishCall()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := &closeCounter{Reader: &emptyReader{}}
+				req.Body = body
+				got := make(chan error, 1)
+				if via == "RoundTrip" {
+					go func() {
+						resp, err := tr.RoundTrip(req)
+						if resp != nil {
+							resp.Body.Close()
+						}
+						got <- err
+					}()
+				} else {
+					tr.Go(c, req, func(resp *http.Response, err error) {
+						if resp != nil {
+							resp.Body.Close()
+						}
+						got <- err
+					})
+				}
+				want := bulkhead.ErrBulkheadFull
+				if queue {
+					bh, _ := reg.Find(hostOf(t, p.URL))
+					awaitQueued(t, bh, 1)
+					cancel()
+					want = context.Canceled
+				}
+				r := await(t, errResult(got))
+				if !errors.Is(r.err, want) {
+					t.Fatalf("err = %v, want %v", r.err, want)
+				}
+				if n := body.closed.Load(); n != 1 {
+					t.Fatalf("request body closed %d times, want once", n)
+				}
+				if n := p.received.Load(); n != 0 {
+					t.Fatalf("the partner received %d requests", n)
+				}
+			})
+		}
+	}
+}
