@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -149,5 +150,32 @@ func TestHostileStreamClientOpeningThatFinishesThenFailsGivesThePermitBackOnce(t
 	}
 	if spare := callerOpts[:2][1]; spare != nil {
 		t.Fatalf("the interceptor wrote %T into the caller's options array", spare)
+	}
+}
+
+// Promise (ServerInHandle): an admitted call "holds its permit until its
+// stream's context ends, which gRPC does once the call's status is sent".
+// A call the tap admits but gRPC cannot serve (a method the server does
+// not have: Unimplemented, sent without any handler) must still give its
+// permit back, so the next call is admitted.
+func TestHostileServerInHandleGivesBackThePermitOfAnUnknownMethod(t *testing.T) {
+	reg := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	var streams atomic.Int64
+	addr := tapServer(t, reg, newHealthServer(false), &streams)
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	const unknown = "/no.Such/Method"
+	for i := range 3 {
+		err := cc.Invoke(context.Background(), unknown, &healthpb.HealthCheckRequest{}, &healthpb.HealthCheckResponse{})
+		if status.Code(err) != codes.Unimplemented {
+			t.Fatalf("call %d: %v, want Unimplemented (not ResourceExhausted: the permit of the previous call came back)", i, err)
+		}
+		awaitMetrics(t, find(t, reg, unknown), "the permit to come back", func(m bulkhead.Metrics) bool { return m.InFlightCalls == 0 })
+	}
+	if n := streams.Load(); n != 0 {
+		t.Fatalf("%d calls reached an interceptor", n)
 	}
 }
