@@ -35,12 +35,16 @@ import (
 //     failing to read, and the request's context ending; or until the base
 //     transport fails. It is then given back exactly once, with FinishCall
 //     (a CallFinished event), however many times the body is closed or read
-//     afterwards. A call the client abandons (a body closed before its end,
-//     a context that ends, also after the headers arrived and with the body
-//     never touched) gives its permit back at once, while the partner's
-//     server may go on working on it until it notices the connection is
-//     gone: a partner can then see more requests at once than the limit,
-//     for that while.
+//     afterwards. A call the client abandons gives its permit back without
+//     waiting for the partner: a body closed before its end before Close
+//     returns; a context that ends (also after the headers arrived and with
+//     the body never touched) a moment after the cancel, on the goroutine
+//     context.AfterFunc starts, so a request sent right after the cancel to
+//     a partner with no permit to spare can still be refused (with one
+//     permit and no queue, nearly always: close the body first). The
+//     partner's server may go on working on an abandoned call until it
+//     notices the connection is gone: a partner can then see more requests
+//     at once than the limit, for that while.
 //
 // The body of a 101 Switching Protocols response is the connection, which
 // the caller owns and the request's context no longer ends: it holds its

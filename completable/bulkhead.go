@@ -28,7 +28,7 @@ import (
 // Dispose (a permit granted concurrently is given back with
 // b.ReleasePermission).
 //
-// The permit goes back with b.OnComplete when src completes or fails,
+// The permit goes back with b.FinishCall when src completes or fails,
 // before the observer is signalled (so an observer that subscribes again
 // finds it free), and with b.ReleasePermission when the observer disposes
 // after src was subscribed and before it terminated; src is then disposed.
@@ -140,7 +140,7 @@ func (s *bulkheadObserver) OnComplete() {
 	}
 }
 
-// OnError gives the permit back (OnComplete: the call ran), then passes err
+// OnError gives the permit back (FinishCall: the call ran), then passes err
 // on, unless Dispose won.
 func (s *bulkheadObserver) OnError(err error) {
 	if s.state.CompareAndSwap(live, terminated) {

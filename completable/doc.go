@@ -15,7 +15,7 @@
 // [Bulkhead] never blocks the subscribing goroutine: while the permit is
 // pending the observer holds a Disposable that withdraws the acquisition if
 // it is disposed, and a rejection is signalled as OnError with a
-// *bulkhead.FullError. The permit goes back with OnComplete when the call
+// *bulkhead.FullError. The permit goes back with FinishCall when the call
 // ends and with ReleasePermission when the observer disposes it first.
 //
 // Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words

@@ -21,7 +21,7 @@ import (
 //     expires, the subscriber gets OnError(*bulkhead.FullError) with Reason
 //     WaitTimeout.
 //
-// The permit goes back with b.OnComplete when src completes or fails, or
+// The permit goes back with b.FinishCall when src completes or fails, or
 // when the subscriber cancels after at least one element was delivered, and
 // with b.ReleasePermission when the subscriber cancels before any element.
 // If the subscriber panics in OnNext while src emits synchronously (inside
@@ -153,7 +153,7 @@ func (o *bulkheadSubscriber[T]) markRan() {
 	o.guard.MarkRan()
 }
 
-// OnError (foreign src only) gives the permit back (OnComplete: the call
+// OnError (foreign src only) gives the permit back (FinishCall: the call
 // ran) before passing err on, so a subscriber that retries finds it free.
 func (o *bulkheadSubscriber[T]) OnError(err error) {
 	o.guard.Complete()

@@ -24,7 +24,7 @@ import "github.com/rxbulkhead/bulkhead/internal/permit"
 //     OnError or OnComplete, so a subscriber that resubscribes from there
 //     finds it free;
 //   - release rule: g.MarkRan happens before the first OnNext, so a Cancel
-//     from that OnNext or later gives the permit back with OnComplete
+//     from that OnNext or later gives the permit back with FinishCall
 //     (CallFinished), and a Cancel before any element with
 //     ReleasePermission;
 //   - panics: a panic in down.OnNext (or OnError/OnComplete) unwinds

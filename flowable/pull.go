@@ -56,7 +56,7 @@ func (p pullPublisher[T]) start(parent, down Subscriber[T], g *permit.Guard) {
 // guard is nil unless the subscription is fused into the Bulkhead operator.
 // Then the emission loop, which owns the signals to down, calls
 // guard.MarkRan before the first OnNext (so a Cancel made from that OnNext
-// or later gives the permit back with OnComplete) and guard.Complete before
+// or later gives the permit back with FinishCall) and guard.Complete before
 // OnError or OnComplete (so the permit is free when down learns that the
 // call ended). Neither touches the per-element path.
 type pull[T any] struct {

@@ -29,7 +29,7 @@ func FromObservable[T any](obs rxgo.Observable, opts ...rxgo.Option) Publisher[T
 		ctx, cancel := context.WithCancel(context.Background())
 		p := &observablePull[T]{
 			down: s, obs: obs, opts: opts,
-			ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
+			ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), badWake: make(chan struct{}, 1),
 		}
 		s.OnSubscribe(p)
 	})
@@ -48,12 +48,20 @@ type observablePull[T any] struct {
 	requested atomic.Int64
 	bad       atomic.Int64
 	started   atomic.Bool
-	wake      chan struct{}
+	wake      chan struct{} // a token after each Request
+	// badWake gets a token after a Request(n <= 0), so that the pump sees
+	// it while it waits for an item too (a slow or silent source may never
+	// send the next one); positive Requests do not disturb that wait.
+	badWake chan struct{}
 }
 
 func (p *observablePull[T]) Request(n int64) {
 	if n <= 0 {
 		badRequest(&p.bad, n)
+		select {
+		case p.badWake <- struct{}{}:
+		default:
+		}
 	} else {
 		addDemand(&p.requested, n)
 	}
@@ -70,7 +78,8 @@ func (p *observablePull[T]) Cancel() { p.cancel() }
 
 // pump runs on its own goroutine: it waits for demand, receives one item per
 // unit of demand and signals it, until the channel closes, an error item
-// arrives or the context is cancelled.
+// arrives, a Request(n <= 0) comes (also while it waits for an item) or the
+// context is cancelled.
 func (p *observablePull[T]) pump() {
 	defer p.cancel()
 	ch := p.obs.Observe(append(p.opts[:len(p.opts):len(p.opts)], rxgo.WithContext(p.ctx))...)
@@ -90,6 +99,8 @@ func (p *observablePull[T]) pump() {
 		select {
 		case <-p.ctx.Done():
 			return
+		case <-p.badWake:
+			continue // signalled at the top of the loop
 		case item, ok := <-ch:
 			if !ok {
 				p.down.OnComplete()

@@ -38,7 +38,9 @@
 // (Event.CallDuration), from the grant to the end of the loop, for the
 // call-duration histogram of the metrics exporters. A Semaphore's permit
 // is waited for with its AcquirePermission, which publishes the grant
-// before it returns.
+// before it returns; any other bulkhead's (an adaptive bulkhead's) through
+// a callback of its Acquisition, which runs once the grant was published,
+// so the loop's CallPermitted precedes its CallFinished.
 //
 // # Cost
 //

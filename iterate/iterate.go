@@ -109,8 +109,14 @@ func (p *held) giveBack() {
 // rejection error) or ctx ends (ctx.Err(), the request withdrawn). A b that
 // can block itself (a *bulkhead.Semaphore) does so: its AcquirePermission
 // has the same outcomes, waits with a pooled record, and publishes the
-// grant before it returns, so the loop's StartCall finds it (a wait on
-// Done may wake before the granting goroutine has published it).
+// grant before it returns, so the loop's StartCall finds it.
+//
+// Any other b is waited for through a callback of the Acquisition, not its
+// Done channel: Done is closed as soon as the outcome is decided, before
+// the deciding goroutine has published the grant (the CallPermitted whose
+// time a CallTimer's StartCall returns), and the callbacks run after it.
+// Woken by Done, the loop could start its call from an older grant's
+// stamp, and publish its CallFinished before its CallPermitted.
 //
 // Ownership: a permit granted while ctx ends belongs to the caller of
 // Cancel that lost the race, which gives it back unused.
@@ -125,15 +131,16 @@ func acquire(ctx context.Context, b bulkhead.Bulkhead) error {
 	if err := a.Err(); err != bulkhead.ErrPending {
 		return err
 	}
+	decided := make(chan error, 1)
+	a.OnDone(func(err error) { decided <- err })
 	select {
-	case <-a.Done():
-		return a.Err()
+	case err := <-decided:
+		return err
 	case <-ctx.Done():
 		if a.Cancel() {
 			return ctx.Err()
 		}
-		<-a.Done() // decided first: wait until the outcome is published
-		if a.Err() == nil {
+		if <-decided == nil { // decided first: wait until it is published
 			b.ReleasePermission()
 		}
 		return ctx.Err()
