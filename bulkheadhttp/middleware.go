@@ -32,11 +32,12 @@ import (
 //   - Withdrawn: the request's context ends before a permit is granted (an
 //     outer timeout middleware that wraps r.Context(), a server whose
 //     BaseContext is cancelled, a client that went away). The request leaves
-//     the queue at once and holds no permit; the handler does not run; the
-//     response is the same rejection as for a full bulkhead (503 or 429
-//     with Retry-After, or what WithRejectHandler writes, given a
-//     *WithdrawnError), never net/http's implicit 200 OK for a handler that
-//     wrote nothing. To a client that went away net/http sends nothing, so
+//     the queue as soon as its goroutine sees the context end (a moment
+//     after the cancel, not within it) and holds no permit; the handler
+//     does not run; the response is the same rejection as for a full
+//     bulkhead (503 or 429 with Retry-After, or what WithRejectHandler
+//     writes, given a *WithdrawnError), never net/http's implicit 200 OK
+//     for a handler that wrote nothing. To a client that went away net/http sends nothing, so
 //     for it nothing changes. http.Server.Shutdown cancels no request's
 //     context: queued requests go on waiting while it waits for them.
 //   - No bulkhead (the key is "", or the bulkhead cannot be created): the

@@ -29,7 +29,9 @@ import (
 //     *bulkhead.FullError, which matches bulkhead.ErrBulkheadFull and names
 //     the bulkhead, i.e. the partner. A request whose context ends while it
 //     waits is not sent either: RoundTrip returns the context's error, and
-//     the request leaves the queue at once without holding a permit.
+//     the request has left the queue, without holding a permit, by then
+//     (its goroutine withdraws it when it sees the context end: a moment
+//     after the cancel, not within it).
 //   - The permit is held while the partner works on the call: until the
 //     first of the response body being closed, read to its end (io.EOF) or
 //     failing to read, and the request's context ending; or until the base
