@@ -37,9 +37,10 @@ import (
 //     does not run; the response is the same rejection as for a full
 //     bulkhead (503 or 429 with Retry-After, or what WithRejectHandler
 //     writes, given a *WithdrawnError), never net/http's implicit 200 OK
-//     for a handler that wrote nothing. To a client that went away net/http sends nothing, so
-//     for it nothing changes. http.Server.Shutdown cancels no request's
-//     context: queued requests go on waiting while it waits for them.
+//     for a handler that wrote nothing. To a client that went away
+//     net/http sends nothing, so for it nothing changes.
+//     http.Server.Shutdown cancels no request's context: queued requests
+//     go on waiting while it waits for them.
 //   - No bulkhead (the key is "", or the bulkhead cannot be created): the
 //     handler does not run; the response is 500 with the error's text, or
 //     what WithErrorHandler writes.
