@@ -312,30 +312,35 @@ func TestSemaphoreCallAcquirePermissionBlocks(t *testing.T) {
 }
 
 // Cancelling the heavy waiter that held lighter ones back (the allowance
-// spent) grants them at once, on the cancelling goroutine.
+// spent) grants them at once. Cancel runs no callback but the withdrawn
+// call's: theirs run on a fresh goroutine that Cancel only waits to have
+// started (deliverAside in weights.go), hence the synctest.Wait.
 func TestCancellingAHeavyWaiterGrantsTheLightOnesItHeldBack(t *testing.T) {
-	s := newSemaphore(t, "edi", weightedConfig(2, bulkhead.FIFO))
-	holdOnes(t, s, 2)
-	heavy := s.Call(2).AcquirePermissionAsync()
-	var o outcomes
-	for i := range 4 {
-		o.watch(fmt.Sprintf("l%d", i), s.AcquirePermissionAsync())
-	}
-	s.FinishCall() // l0 passes (bypass 1)
-	s.FinishCall() // l1 passes (bypass 2: the allowance is spent)
-	s.FinishCall() // l0's permit: free 1, kept for the heavy one
-	if got := o.list(); !slices.Equal(got, []string{"l0", "l1"}) {
-		t.Fatalf("%v, want [l0 l1] and the rest held back for the heavy call", got)
-	}
-	if !heavy.Cancel() {
-		t.Fatal("Cancel failed")
-	}
-	if got := o.list(); !slices.Equal(got, []string{"l0", "l1", "l2"}) {
-		t.Fatalf("after the heavy call withdrew: %v, want l2 granted", got)
-	}
-	for range 3 {
-		s.FinishCall()
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := newSemaphore(t, "edi", weightedConfig(2, bulkhead.FIFO))
+		holdOnes(t, s, 2)
+		heavy := s.Call(2).AcquirePermissionAsync()
+		var o outcomes
+		for i := range 4 {
+			o.watch(fmt.Sprintf("l%d", i), s.AcquirePermissionAsync())
+		}
+		s.FinishCall() // l0 passes (bypass 1)
+		s.FinishCall() // l1 passes (bypass 2: the allowance is spent)
+		s.FinishCall() // l0's permit: free 1, kept for the heavy one
+		if got := o.list(); !slices.Equal(got, []string{"l0", "l1"}) {
+			t.Fatalf("%v, want [l0 l1] and the rest held back for the heavy call", got)
+		}
+		if !heavy.Cancel() {
+			t.Fatal("Cancel failed")
+		}
+		synctest.Wait()
+		if got := o.list(); !slices.Equal(got, []string{"l0", "l1", "l2"}) {
+			t.Fatalf("after the heavy call withdrew: %v, want l2 granted", got)
+		}
+		for range 3 {
+			s.FinishCall()
+		}
+	})
 }
 
 // The expiry of a heavy waiter that held lighter ones back grants them in
