@@ -197,52 +197,59 @@ func holdOnes(t *testing.T, s *bulkhead.Semaphore, n int) {
 func TestSemaphoreLightCallsPassAHeavyOneForAtMostTheLimit(t *testing.T) {
 	for _, order := range []bulkhead.QueueOrder{bulkhead.FIFO, bulkhead.LIFO} {
 		t.Run(order.String(), func(t *testing.T) {
-			const limit, k = 4, 4
-			s := newSemaphore(t, "edi", weightedConfig(limit, order))
-			holdOnes(t, s, limit)
-			var o outcomes
-			if order == bulkhead.FIFO {
-				o.watch("heavy", s.Call(k).AcquirePermissionAsync())
-			}
-			for i := range 8 {
-				o.watch(fmt.Sprintf("l%d", i), s.AcquirePermissionAsync())
-			}
-			if order == bulkhead.LIFO { // the newest goes first
-				o.watch("heavy", s.Call(k).AcquirePermissionAsync())
-			}
-			if got := o.list(); len(got) != 0 {
-				t.Fatalf("granted with no permit free: %v", got)
-			}
-			released := 0
-			heavyAt := 0
-			for heavyAt == 0 && released < 3*limit {
-				s.FinishCall() // a weight-1 holder (the first ones, then the lights)
-				released++
-				if slices.Contains(o.list(), "heavy") {
-					heavyAt = released
+			synctest.Test(t, func(t *testing.T) {
+				const limit, k = 4, 4
+				s := newSemaphore(t, "edi", weightedConfig(limit, order))
+				holdOnes(t, s, limit)
+				var o outcomes
+				if order == bulkhead.FIFO {
+					o.watch("heavy", s.Call(k).AcquirePermissionAsync())
 				}
-			}
-			got := o.list()
-			lights := slices.Index(got, "heavy")
-			if heavyAt == 0 {
-				t.Fatalf("the heavy call was never granted: %v", got)
-			}
-			if lights != limit {
-				t.Errorf("%d light calls passed the heavy one, want exactly MaxConcurrentCalls = %d (no stall before, no more after): %v", lights, limit, got)
-			}
-			if heavyAt > limit+k {
-				t.Errorf("the heavy call was granted after %d permits came back, want at most MaxConcurrentCalls + k = %d", heavyAt, limit+k)
-			}
-			if m := s.Metrics(); m.InFlightCalls != k || m.QueuedCalls != 4 {
-				t.Fatalf("metrics %+v", m)
-			}
-			s.Call(k).FinishCall()
-			if got := o.list(); len(got) != 9 {
-				t.Fatalf("after the heavy call finished, the 4 lights left should be granted: %v", got)
-			}
-			for range limit {
-				s.FinishCall()
-			}
+				for i := range 8 {
+					o.watch(fmt.Sprintf("l%d", i), s.AcquirePermissionAsync())
+				}
+				if order == bulkhead.LIFO { // the newest goes first
+					o.watch("heavy", s.Call(k).AcquirePermissionAsync())
+				}
+				if got := o.list(); len(got) != 0 {
+					t.Fatalf("granted with no permit free: %v", got)
+				}
+				released := 0
+				heavyAt := 0
+				for heavyAt == 0 && released < 3*limit {
+					s.FinishCall() // a weight-1 holder (the first ones, then the lights)
+					released++
+					if slices.Contains(o.list(), "heavy") {
+						heavyAt = released
+					}
+				}
+				got := o.list()
+				lights := slices.Index(got, "heavy")
+				if heavyAt == 0 {
+					t.Fatalf("the heavy call was never granted: %v", got)
+				}
+				if lights != limit {
+					t.Errorf("%d light calls passed the heavy one, want exactly MaxConcurrentCalls = %d (no stall before, no more after): %v", lights, limit, got)
+				}
+				if heavyAt > limit+k {
+					t.Errorf("the heavy call was granted after %d permits came back, want at most MaxConcurrentCalls + k = %d", heavyAt, limit+k)
+				}
+				if m := s.Metrics(); m.InFlightCalls != k || m.QueuedCalls != 4 {
+					t.Fatalf("metrics %+v", m)
+				}
+				// The release grants the 4 lights left: the first one's
+				// callbacks run on this goroutine, each other's on a fresh
+				// one that FinishCall only waits to have started (runDecided
+				// in delivery.go): wait for them before reading o.
+				s.Call(k).FinishCall()
+				synctest.Wait()
+				if got := o.list(); len(got) != 9 {
+					t.Fatalf("after the heavy call finished, the 4 lights left should be granted: %v", got)
+				}
+				for range limit {
+					s.FinishCall()
+				}
+			})
 		})
 	}
 }
@@ -305,30 +312,35 @@ func TestSemaphoreCallAcquirePermissionBlocks(t *testing.T) {
 }
 
 // Cancelling the heavy waiter that held lighter ones back (the allowance
-// spent) grants them at once, on the cancelling goroutine.
+// spent) grants them at once. Cancel runs no callback but the withdrawn
+// call's: theirs run on a fresh goroutine that Cancel only waits to have
+// started (deliverAside in weights.go), hence the synctest.Wait.
 func TestCancellingAHeavyWaiterGrantsTheLightOnesItHeldBack(t *testing.T) {
-	s := newSemaphore(t, "edi", weightedConfig(2, bulkhead.FIFO))
-	holdOnes(t, s, 2)
-	heavy := s.Call(2).AcquirePermissionAsync()
-	var o outcomes
-	for i := range 4 {
-		o.watch(fmt.Sprintf("l%d", i), s.AcquirePermissionAsync())
-	}
-	s.FinishCall() // l0 passes (bypass 1)
-	s.FinishCall() // l1 passes (bypass 2: the allowance is spent)
-	s.FinishCall() // l0's permit: free 1, kept for the heavy one
-	if got := o.list(); !slices.Equal(got, []string{"l0", "l1"}) {
-		t.Fatalf("%v, want [l0 l1] and the rest held back for the heavy call", got)
-	}
-	if !heavy.Cancel() {
-		t.Fatal("Cancel failed")
-	}
-	if got := o.list(); !slices.Equal(got, []string{"l0", "l1", "l2"}) {
-		t.Fatalf("after the heavy call withdrew: %v, want l2 granted", got)
-	}
-	for range 3 {
-		s.FinishCall()
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := newSemaphore(t, "edi", weightedConfig(2, bulkhead.FIFO))
+		holdOnes(t, s, 2)
+		heavy := s.Call(2).AcquirePermissionAsync()
+		var o outcomes
+		for i := range 4 {
+			o.watch(fmt.Sprintf("l%d", i), s.AcquirePermissionAsync())
+		}
+		s.FinishCall() // l0 passes (bypass 1)
+		s.FinishCall() // l1 passes (bypass 2: the allowance is spent)
+		s.FinishCall() // l0's permit: free 1, kept for the heavy one
+		if got := o.list(); !slices.Equal(got, []string{"l0", "l1"}) {
+			t.Fatalf("%v, want [l0 l1] and the rest held back for the heavy call", got)
+		}
+		if !heavy.Cancel() {
+			t.Fatal("Cancel failed")
+		}
+		synctest.Wait()
+		if got := o.list(); !slices.Equal(got, []string{"l0", "l1", "l2"}) {
+			t.Fatalf("after the heavy call withdrew: %v, want l2 granted", got)
+		}
+		for range 3 {
+			s.FinishCall()
+		}
+	})
 }
 
 // The expiry of a heavy waiter that held lighter ones back grants them in

@@ -54,6 +54,10 @@ func TestFromPoolEmitsTheErrorOfFnOrOfTheRejection(t *testing.T) {
 		if it, _ := single.FromPool(p, func(context.Context) (int, error) { return 0, boom }).Get(); it.E != boom {
 			t.Fatalf("item %+v, want the error of fn", it)
 		}
+		// The worker is free a moment after the error is out (see
+		// pool.Future.Get): without this wait busy could find it still
+		// busy and be rejected, and the call below then run.
+		synctest.Wait()
 		release := make(chan struct{})
 		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
 		it, _ := single.FromPool(p, func(context.Context) (int, error) { return 1, nil }).Get()
