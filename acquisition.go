@@ -217,9 +217,12 @@ func (a *Acquisition) Granted() bool {
 //     bridge's goroutine.
 //
 // Exceptions, so that no callback waits for another's and the stack stays
-// bounded: when ChangeConfig grants several waiters, the first outcome's
-// callbacks run on the deciding goroutine and each other outcome's on a
-// fresh goroutine; the outcomes of one expiry sweep run one after the other
+// bounded: when one call grants several waiters (ChangeConfig growing the
+// limit, a weighted FinishCall or ReleasePermission giving back k permits,
+// a Budget's decision), the first outcome's callbacks run on the deciding
+// goroutine and each other outcome's on a fresh goroutine, started before
+// that call returns (so the call may return before they have run); the
+// outcomes of one expiry sweep run one after the other
 // on the timer goroutine, and a fresh goroutine carries on with the rest
 // whenever one of them has blocked for a millisecond (so a blocking callback
 // delays the others by at most about 2 ms), panics or calls
