@@ -105,7 +105,11 @@ func TestSubscribeDoesNotBlockOrParkGoroutinesWhenFull(t *testing.T) {
 		rs[i] = newRecorder(t)
 		completable.Bulkhead(b, src).Subscribe(rs[i]) // returns although no permit is free
 	}
-	if after := runtime.NumGoroutine(); after > before {
+	// NumGoroutine counts the whole process: a slack of 5 leaves room for a
+	// goroutine that something else (an earlier test's timer or delivery)
+	// starts meanwhile, and still fails subscriptions that park one each
+	// (that would add 100).
+	if after := runtime.NumGoroutine(); after > before+5 {
 		t.Fatalf("%d goroutines added by 100 pending subscriptions", after-before)
 	}
 	if got := b.Metrics().QueuedCalls; got != 100 {
