@@ -40,8 +40,9 @@ func UnaryClientInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.UnaryC
 // still held (with one permit, 299 or 300 times in 300 at GOMAXPROCS 1, 2
 // and 4); after the cancel, a RecvMsg that returns the stream's error has
 // given the permit back unless that goroutine is still running OnFinish
-// (none refused in 900). If opening the stream panics or calls runtime.Goexit (a later
-// interceptor's doing), the permit is given back and the panic goes on.
+// (none refused in 900). If opening the stream panics or calls
+// runtime.Goexit (a later interceptor's doing), the permit is given back
+// and the panic goes on.
 func StreamClientInterceptor(reg *bulkhead.Registry, opts ...Option) (grpc.StreamClientInterceptor, error) {
 	cfg, err := newConfig("StreamClientInterceptor", reg, opts)
 	if err != nil {
