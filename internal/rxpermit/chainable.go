@@ -27,10 +27,7 @@ func chainable(it rxgo.Iterable, src rxgo.Iterable) rxgo.Observable {
 	fs := implFields()
 	o := new(rxgo.ObservableImpl)
 	*(*rxgo.Iterable)(unsafe.Add(unsafe.Pointer(o), fs.iterable)) = it
-	if impl, ok := src.(*rxgo.ObservableImpl); ok && impl != nil {
-		parent := (*context.Context)(unsafe.Add(unsafe.Pointer(o), fs.parent))
-		*parent = *(*context.Context)(unsafe.Add(unsafe.Pointer(impl), fs.parent))
-	}
+	*(*context.Context)(unsafe.Add(unsafe.Pointer(o), fs.parent)) = parentOf(src)
 	return o
 }
 
@@ -50,8 +47,8 @@ func implField(name string, typ reflect.Type) uintptr {
 }
 
 // parentOf returns the parent context of an rxgo.ObservableImpl (the one
-// rxgo.FromChannel builds from its options), nil for any other Observable.
-func parentOf(o rxgo.Observable) context.Context {
+// rxgo.FromChannel builds from its options), nil for anything else.
+func parentOf(o rxgo.Iterable) context.Context {
 	impl, ok := o.(*rxgo.ObservableImpl)
 	if !ok || impl == nil {
 		return nil

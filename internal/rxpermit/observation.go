@@ -146,18 +146,15 @@ func (o *observation) observe(opts []rxgo.Option, discard bool) *subscription {
 // evaluate returns the context and the channel capacity that opts build,
 // and whether they ask to connect. rxgo's options are opaque (their struct
 // is unexported), so a probe evaluates them: a connectable rxgo.FromChannel
-// built with opts keeps the context they build as its parent (read as
-// chainable reads it) and, observed, returns nil if they ask to connect
-// (connecting the probe starts a goroutine that finds its channel closed
-// and ends) or else a channel of the capacity they ask for.
+// built with opts keeps the context they build as its parent (never nil:
+// context.Background() when they give none; read as chainable reads it)
+// and, observed, returns nil if they ask to connect (connecting the probe
+// starts a goroutine that finds its channel closed and ends) or else a
+// channel of the capacity they ask for.
 func evaluate(opts []rxgo.Option) (ctx context.Context, capacity int, connect bool) {
 	probe := rxgo.FromChannel(closedItems, append(opts[:len(opts):len(opts)], rxgo.WithPublishStrategy())...)
 	ch := probe.Observe()
-	ctx = parentOf(probe)
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return ctx, cap(ch), ch == nil
+	return parentOf(probe), cap(ch), ch == nil
 }
 
 // closedItems is the probe's channel: closed, so a probe that connects
