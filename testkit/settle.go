@@ -36,7 +36,6 @@ func waitForBubble() (inBubble bool) {
 			if !strings.Contains(fmt.Sprint(r), "not in a bubble") {
 				panic(r)
 			}
-			inBubble = false
 		}
 	}()
 	synctest.Wait()
