@@ -23,7 +23,15 @@ import (
 // onePermitNoQueue rejects at once when its only permit is held.
 var onePermitNoQueue = bulkhead.Config{MaxConcurrentCalls: 1}
 
-// Promise: "The permit goes back with b.OnComplete when src completes or
+// holdPermit takes a permit of b for the test, failing it if none is free.
+func holdPermit(t testing.TB, b *bulkhead.Semaphore) {
+	t.Helper()
+	if !b.TryAcquirePermission() {
+		t.Fatal("permit not free")
+	}
+}
+
+// Promise: "The permit goes back with b.FinishCall when src completes or
 // fails, before the observer is signalled (so an observer that subscribes
 // again finds it free)". With one permit and no queue, a retry from the
 // terminal signal is rejected at once unless the permit is really back.
@@ -71,9 +79,7 @@ func TestHostileRetryFromTheTerminalSignalFindsTheOnlyPermitFree(t *testing.T) {
 // the observer and the bulkhead must not be asked at all.
 func TestHostileDisposeInOnSubscribeOfAFullBulkheadSignalsNothing(t *testing.T) {
 	b := newBulkhead(t, onePermitNoQueue)
-	if !b.TryAcquirePermission() {
-		t.Fatal("permit not free")
-	}
+	holdPermit(t, b)
 	defer b.ReleasePermission()
 	ev := testkit.RecordEvents(t, b)
 	src := newProbe(completable.Complete())
@@ -109,8 +115,8 @@ func TestHostileDisposeBetweenGrantAndTheSourcesOnSubscribe(t *testing.T) {
 				upDisposed = up.IsDisposed()
 				o.OnComplete()
 			})
-			if queued && !b.TryAcquirePermission() {
-				t.Fatal("permit not free")
+			if queued {
+				holdPermit(t, b)
 			}
 			ev := testkit.RecordEvents(t, b)
 			completable.Bulkhead(b, src).Subscribe(r)
@@ -156,9 +162,7 @@ func TestHostileObserverLeavingItsTerminalSignalAbnormallyLeaksNothing(t *testin
 		for name, src := range sources {
 			t.Run(name+"/"+how, func(t *testing.T) {
 				b := newBulkhead(t, queueing)
-				if !b.TryAcquirePermission() {
-					t.Fatal("permit not free")
-				}
+				holdPermit(t, b)
 				ev := testkit.RecordEvents(t, b)
 				r := newRecorder(t)
 				r.onTerminal = bye
@@ -188,9 +192,7 @@ func TestHostileObserverLeavingItsTerminalSignalAbnormallyLeaksNothing(t *testin
 func TestHostileToObservableContextEndingWhileQueuedWithdraws(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBulkhead(t, queueing)
-		if !b.TryAcquirePermission() {
-			t.Fatal("permit not free")
-		}
+		holdPermit(t, b)
 		ev := testkit.RecordEvents(t, b)
 		ran := false
 		call := completable.Bulkhead(b, completable.FromFunc(func(context.Context) error { ran = true; return nil }))
@@ -224,9 +226,7 @@ func TestHostileToObservableContextEndingWhileQueuedWithdraws(t *testing.T) {
 // must not be asked.
 func TestHostileAwaitWithAnEndedContextOnAFullBulkheadAsksNothing(t *testing.T) {
 	b := newBulkhead(t, onePermitNoQueue)
-	if !b.TryAcquirePermission() {
-		t.Fatal("permit not free")
-	}
+	holdPermit(t, b)
 	defer b.ReleasePermission()
 	ev := testkit.RecordEvents(t, b)
 	ctx, cancel := context.WithCancel(context.Background())

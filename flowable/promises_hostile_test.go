@@ -28,6 +28,14 @@ import (
 // onePermitNoQueue rejects at once when its only permit is held.
 var onePermitNoQueue = bulkhead.Config{MaxConcurrentCalls: 1}
 
+// holdPermit takes a permit of b for the test, failing it if none is free.
+func holdPermit(t testing.TB, b *bulkhead.Semaphore) {
+	t.Helper()
+	if !b.TryAcquirePermission() {
+		t.Fatal("permit not free")
+	}
+}
+
 // Promise: "OnError ... gives the permit back ... before passing err on, so
 // a subscriber that retries finds it free" (and OnComplete likewise, fuse.go).
 // With one permit and no queue, a retry made from the terminal signal is
@@ -93,9 +101,7 @@ func TestHostileGoexitInOnNextGivesThePermitBack(t *testing.T) {
 				}}
 				var ended any
 				if queued {
-					if !b.TryAcquirePermission() {
-						t.Fatal("permit not free")
-					}
+					holdPermit(t, b)
 					pub.Subscribe(goexiter)
 					ended = testkit.RunToEnd(func() { b.ReleasePermission() })
 				} else {
@@ -186,9 +192,7 @@ func TestHostileSubscribingAgainFromOnNextQueuesBehindTheOwnPermit(t *testing.T)
 func TestHostileNonPositiveRequestInOnSubscribeOfAFullBulkheadAsksNothing(t *testing.T) {
 	for _, n := range []int64{0, -1, -9223372036854775808} {
 		b := newBulkhead(t, onePermitNoQueue)
-		if !b.TryAcquirePermission() {
-			t.Fatal("permit not free")
-		}
+		holdPermit(t, b)
 		ev := testkit.RecordEvents(t, b)
 		src := newProbe(flowable.Just(1))
 		var errs []error
@@ -211,9 +215,7 @@ func TestHostileNonPositiveRequestInOnSubscribeOfAFullBulkheadAsksNothing(t *tes
 // call at once, it must not produce the FullError either.
 func TestHostileCancelInOnSubscribeOfAFullBulkheadSignalsNothing(t *testing.T) {
 	b := newBulkhead(t, onePermitNoQueue)
-	if !b.TryAcquirePermission() {
-		t.Fatal("permit not free")
-	}
+	holdPermit(t, b)
 	defer b.ReleasePermission()
 	ev := testkit.RecordEvents(t, b)
 	r := newRecorder[int](t, 0)
@@ -239,9 +241,7 @@ func TestHostileToObservableContextEndingWhileQueuedWithdraws(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBulkhead(t, queueing)
 		ev := testkit.RecordEvents(t, b)
-		if !b.TryAcquirePermission() {
-			t.Fatal("permit not free")
-		}
+		holdPermit(t, b)
 		src := newProbe(flowable.Range(0, 3))
 		ctx, cancel := context.WithCancel(context.Background())
 		ch := flowable.ToObservable(flowable.Bulkhead(b, src)).Observe(rxgo.WithContext(ctx))
@@ -279,9 +279,7 @@ func TestHostileToObservableContextEndingWhileQueuedWithdraws(t *testing.T) {
 func TestHostileFromObservableIsNotObservedWhileItsBulkheadCallIsQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBulkhead(t, queueing)
-		if !b.TryAcquirePermission() {
-			t.Fatal("permit not free")
-		}
+		holdPermit(t, b)
 		observed := 0
 		obs := rxgo.Defer([]rxgo.Producer{func(_ context.Context, next chan<- rxgo.Item) {
 			observed++
@@ -327,9 +325,7 @@ func TestHostileSourceThatPanicsOrExitsWhileSubscribedGivesThePermitBack(t *test
 					r := newRecorder[int](t, 1)
 					var ended any
 					if queued {
-						if !b.TryAcquirePermission() {
-							t.Fatal("permit not free")
-						}
+						holdPermit(t, b)
 						pub.Subscribe(r)
 						ended = testkit.RunToEnd(func() { b.ReleasePermission() })
 					} else {
@@ -406,9 +402,7 @@ func (p *requestLog) Request(n int64) {
 // caused.
 func TestHostileOverflowingDemandWhilePendingIsReplayedSaturated(t *testing.T) {
 	b := newBulkhead(t, queueing)
-	if !b.TryAcquirePermission() {
-		t.Fatal("permit not free")
-	}
+	holdPermit(t, b)
 	src := &requestLog{}
 	r := newRecorder[int](t, math.MaxInt64)
 	flowable.Bulkhead(b, flowable.Publisher[int](src)).Subscribe(r)
