@@ -66,7 +66,7 @@ func TestDev(t *testing.T) {
 		_ = os.WriteFile(devStatic, b, 0o644)
 	}
 	var cs []Contender
-	for _, c := range Contenders() {
+	for _, c := range devContenders() {
 		if only.MatchString(c.Name) {
 			cs = append(cs, c)
 		}
@@ -140,7 +140,7 @@ func TestDevTrace(t *testing.T) {
 		}
 	}
 	only := regexp.MustCompile(*devOnly)
-	for _, ct := range Contenders() {
+	for _, ct := range devContenders() {
 		if !only.MatchString(ct.Name) || ct.Bubble {
 			continue
 		}
@@ -401,7 +401,7 @@ func TestDevExc(t *testing.T) {
 func devContender() Contender {
 	if *devOnly != "" {
 		only := regexp.MustCompile(*devOnly)
-		for _, c := range Contenders() {
+		for _, c := range devContenders() {
 			if only.MatchString(c.Name) {
 				return c
 			}

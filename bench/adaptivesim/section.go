@@ -212,4 +212,24 @@ their RTTs unused gained almost nothing, so the better no-load RTT did it. But e
 missed goodput in 28 to 34 cells: a dip costs throughput, and SetPoint's goodput misses are at
 1.0× load and after a step, where the limit sits near 1.06 × C and Poisson bursts above it are
 rejected, which a dip does not reach.
+
+What the goals leave at load = C, and what knowing the no-load RTT buys (measured on 2026-12-03,
+20 seeds). The oracle at other multiples of C (cd bench && go test ./adaptivesim -run
+'^TestDevOracle$' -dev.oracle 1.0,1.05,1.1,1.15 -dev.cells 'load 1.0×' -dev.seeds 20 -v): on the
+steady partners at 1.0× load its worst-seed goodput is 0.87× at 1.0 × C, 0.90× at 1.05 × C, 0.91×
+at 1.1 × C and 0.93× at 1.15 × C, so goodput and convergence together leave every 1 s average of
+the limit a window of about 1.07 to 1.15 × C there (32 to 34 permits for C = 30): C known to about
+±3.5 % every second. Two dev-only limiters that are *told* the partner's mean service time S,
+which no limiter one can build is, show how far the rest is (cd bench && go test ./adaptivesim
+-run '^TestDev$' -dev.only '^given S' -dev.seeds 20 -v): Little's law (C = calls per second × S
+in epochs that show a queue, limit 1.1 × that) converges in 324 of the 1,600 runs that have
+something to converge to and meets every goal in 2 cells (one overloaded); a hinge fit of the mean RTT per level
+of concurrency (a call admitted as the k-th in flight takes about S · max(1, k/C)) converges in
+1,099 of them and meets every goal on every seed in 12 cells, 11 of them overloaded (σ 0.1 to 0.5
+at 1.5× load, steady from both starts, the step and ramp from 5×C; σ 0.1 steady and σ 0.5 ramp
+at 1.0×), where the default meets it in none. Even given S it misses convergence in 27 of the 30
+cells at 1.0× load, on every bimodal cell (two request kinds have no single S) and after the step
+from C/5 (goodput 0.86×: growth by 20 % per 250 ms is too slow). A throughput knee, the rate of
+calls at two levels around the estimate (C = the upper level's rate × the lower level's RTT),
+tried without S on the same day, met every goal in 8 cells, its goodput missed in 63.
 `
