@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -384,4 +385,49 @@ func TestHostileReplacingAConfigKeepsThePoolsMadeFromIt(t *testing.T) {
 		t.Fatalf("MaxWorkers: pool made before the replacement %d (same pool %v), after %d; want 2, true, 7",
 			before.Config().MaxWorkers, again == before, after.Config().MaxWorkers)
 	}
+}
+
+// Registry.Close: "closes every pool the registry holds", and Pool.Close:
+// "From the first Close on, Submit rejects new tasks with ErrClosed". A
+// registry closed for shutdown must not hand out a new, open pool
+// afterwards: Get of a new name and SubmitKeyed of a new key would start
+// workers that nobody closes. Both are refused with ErrClosed, the pools
+// already there refuse their tasks, and no worker starts.
+func TestHostileAClosedRegistryCreatesNoPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core := pool.Config{MaxWorkers: 1, CoreWorkers: 1, KeepAlive: bulkhead.NoTimeout}
+		r, err := pool.NewRegistry(core, pool.WithIdleTimeout(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.SubmitKeyed(context.Background(), r, "old", pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := r.Get("new"); !errors.Is(err, pool.ErrClosed) || p != nil || !strings.Contains(err.Error(), `"new"`) {
+			t.Fatalf("Get of a new name after Close = %v, %v; want an error naming it and matching ErrClosed", p, err)
+		}
+		ran := false
+		for _, key := range []string{"old", "fresh"} {
+			f := pool.SubmitKeyed(context.Background(), r, key, pool.CallOptions{}, func(context.Context) (int, error) { ran = true; return 0, nil })
+			if err := f.Err(); !errors.Is(err, pool.ErrClosed) || f.Ran() {
+				t.Fatalf("SubmitKeyed(%q) after Close: Err() = %v, want ErrClosed at once", key, err)
+			}
+		}
+		time.Sleep(2 * time.Minute) // the closed "old" pool is evicted as idle
+		synctest.Wait()
+		if f := pool.SubmitKeyed(context.Background(), r, "old", pool.CallOptions{}, func(context.Context) (int, error) { ran = true; return 0, nil }); !errors.Is(f.Err(), pool.ErrClosed) {
+			t.Fatalf("SubmitKeyed of an evicted key after Close: Err() = %v, want ErrClosed", f.Err())
+		}
+		if ran {
+			t.Fatal("a task submitted after Registry.Close ran")
+		}
+		for _, p := range r.All() {
+			if m := p.Metrics(); m.PoolSize != 0 {
+				t.Fatalf("pool %q has %d workers after Registry.Close", p.Name(), m.PoolSize)
+			}
+		}
+	})
 }
