@@ -176,3 +176,30 @@ func TestHostileNaNInfinitiesAndNumbersPastIntAreRefused(t *testing.T) {
 		t.Fatalf("maxQueuedCalls MaxInt64: %v, %v; want bulkhead.Unbounded", res.Instances["a"].Config.MaxQueuedCalls, err)
 	}
 }
+
+// Error: a file with several problems "fails with all of them joined by
+// errors.Join, in the order of the file (top-level keys, then configs,
+// then instances, then budgets, each by name, then by key); errors.As
+// finds the first". The budgets came last without the doc saying so
+// (corrected by this audit); a budget named "a" does not go before an
+// instance named "z".
+func TestHostileProblemsOfEverySectionComeInTheDocumentedOrder(t *testing.T) {
+	_, err := fileconfig.Decode(map[string]any{
+		"budget":    5,
+		"budgets":   map[string]any{"a": map[string]any{"size": 4, "classes": []any{map[string]any{"name": "c", "share": -1}}}},
+		"instances": map[string]any{"z": map[string]any{"maxConcurrentCalls": 0}},
+		"configs":   map[string]any{"zz": map[string]any{"maxQueuedCalls": -1}},
+	})
+	errs := fileErrors(t, err)
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Kind+" "+e.Name)
+	}
+	if want := []string{" ", "config zz", "instance z", "budget a"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("problems in the order %q, want %q", got, want)
+	}
+	var first *fileconfig.Error
+	if !errors.As(err, &first) || first.Key != "budget" {
+		t.Fatalf("errors.As found %v, want the top-level problem first", first)
+	}
+}
