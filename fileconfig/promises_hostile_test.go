@@ -203,3 +203,34 @@ func TestHostileProblemsOfEverySectionComeInTheDocumentedOrder(t *testing.T) {
 		t.Fatalf("errors.As found %v, want the top-level problem first", first)
 	}
 }
+
+// Decode takes "the generic tree that a decoder produces ... That is what
+// encoding/json (best with UseNumber), the YAML libraries, TOML libraries
+// and viper's AllSettings give for an any." A TOML library that decodes an
+// array of tables ([[budgets.hub.classes]]) as []map[string]any
+// (BurntSushi/toml, pelletier/go-toml v1 and the viper settings built on
+// them) gives the budgets' lists in that shape: they must decode as the
+// []any of encoding/json does.
+func TestHostileDecodeTakesTheListsATOMLLibraryGives(t *testing.T) {
+	tomlShaped := map[string]any{"budgets": map[string]any{"hub": map[string]any{
+		"size":    int64(10),
+		"classes": []map[string]any{{"name": "interactive"}, {"name": "batch", "share": int64(2)}},
+		"groups":  []map[string]any{{"name": "gold", "nominal": int64(4)}},
+	}}}
+	jsonShaped := map[string]any{"budgets": map[string]any{"hub": map[string]any{
+		"size":    int64(10),
+		"classes": []any{map[string]any{"name": "interactive"}, map[string]any{"name": "batch", "share": int64(2)}},
+		"groups":  []any{map[string]any{"name": "gold", "nominal": int64(4)}},
+	}}}
+	want, err := fileconfig.Decode(jsonShaped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fileconfig.Decode(tomlShaped)
+	if err != nil {
+		t.Fatalf("Decode of a TOML-shaped tree: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("TOML-shaped tree decoded to %+v, want %+v (as the JSON-shaped one)", got, want)
+	}
+}
