@@ -8,6 +8,9 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -430,4 +433,37 @@ func TestHostileAClosedRegistryCreatesNoPool(t *testing.T) {
 			}
 		}
 	})
+}
+
+// WithCallbackPanicHandler: "A nil h restores that default" (the panic is
+// raised again on a new goroutine and ends the program). Options apply in
+// order, so a handler followed by WithCallbackPanicHandler(nil) must leave
+// no handler: the program ends with the callback's panic, and the first
+// handler never sees it.
+func TestHostileANilCallbackPanicHandlerRestoresTheDefault(t *testing.T) {
+	if os.Getenv("POOL_HOSTILE_NIL_HANDLER_CHILD") == "1" {
+		p, err := pool.New("legacy-soap", pool.Config{MaxWorkers: 1},
+			pool.WithCallbackPanicHandler(func(any, []byte) { fmt.Println("the replaced handler ran") }),
+			pool.WithCallbackPanicHandler(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		registered := make(chan struct{})
+		pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-registered; return 1, nil }).
+			OnDone(func(int, error) { panic("partner client exploded") })
+		close(registered)
+		select {} // the default handler ends the program
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHostileANilCallbackPanicHandlerRestoresTheDefault$")
+	cmd.Env = append(os.Environ(), "POOL_HOSTILE_NIL_HANDLER_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("the program went on after a callback panicked (err %v); output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `pool "legacy-soap": a Future.OnDone callback panicked: partner client exploded`) || strings.Contains(string(out), "the replaced handler ran") {
+		t.Fatalf("want the default handler's crash and not the replaced handler; output:\n%s", out)
+	}
 }
