@@ -8,10 +8,13 @@ import (
 )
 
 // NewRegistry resolves f and returns a bulkhead.Registry whose default
-// configuration is f's "default" (bulkhead.DefaultConfig() if f has none),
-// with every config of f added and every instance of f created. opts are
-// applied first, so a config of f replaces a bulkhead.WithConfig of the
-// same name. It fails, creating nothing, with the error of Resolve, an
+// configuration is f's "default", with every config of f added and every
+// instance of f created. opts are applied first, so a config of f replaces
+// a bulkhead.WithConfig of the same name, and the configs f does not name
+// stay: if f has no "default", the registry's default is the one opts give
+// with bulkhead.WithConfig(bulkhead.DefaultConfigName, ...), else
+// bulkhead.DefaultConfig(), as Apply keeps a registry's default. (f's own
+// entries still resolve by Resolve's rule, from bulkhead.DefaultConfig().) It fails, creating nothing, with the error of Resolve, an
 // *Error for every entry whose store is redis (a fleet bulkhead: see
 // Store), an *Error if f names a budget (File.Budget): such a registry
 // is built by Budgets.NewRegistry, or the error wrapping

@@ -234,3 +234,38 @@ func TestHostileDecodeTakesTheListsATOMLLibraryGives(t *testing.T) {
 		t.Fatalf("TOML-shaped tree decoded to %+v, want %+v (as the JSON-shaped one)", got, want)
 	}
 }
+
+// NewRegistry: "opts are applied first, so a config of f replaces a
+// bulkhead.WithConfig of the same name". The doc also said the default is
+// "f's "default" (bulkhead.DefaultConfig() if f has none)"; with opts that
+// set a default and a file without one, the registry keeps the opts' (as
+// Apply keeps a registry's default), which the doc now says. A config the
+// file names replaces the opts' one of that name; the file's instances
+// resolve from bulkhead.DefaultConfig() all the same.
+func TestHostileNewRegistryKeepsTheDefaultOfItsOptionsWhenTheFileHasNone(t *testing.T) {
+	fromOpts := bulkhead.Config{MaxConcurrentCalls: 3}
+	r, err := fileconfig.NewRegistry(decodeJSON(t, `{"configs": {"big": {"maxConcurrentCalls": 60}}, "instances": {"a": {}}}`),
+		bulkhead.WithConfig(bulkhead.DefaultConfigName, fromOpts), bulkhead.WithConfig("big", bulkhead.Config{MaxConcurrentCalls: 7}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := r.Get("later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := r.GetWithConfig("b", "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := r.Find("a")
+	if later.Config() != fromOpts || big.Config().MaxConcurrentCalls != 60 || a.Config() != bulkhead.DefaultConfig() {
+		t.Fatalf("later %v (want the opts' default), big %v (want the file's 60), instance a %v (want DefaultConfig)", later.Config(), big.Config(), a.Config())
+	}
+	r, err = fileconfig.NewRegistry(decodeJSON(t, `{"configs": {"default": {"maxConcurrentCalls": 9}}}`), bulkhead.WithConfig(bulkhead.DefaultConfigName, fromOpts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := r.Get("later"); s.Config().MaxConcurrentCalls != 9 {
+		t.Fatalf("later %v, want the file's default (9) over the opts'", s.Config())
+	}
+}
