@@ -14,12 +14,13 @@ import (
 // stay: if f has no "default", the registry's default is the one opts give
 // with bulkhead.WithConfig(bulkhead.DefaultConfigName, ...), else
 // bulkhead.DefaultConfig(), as Apply keeps a registry's default. (f's own
-// entries still resolve by Resolve's rule, from bulkhead.DefaultConfig().) It fails, creating nothing, with the error of Resolve, an
-// *Error for every entry whose store is redis (a fleet bulkhead: see
-// Store), an *Error if f names a budget (File.Budget): such a registry
-// is built by Budgets.NewRegistry, or the error wrapping
-// bulkhead.ErrRegistryFull of the first instance (in name order) that
-// does not fit when opts cap the registry (bulkhead.WithMaxBulkheads).
+// entries still resolve by Resolve's rule, from bulkhead.DefaultConfig().)
+// It fails, creating nothing, with the error of Resolve, an *Error for
+// every entry whose store is redis (a fleet bulkhead: see Store), an *Error
+// if f names a budget (File.Budget; such a registry is built by
+// Budgets.NewRegistry), or the error wrapping bulkhead.ErrRegistryFull of
+// the first instance (in name order) that does not fit when opts cap the
+// registry (bulkhead.WithMaxBulkheads).
 func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, error) {
 	res, err := f.Resolve()
 	if err != nil {

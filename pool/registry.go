@@ -94,9 +94,9 @@ func (r *Registry) Get(name string) (*Pool, error) {
 // configuration named configName if it does not exist yet. An existing pool
 // is returned as it is, whatever configName says. It fails if configName is
 // unknown or name is empty, and, after Close, with an error matching
-// ErrClosed if the pool would have to be created. Getting an existing pool takes no lock and
-// writes no shared memory (one lookup in a hash table read with atomic
-// loads), so it scales across cores.
+// ErrClosed if the pool would have to be created. Getting an existing pool
+// takes no lock and writes no shared memory (one lookup in a hash table
+// read with atomic loads), so it scales across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Pool, error) {
 	p, err := r.cat.Pin(name, configName)
 	if err != nil {
