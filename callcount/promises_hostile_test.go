@@ -7,6 +7,7 @@ package callcount_test
 
 import (
 	"context"
+	"iter"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -124,4 +125,29 @@ func TestHostileThePoolsOfAPoolRegistryAreForgottenOnEvictionAndContinuedAfterRe
 			t.Fatal(err)
 		}
 	})
+}
+
+// fleetLike is a MetricsSource of pointer type other than
+// *bulkhead.Registry (as the fleet's *Registry of contrib/redis is): its
+// methods use the registry it wraps.
+type fleetLike struct{ r *bulkhead.Registry }
+
+func (f *fleetLike) OnEvent(fn func(bulkhead.Event)) (remove func()) { return f.r.OnEvent(fn) }
+func (f *fleetLike) OnEvict(fn func(string)) (remove func())         { return f.r.OnEvict(fn) }
+func (f *fleetLike) Stats() bulkhead.RegistryStats                   { return f.r.Stats() }
+func (f *fleetLike) AllMetrics() iter.Seq2[string, bulkhead.Metrics] { return f.r.AllMetrics() }
+
+// New: "It panics if src is nil", with the message the nil interface and a
+// nil *bulkhead.Registry get. A nil pointer of any other source type (the
+// fleet's *Registry) is nil too, as the exporters (contrib/prometheus,
+// contrib/otel) treat it: the same panic, at New, not a nil dereference
+// inside one of its methods.
+func TestHostileNewPanicsOnANilPointerOfAnySourceType(t *testing.T) {
+	var nilFleet *fleetLike
+	defer func() {
+		if r := recover(); r != "callcount: New called with a nil bulkhead.MetricsSource" {
+			t.Fatalf("New(nil *fleetLike) recovered %v, want the nil-source panic", r)
+		}
+	}()
+	callcount.New(nilFleet)
 }
