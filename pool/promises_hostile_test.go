@@ -467,3 +467,48 @@ func TestHostileANilCallbackPanicHandlerRestoresTheDefault(t *testing.T) {
 		t.Fatalf("want the default handler's crash and not the replaced handler; output:\n%s", out)
 	}
 }
+
+// WithIdleTimeout: "Pools handed out by Get, GetWithConfig or Find are
+// pinned and never evicted", and the sweep closes what it evicts. All is not
+// in that list: a key's pool listed by All is not pinned, so it is evicted
+// and closed under its holder (a Submit to it then gets ErrClosed), while
+// one looked up with Find stays, open (All's doc now says so).
+func TestHostileAPoolListedByAllIsNotPinnedOneFoundIs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, err := pool.NewRegistry(pool.Config{MaxWorkers: 1}, pool.WithIdleTimeout(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close(context.Background()) })
+		for _, key := range []string{"listed", "found"} {
+			if _, err := pool.SubmitKeyed(context.Background(), r, key, pool.CallOptions{}, func(context.Context) (int, error) { return 0, nil }).Get(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		var listed *pool.Pool
+		for _, p := range r.All() {
+			if p.Name() == "listed" {
+				listed = p
+			}
+		}
+		found, ok := r.Find("found")
+		if listed == nil || !ok {
+			t.Fatalf("All() has listed: %v; Find(found): %v", listed != nil, ok)
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if _, ok := r.Find("listed"); ok {
+			t.Fatal("the pool listed by All was not evicted")
+		}
+		if f := pool.Submit(context.Background(), listed, func(context.Context) (int, error) { return 0, nil }); f.Err() != pool.ErrClosed {
+			t.Fatalf("Submit to the evicted pool a holder got from All: %v, want ErrClosed", f.Err())
+		}
+		if v, err := pool.Submit(context.Background(), found, func(context.Context) (int, error) { return 2, nil }).Get(context.Background()); v != 2 || err != nil {
+			t.Fatalf("the pool Find returned: %v, %v; want it pinned and open", v, err)
+		}
+		if st := r.Stats(); st.Evictions != 1 {
+			t.Fatalf("%+v, want exactly the listed pool evicted", st)
+		}
+	})
+}

@@ -120,7 +120,10 @@ func (r *Registry) Find(name string) (*Pool, bool) {
 	return r.cat.Find(name)
 }
 
-// All returns every pool, sorted by name.
+// All returns every pool, sorted by name. Unlike Get and Find it pins
+// none: a pool that SubmitKeyed created may still be evicted as idle
+// (WithIdleTimeout), and then closed, while the caller holds it; look it up
+// with Find to keep it.
 func (r *Registry) All() []*Pool {
 	return r.cat.All()
 }
