@@ -6,9 +6,11 @@ package fileconfig_test
 // YAML library that fails or gives nothing).
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -267,5 +269,21 @@ func TestHostileNewRegistryKeepsTheDefaultOfItsOptionsWhenTheFileHasNone(t *test
 	}
 	if s, _ := r.Get("later"); s.Config().MaxConcurrentCalls != 9 {
 		t.Fatalf("later %v, want the file's default (9) over the opts'", s.Config())
+	}
+}
+
+// Error.Key is "the key as written", and the problems of a list item name
+// it as "classes[1].share" (Error's doc, docs/configuration.md). A JSON key
+// given twice inside a list item must be named the same way, not
+// "classes.0.name" (it was, before this audit).
+func TestHostileAKeyGivenTwiceInAListItemIsNamedAsTheItemsOtherProblems(t *testing.T) {
+	var f fileconfig.File
+	err := json.Unmarshal([]byte(`{"budgets": {"hub": {"size": 4, "classes": [{"name": "a"}, {"name": "b", "share": -1, "share": -2}]}}}`), &f)
+	var keys []string
+	for _, e := range fileErrors(t, err) {
+		keys = append(keys, e.Key)
+	}
+	if !slices.Contains(keys, "classes[1].share") || slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, ".1.") }) {
+		t.Fatalf("problem keys %q, want the duplicate named classes[1].share", keys)
 	}
 }
