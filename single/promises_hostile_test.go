@@ -179,3 +179,37 @@ func TestHostileFromPoolQueueWaitThatExpiresEmitsAWaitTimeoutFullError(t *testin
 		<-busy.Done()
 	})
 }
+
+// FromPool: "The task's context is the observation's (rxgo.WithContext in
+// opts or in Observe)". Given to FromPool rather than to Observe, a context
+// that ends while the task is queued withdraws it (fn never runs) and the
+// observation closes without an item.
+func TestHostileFromPoolContextGivenToFromPoolWithdrawsTheQueuedTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := soapPool(t, pool.Config{MaxWorkers: 1, QueueCapacity: 1, MaxQueueWait: bulkhead.NoTimeout})
+		release := make(chan struct{})
+		busy := pool.Submit(context.Background(), p, func(context.Context) (int, error) { <-release; return 0, nil })
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := false
+		ch := single.FromPool(p, func(context.Context) (int, error) { ran = true; return 1, nil }, rxgo.WithContext(ctx)).Observe()
+		synctest.Wait()
+		if d := p.Metrics().QueueDepth; d != 1 {
+			t.Fatalf("QueueDepth = %d, want the task queued", d)
+		}
+		cancel()
+		if items := rxtest.Drain(ch); len(items) != 0 {
+			t.Fatalf("items %v, want none", items)
+		}
+		synctest.Wait()
+		if d := p.Metrics().QueueDepth; d != 0 {
+			t.Fatalf("QueueDepth = %d after the context ended, want 0", d)
+		}
+		close(release)
+		<-busy.Done()
+		synctest.Wait()
+		if ran {
+			t.Fatal("the withdrawn task ran")
+		}
+	})
+}
