@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/callstats"
 )
 
 // Counts are the numbers of events a bulkhead published, by type.
@@ -68,9 +69,10 @@ type callCounts struct {
 
 // New starts counting the events of every bulkhead of src, present and
 // future, until Close. A *bulkhead.Registry is a MetricsSource. It panics
-// if src is nil.
+// if src is nil: the nil interface, or a nil pointer in it (a nil
+// *bulkhead.Registry, a nil fleet *Registry), as the exporters treat it.
 func New(src bulkhead.MetricsSource) *Counter {
-	if r, ok := src.(*bulkhead.Registry); src == nil || ok && r == nil {
+	if callstats.IsNil(src) {
 		panic("callcount: New called with a nil bulkhead.MetricsSource")
 	}
 	c := &Counter{}

@@ -8,13 +8,19 @@ import (
 )
 
 // NewRegistry resolves f and returns a bulkhead.Registry whose default
-// configuration is f's "default" (bulkhead.DefaultConfig() if f has none),
-// with every config of f added and every instance of f created. opts are
-// applied first, so a config of f replaces a bulkhead.WithConfig of the
-// same name. It fails, creating nothing, with the error of Resolve, an
-// *Error for every entry whose store is redis (a fleet bulkhead: see
-// Store), or an *Error if f names a budget (File.Budget): such a registry
-// is built by Budgets.NewRegistry.
+// configuration is f's "default", with every config of f added and every
+// instance of f created. opts are applied first, so a config of f replaces
+// a bulkhead.WithConfig of the same name, and the configs f does not name
+// stay: if f has no "default", the registry's default is the one opts give
+// with bulkhead.WithConfig(bulkhead.DefaultConfigName, ...), else
+// bulkhead.DefaultConfig(), as Apply keeps a registry's default. (f's own
+// entries still resolve by Resolve's rule, from bulkhead.DefaultConfig().)
+// It fails, creating nothing, with the error of Resolve, an *Error for
+// every entry whose store is redis (a fleet bulkhead: see Store), an *Error
+// if f names a budget (File.Budget; such a registry is built by
+// Budgets.NewRegistry), or the error wrapping bulkhead.ErrRegistryFull of
+// the first instance (in name order) that does not fit when opts cap the
+// registry (bulkhead.WithMaxBulkheads).
 func NewRegistry(f File, opts ...bulkhead.RegistryOption) (*bulkhead.Registry, error) {
 	res, err := f.Resolve()
 	if err != nil {
@@ -36,6 +42,14 @@ func newRegistry(f File, res Resolved, opts []bulkhead.RegistryOption) (*bulkhea
 		return nil, err
 	}
 	if err := applyResolved(r, f, res); err != nil {
+		// An instance did not fit (opts capped r with WithMaxBulkheads).
+		// Nobody has seen r, but a budget of opts (WithBudget) has: the
+		// instances created so far joined it, and Remove makes them leave
+		// (their flows are idle). The catch-all cannot be removed; it
+		// stays an idle partner of that budget (see Budgets.NewRegistry).
+		for _, s := range r.All() {
+			r.Remove(s.Name())
+		}
 		return nil, err
 	}
 	return r, nil
@@ -75,6 +89,14 @@ func newRegistry(f File, res Resolved, opts []bulkhead.RegistryOption) (*bulkhea
 // budget key. Reload the budgets themselves with Budgets.Apply, after
 // Apply: a file that Apply accepts keeps every group and class r uses.
 //
+// A file that resolves can still not fit r: if r is capped
+// (bulkhead.WithMaxBulkheads) and an instance of f that r does not hold
+// finds it full, Apply returns that instance's error (it wraps
+// bulkhead.ErrRegistryFull) and keeps what it had applied: every config of
+// f, and the instances before that one in name order. Apply is atomic
+// only with respect to the checks above; size the cap for the file's
+// instances.
+//
 // Waiters granted because a bulkhead grew have their OnDone callbacks run
 // on the goroutine calling Apply, as with ChangeConfig. Concurrent Apply
 // calls are not serialised: the last one to change a bulkhead wins, so
@@ -98,9 +120,10 @@ func Apply(r *bulkhead.Registry, f File) error {
 
 // applyResolved adds the configs of f (resolved in res: not the built-in
 // default res adds when f has none), then configures its instances in name
-// order. res has been checked by Resolve, so the errors below are only a
-// safety net; a config is validated again by AddConfig and an instance by
-// Configure, each before anything of it changes.
+// order. res has been checked by Resolve, so AddConfig and Configure
+// refuse no configuration (each validates again before anything of it
+// changes); what can still fail is the creation of an instance in a
+// registry that is full (WithMaxBulkheads), after what came before it.
 func applyResolved(r *bulkhead.Registry, f File, res Resolved) error {
 	for _, name := range slices.Sorted(maps.Keys(f.Configs)) {
 		if err := r.AddConfig(name, res.Configs[name].Config); err != nil {

@@ -145,7 +145,7 @@ func nameInto[T any](field func(*T) *string) func(v any, into *T) []problem {
 // decodeList decodes a list of mappings; the problems of its i-th item are
 // keyed "[i]" and "[i].subkey".
 func decodeList[T any](v any, what string, mk mappingKeys[T]) ([]T, []problem) {
-	list, ok := v.([]any)
+	list, ok := asList(v)
 	if !ok {
 		return nil, problemf(nil, "want a list of %s (a mapping each), got %s", what, kindOf(v))
 	}
@@ -169,6 +169,30 @@ func decodeList[T any](v any, what string, mk mappingKeys[T]) ([]T, []problem) {
 		out = append(out, x)
 	}
 	return out, probs
+}
+
+// asList accepts the list types decoders produce: []any (encoding/json,
+// the YAML libraries), and a list of mappings as TOML libraries give an
+// array of tables ([]map[string]any from BurntSushi/toml and
+// pelletier/go-toml v1, so from viper too).
+func asList(v any) ([]any, bool) {
+	switch l := v.(type) {
+	case []any:
+		return l, true
+	case []map[string]any:
+		out := make([]any, len(l))
+		for i, m := range l {
+			out[i] = m
+		}
+		return out, true
+	case []map[any]any:
+		out := make([]any, len(l))
+		for i, m := range l {
+			out[i] = m
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 func dotted(key string) string {

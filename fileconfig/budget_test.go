@@ -106,7 +106,7 @@ func TestBadBudgetValuesNameTheBudgetTheKeyAndTheValue(t *testing.T) {
 		{"budget key twice", budget(`{"size": 10, "Size": 11, ` + oneClass + `}`),
 			`bulkhead budget "hub": size: given twice (also as "Size")`},
 		{"JSON key twice in a class", budget(`{"size": 10, "classes": [{"name": "a", "name": "b"}]}`),
-			`bulkhead budget "hub": classes.0.name: given twice`},
+			`bulkhead budget "hub": classes[0].name: given twice`},
 		{"budget not a mapping", `{"budgets": {"hub": 1000}}`,
 			`bulkhead budget "hub": want a mapping of settings, got a number`},
 		{"section not a mapping", `{"budgets": ["hub"]}`,

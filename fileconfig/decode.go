@@ -62,8 +62,9 @@ func (f *File) setFrom(tree any) error {
 }
 
 // Decode builds a File from the generic tree that a decoder produces for a
-// document: maps with string (or scalar) keys, strings, numbers (Go
-// integers, float64 or json.Number), bools and nil. That is what
+// document: maps with string (or scalar) keys, lists ([]any, or the
+// []map[string]any a TOML library gives for an array of tables), strings,
+// numbers (Go integers, float64 or json.Number), bools and nil. That is what
 // encoding/json (best with UseNumber), the YAML libraries, TOML libraries
 // and viper's AllSettings give for an `any`. It is a pure function: it reads
 // only tree.
@@ -319,7 +320,7 @@ func kindOf(v any) string {
 		return "a boolean"
 	case json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		return "a number"
-	case []any:
+	case []any, []map[string]any, []map[any]any:
 		return "a list"
 	}
 	if _, ok := asMap(v); ok {

@@ -13,15 +13,15 @@ import (
 	"github.com/rxbulkhead/bulkhead"
 )
 
-// Error reports one thing wrong in a File: it names the entry (a config or
-// an instance), the key and the value at fault. Every *Error matches
-// bulkhead.ErrInvalidConfig with errors.Is. A file with several problems
-// fails with all of them joined by errors.Join, in the order of the file
-// (top-level keys, then configs, then instances, each by name, then by
-// key); errors.As finds the first.
+// Error reports one thing wrong in a File: it names the entry (a config,
+// an instance or a budget), the key and the value at fault. Every *Error
+// matches bulkhead.ErrInvalidConfig with errors.Is. A file with several
+// problems fails with all of them joined by errors.Join, in the order of
+// the file (top-level keys, then configs, then instances, then budgets,
+// each by name, then by key); errors.As finds the first.
 type Error struct {
 	Kind    string // "config", "instance" or "budget"; empty for the top level of the file
-	Name    string // the config's or instance's name
+	Name    string // the config's, instance's or budget's name
 	Key     string // the key as written, e.g. "maxWaitDuration" or "adaptive.min"; empty if the whole entry is at fault
 	Value   any    // the value at fault as decoded; nil if there is none
 	Problem string // what is wrong, e.g. "must be >= 1"

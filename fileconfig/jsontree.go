@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // jsonTree decodes one JSON document into the generic tree Decode reads
@@ -65,7 +66,10 @@ func readJSONValue(dec *json.Decoder, path []string, dups *[][]string) (any, err
 	case '[':
 		list := []any{}
 		for i := 0; dec.More(); i++ {
-			v, err := readJSONValue(dec, append(path[:len(path):len(path)], strconv.Itoa(i)), dups)
+			// An item is "[i]" in the path, so that a key given twice in it
+			// is named as every other problem of a list item is:
+			// "classes[0].name".
+			v, err := readJSONValue(dec, append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]"), dups)
 			if err != nil {
 				return nil, err
 			}
@@ -103,10 +107,12 @@ func reportDuplicates(dups [][]string, r *report) {
 	}
 }
 
+// joinPath writes a path as messages write a key: "adaptive.min",
+// "classes[0].name".
 func joinPath(path []string) string {
 	var b bytes.Buffer
 	for i, k := range path {
-		if i > 0 {
+		if i > 0 && !strings.HasPrefix(k, "[") {
 			b.WriteByte('.')
 		}
 		b.WriteString(k)

@@ -174,7 +174,11 @@ func tableOf(r *bulkhead.Registry) *partnerTable {
 // the errors of fileconfig.NewRegistry, or with an *Error naming the key
 // if bs has no budget of that name or the live budget has no group or
 // class the file names (bs may have been built from, or reloaded with,
-// another file).
+// another file). When an instance does not fit a registry capped by
+// bulkhead.WithMaxBulkheads, the instances created before it leave the
+// budget again; the registry's catch-all, which joined the budget first,
+// stays an idle partner of it (BudgetMetrics.Partners counts it), with the
+// group and class of the file's "default" config.
 //
 // The registry's budget, and the group and class of its bulkheads, are
 // fixed when it is built: Apply keeps them, and refuses a file that would

@@ -15,7 +15,9 @@ import (
 // ErrClosed is the error of a task submitted to a closed Pool. A task still
 // queued when Close gives up waiting is withdrawn with an error that matches
 // both bulkhead.ErrCancelled and ErrClosed, and a running task's context is
-// cancelled with ErrClosed as its cause.
+// cancelled with ErrClosed as its cause. A closed Registry creates no pool:
+// what would create one fails with an error matching ErrClosed (see
+// Registry.Close).
 var ErrClosed = errors.New("pool: closed")
 
 // Pool is a bulkhead for blocking code: a bounded set of worker goroutines

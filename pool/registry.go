@@ -34,6 +34,11 @@ type Registry struct {
 	// The registry-wide listeners of MetricsSource (metrics.go), guarded
 	// by the catalog's lock.
 	fan *fanout.Set[*Pool, bulkhead.Event]
+
+	// closed is set by Close, under the catalog's lock, before it lists
+	// the pools to close; createLocked, which runs under that lock, then
+	// creates no pool, so no pool is created after Close has listed them.
+	closed bool
 }
 
 // RegistryOption configures a Registry: WithConfig, or any Option, which
@@ -88,9 +93,10 @@ func (r *Registry) Get(name string) (*Pool, error) {
 // GetWithConfig returns the pool named name, creating it with the
 // configuration named configName if it does not exist yet. An existing pool
 // is returned as it is, whatever configName says. It fails if configName is
-// unknown or name is empty. Getting an existing pool takes no lock and
-// writes no shared memory (one lookup in a hash table read with atomic
-// loads), so it scales across cores.
+// unknown or name is empty, and, after Close, with an error matching
+// ErrClosed if the pool would have to be created. Getting an existing pool
+// takes no lock and writes no shared memory (one lookup in a hash table
+// read with atomic loads), so it scales across cores.
 func (r *Registry) GetWithConfig(name, configName string) (*Pool, error) {
 	p, err := r.cat.Pin(name, configName)
 	if err != nil {
@@ -114,7 +120,10 @@ func (r *Registry) Find(name string) (*Pool, bool) {
 	return r.cat.Find(name)
 }
 
-// All returns every pool, sorted by name.
+// All returns every pool, sorted by name. Unlike Get and Find it pins
+// none: a pool that SubmitKeyed created may still be evicted as idle
+// (WithIdleTimeout), and then closed, while the caller holds it; look it up
+// with Find to keep it.
 func (r *Registry) All() []*Pool {
 	return r.cat.All()
 }
@@ -134,12 +143,18 @@ func (r *Registry) Remove(name string) bool {
 
 // Close closes every pool the registry holds, concurrently, with the
 // semantics of Pool.Close, and returns their errors joined (nil if all
-// drained in time). The pools stay in the registry, closed. Close panics if
-// ctx is nil.
+// drained in time). The pools stay in the registry, closed. From the first
+// Close on the registry creates no pool: Get and GetWithConfig of a name
+// that has none fail, and SubmitKeyed of a key that has none (or whose pool
+// was evicted) returns a Future rejected, with an error matching ErrClosed,
+// so no worker starts after a shutdown. Close panics if ctx is nil.
 func (r *Registry) Close(ctx context.Context) error {
 	if ctx == nil {
 		panic("pool: Registry.Close called with a nil context")
 	}
+	r.cat.Lock()
+	r.closed = true
+	r.cat.Unlock()
 	all := r.All()
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup

@@ -103,8 +103,12 @@ func (r *Registry) initCatchAll() error {
 }
 
 // createLocked creates a pool, subscribes the MetricsSource listeners to it
-// and arms the idle sweep. The catalog stores it.
+// and arms the idle sweep. The catalog stores it. After Close it creates
+// none.
 func (r *Registry) createLocked(e *catalog.Entry[*Pool], cfg Config) (*Pool, error) {
+	if r.closed {
+		return nil, fmt.Errorf("pool %q: %w: the registry was closed", e.Name(), ErrClosed)
+	}
 	p, err := New(e.Name(), cfg, r.opts...)
 	if err != nil {
 		return nil, err
@@ -144,9 +148,10 @@ type CallOptions struct {
 // callbacks registered by the caller run), so a pool is never evicted, nor
 // closed, while a task submitted this way is queued or running.
 //
-// An empty key, or a pool that cannot be created (an unknown
-// configuration), yields a Future already rejected with an error naming
-// it. SubmitKeyed panics if ctx, reg or fn is nil, as Submit does.
+// An empty key, or a pool that cannot be created (an unknown configuration,
+// or a registry closed by Close: an error matching ErrClosed), yields a
+// Future already rejected with an error naming it. SubmitKeyed panics if
+// ctx, reg or fn is nil, as Submit does.
 func SubmitKeyed[T any](ctx context.Context, reg *Registry, key string, opts CallOptions, fn func(ctx context.Context) (T, error)) *Future[T] {
 	if reg == nil {
 		panic("pool: SubmitKeyed called with a nil *Registry")

@@ -17,8 +17,10 @@ import (
 // The task's context is the observation's (rxgo.WithContext in opts or in
 // Observe): when it ends, a queued task is withdrawn without running and a
 // running task's context is cancelled. A full pool emits one error item
-// holding the *bulkhead.FullError (NoWait or QueueFull), a closed pool one holding
-// pool.ErrClosed. A panic in fn is emitted as a *pool.PanicError.
+// holding the *bulkhead.FullError: NoWait or QueueFull at once, WaitTimeout
+// for a task still queued after the pool's MaxQueueWait. A closed pool
+// emits one holding pool.ErrClosed. A panic in fn is emitted as a
+// *pool.PanicError.
 //
 // FromPool panics if p or fn is nil.
 func FromPool[T any](p *pool.Pool, fn func(ctx context.Context) (T, error), opts ...rxgo.Option) rxgo.Single {
