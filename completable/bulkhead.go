@@ -3,7 +3,8 @@ package completable
 import (
 	"sync/atomic"
 
-	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/internal/permit"
 )
 
@@ -38,7 +39,7 @@ import (
 // Bulkhead panics if b or src is nil; Subscribe panics if its observer is
 // nil.
 func Bulkhead(b bulkhead.Bulkhead, src Completable) Completable {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("completable: Bulkhead called with a nil bulkhead.Bulkhead")
 	}
 	if src == nil {

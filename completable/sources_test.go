@@ -313,6 +313,7 @@ func TestNilArgumentsPanicNamingTheRule(t *testing.T) {
 		"Await(nil)":               {func() { _ = completable.Await(context.Background(), nil) }, "nil Completable"},
 		"Await(nil ctx)":           {func() { _ = completable.Await(noContext, completable.Complete()) }, "Await called with a nil context"},
 		"Bulkhead(nil, c)":         {func() { completable.Bulkhead(nil, completable.Complete()) }, "nil bulkhead.Bulkhead"},
+		"Bulkhead(nil *Semaphore)": {func() { completable.Bulkhead((*bulkhead.Semaphore)(nil), completable.Complete()) }, "nil bulkhead.Bulkhead"},
 		"Bulkhead(b, nil)":         {func() { completable.Bulkhead(b, nil) }, "nil Completable"},
 		"Complete.Subscribe":       {func() { completable.Complete().Subscribe(nil) }, "rule 1.9"},
 		"Error.Subscribe":          {func() { completable.Error(errBoom).Subscribe(nil) }, "rule 1.9"},

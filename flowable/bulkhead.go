@@ -1,7 +1,8 @@
 package flowable
 
 import (
-	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/internal/permit"
 )
 
@@ -46,7 +47,7 @@ import (
 // element. Both behave as described above. Bulkhead panics if b or src is
 // nil.
 func Bulkhead[T any](b bulkhead.Bulkhead, src Publisher[T]) Publisher[T] {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("flowable: Bulkhead called with a nil bulkhead.Bulkhead")
 	}
 	if src == nil {

@@ -189,6 +189,9 @@ func TestProgrammerErrorsPanicNamingTheRule(t *testing.T) {
 		"Defer nil":             func() { flowable.Defer[int](nil) },
 		"Create nil":            func() { flowable.Create[int](nil) },
 		"Bulkhead nil bulkhead": func() { flowable.Bulkhead(nil, flowable.Just(1)) },
+		"Bulkhead nil *Semaphore": func() {
+			flowable.Bulkhead((*bulkhead.Semaphore)(nil), flowable.Just(1))
+		},
 		"Bulkhead nil source": func() {
 			b, _ := bulkhead.New("b", bulkhead.DefaultConfig())
 			flowable.Bulkhead[int](b, nil)

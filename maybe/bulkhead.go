@@ -3,7 +3,8 @@ package maybe
 import (
 	"github.com/reactivex/rxgo/v2"
 
-	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/internal/rxpermit"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 // Bulkhead panics if b or src is nil.
 func Bulkhead(b bulkhead.Bulkhead, src rxgo.OptionalSingle, opts ...rxgo.Option) rxgo.OptionalSingle {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("maybe: Bulkhead called with a nil bulkhead.Bulkhead")
 	}
 	if src == nil {
@@ -35,7 +36,7 @@ func Bulkhead(b bulkhead.Bulkhead, src rxgo.OptionalSingle, opts ...rxgo.Option)
 // one partner's bulkhead can be kept in a variable and applied to many
 // pipelines. It panics if b is nil.
 func Transformer(b bulkhead.Bulkhead, opts ...rxgo.Option) func(src rxgo.OptionalSingle) rxgo.OptionalSingle {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("maybe: Transformer called with a nil bulkhead.Bulkhead")
 	}
 	return func(src rxgo.OptionalSingle) rxgo.OptionalSingle { return Bulkhead(b, src, opts...) }

@@ -31,5 +31,8 @@ func TestTransformerAndNilArguments(t *testing.T) {
 		assert.PanicsWithValue(t, "maybe: Bulkhead called with a nil bulkhead.Bulkhead", func() { maybe.Bulkhead(nil, rxgo.Just(1)().First()) })
 		assert.PanicsWithValue(t, "maybe: Bulkhead called with a nil source rxgo.OptionalSingle", func() { maybe.Bulkhead(b, nil) })
 		assert.PanicsWithValue(t, "maybe: Transformer called with a nil bulkhead.Bulkhead", func() { maybe.Transformer(nil) })
+		var none *bulkhead.Semaphore // a nil pointer in the interface is nil too
+		assert.PanicsWithValue(t, "maybe: Bulkhead called with a nil bulkhead.Bulkhead", func() { maybe.Bulkhead(none, rxgo.Just(1)().First()) })
+		assert.PanicsWithValue(t, "maybe: Transformer called with a nil bulkhead.Bulkhead", func() { maybe.Transformer(none) })
 	})
 }

@@ -3,7 +3,8 @@ package observable
 import (
 	"github.com/reactivex/rxgo/v2"
 
-	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/internal/rxpermit"
 )
 
@@ -25,7 +26,7 @@ import (
 // A consumer must drain the channel or cancel its context: see the package
 // documentation. Bulkhead panics if b or src is nil.
 func Bulkhead(b bulkhead.Bulkhead, src rxgo.Observable, opts ...rxgo.Option) rxgo.Observable {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("observable: Bulkhead called with a nil bulkhead.Bulkhead")
 	}
 	if src == nil {
@@ -38,7 +39,7 @@ func Bulkhead(b bulkhead.Bulkhead, src rxgo.Observable, opts ...rxgo.Option) rxg
 // one partner's bulkhead can be kept in a variable and applied to many
 // pipelines. It panics if b is nil.
 func Transformer(b bulkhead.Bulkhead, opts ...rxgo.Option) func(src rxgo.Observable) rxgo.Observable {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("observable: Transformer called with a nil bulkhead.Bulkhead")
 	}
 	return func(src rxgo.Observable) rxgo.Observable { return Bulkhead(b, src, opts...) }

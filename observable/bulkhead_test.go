@@ -185,4 +185,9 @@ func TestNilArgumentsPanicNamingTheRule(t *testing.T) {
 	assert.PanicsWithValue(t, "observable: Bulkhead called with a nil bulkhead.Bulkhead", func() { observable.Bulkhead(nil, rxgo.Empty()) })
 	assert.PanicsWithValue(t, "observable: Bulkhead called with a nil source rxgo.Observable", func() { observable.Bulkhead(b, nil) })
 	assert.PanicsWithValue(t, "observable: Transformer called with a nil bulkhead.Bulkhead", func() { observable.Transformer(nil) })
+	// a nil *Semaphore in the interface is nil too: refused where it is
+	// passed, not at the first subscription
+	var none *bulkhead.Semaphore
+	assert.PanicsWithValue(t, "observable: Bulkhead called with a nil bulkhead.Bulkhead", func() { observable.Bulkhead(none, rxgo.Empty()) })
+	assert.PanicsWithValue(t, "observable: Transformer called with a nil bulkhead.Bulkhead", func() { observable.Transformer(none) })
 }

@@ -189,6 +189,7 @@ func TestMisuseNamesTheRule(t *testing.T) {
 		want string
 	}{
 		"Of(nil)":            {func() { operator.Of(nil) }, "Of called with a nil bulkhead.Bulkhead"},
+		"Of(nil *Semaphore)": {func() { operator.Of((*bulkhead.Semaphore)(nil)) }, "Of called with a nil bulkhead.Bulkhead"},
 		"zero Op Apply":      {func() { _, _ = zero.Apply(rxgo.Just(1)()) }, "zero Op"},
 		"zero Op Observable": {func() { zero.Observable(rxgo.Just(1)()) }, "zero Op"},
 		"zero Op Flowable":   {func() { operator.Flowable(zero, flowable.Just(1)) }, "zero Op"},

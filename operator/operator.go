@@ -3,9 +3,10 @@ package operator
 import (
 	"github.com/reactivex/rxgo/v2"
 
-	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/completable"
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/maybe"
 	"github.com/rxbulkhead/bulkhead/observable"
 	"github.com/rxbulkhead/bulkhead/single"
@@ -21,7 +22,7 @@ type Op struct {
 
 // Of returns the Op that applies b. It panics if b is nil.
 func Of(b bulkhead.Bulkhead) Op {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("operator: Of called with a nil bulkhead.Bulkhead")
 	}
 	return Op{b: b}

@@ -3,7 +3,8 @@ package single
 import (
 	"github.com/reactivex/rxgo/v2"
 
-	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/internal/rxpermit"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 // Bulkhead panics if b or src is nil.
 func Bulkhead(b bulkhead.Bulkhead, src rxgo.Single, opts ...rxgo.Option) rxgo.Single {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("single: Bulkhead called with a nil bulkhead.Bulkhead")
 	}
 	if src == nil {
@@ -35,7 +36,7 @@ func Bulkhead(b bulkhead.Bulkhead, src rxgo.Single, opts ...rxgo.Option) rxgo.Si
 // one partner's bulkhead can be kept in a variable and applied to many
 // pipelines. It panics if b is nil.
 func Transformer(b bulkhead.Bulkhead, opts ...rxgo.Option) func(src rxgo.Single) rxgo.Single {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("single: Transformer called with a nil bulkhead.Bulkhead")
 	}
 	return func(src rxgo.Single) rxgo.Single { return Bulkhead(b, src, opts...) }

@@ -31,5 +31,8 @@ func TestTransformerAndNilArguments(t *testing.T) {
 		assert.PanicsWithValue(t, "single: Bulkhead called with a nil bulkhead.Bulkhead", func() { single.Bulkhead(nil, rxgo.JustItem(1)) })
 		assert.PanicsWithValue(t, "single: Bulkhead called with a nil source rxgo.Single", func() { single.Bulkhead(b, nil) })
 		assert.PanicsWithValue(t, "single: Transformer called with a nil bulkhead.Bulkhead", func() { single.Transformer(nil) })
+		var none *bulkhead.Semaphore // a nil pointer in the interface is nil too
+		assert.PanicsWithValue(t, "single: Bulkhead called with a nil bulkhead.Bulkhead", func() { single.Bulkhead(none, rxgo.JustItem(1)) })
+		assert.PanicsWithValue(t, "single: Transformer called with a nil bulkhead.Bulkhead", func() { single.Transformer(none) })
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 )
 
 // Watch is a Table fed by the events of one bulkhead.MetricsSource: it
@@ -102,16 +103,7 @@ func SumStats(ws []*Watch) bulkhead.RegistryStats {
 // IsNil reports whether src is nil: the nil interface, or a nil pointer
 // (or map, func...) in it, such as a nil *bulkhead.Registry or a nil fleet
 // *Registry, which would panic at the first call of a method.
-func IsNil(src bulkhead.MetricsSource) bool {
-	if src == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(src); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
+func IsNil(src bulkhead.MetricsSource) bool { return nilcheck.Is(src) }
 
 // Distinct returns srcs without the repeats of a source (the same pointer,
 // or equal comparable values such as two pool.Registry.MetricsSource() of
