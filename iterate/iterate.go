@@ -5,6 +5,7 @@ import (
 	"iter"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 )
 
 // Seq returns an iterator that ranges over seq under a permit of b, taken
@@ -65,7 +66,7 @@ func checkArgs(fn string, ctx context.Context, b bulkhead.Bulkhead, nilSeq bool)
 	switch {
 	case ctx == nil:
 		panic("iterate: " + fn + " called with a nil context.Context (use context.Background())")
-	case b == nil:
+	case nilcheck.Is(b):
 		panic("iterate: " + fn + " called with a nil bulkhead.Bulkhead")
 	case nilSeq:
 		panic("iterate: " + fn + " called with a nil source iterator")

@@ -250,6 +250,8 @@ func TestNilArgumentsPanicWithAMessageNamingThem(t *testing.T) {
 	assert.PanicsWithValue(t, "iterate: Seq called with a nil source iterator", func() { iterate.Seq[int](ctx, b, nil) })
 	assert.PanicsWithValue(t, "iterate: Seq2 called with a nil bulkhead.Bulkhead", func() { iterate.Seq2(ctx, nil, seq2) })
 	assert.PanicsWithValue(t, "iterate: Seq2 called with a nil source iterator", func() { iterate.Seq2[int](ctx, b, nil) })
+	var none *bulkhead.Semaphore // a nil pointer in the interface is nil too
+	assert.PanicsWithValue(t, "iterate: Seq called with a nil bulkhead.Bulkhead", func() { iterate.Seq(ctx, none, seq) })
 }
 
 // TestGrantRacingCancelNeverLeaksAPermit hammers the race between a grant
