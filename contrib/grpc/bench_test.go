@@ -19,7 +19,8 @@ import (
 // their difference in percent (see bulkheadhttp's paired benchmarks for
 // why). "client": two connections to one server, one with
 // UnaryClientInterceptor; "server": one connection to two servers, one with
-// UnaryServerInterceptor.
+// UnaryServerInterceptor; "tap": the same with ServerInHandle; "tap+release":
+// with the Tap interceptors beside it.
 func BenchmarkUnaryPaired(b *testing.B) {
 	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 20})
 	if err != nil {
@@ -53,6 +54,26 @@ func BenchmarkUnaryPaired(b *testing.B) {
 		defer closeLimited()
 		pairedCalls(b, bare, limited)
 	})
+	admit, err := bulkheadgrpc.ServerInHandle(reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, opts := range map[string][]grpc.ServerOption{
+		"tap":         {grpc.InTapHandle(admit)},
+		"tap+release": {grpc.InTapHandle(admit), grpc.ChainUnaryInterceptor(bulkheadgrpc.TapUnaryServerInterceptor())},
+	} {
+		b.Run(name, func(b *testing.B) {
+			bareAddr, stopBare := startHealth()
+			defer stopBare()
+			limitedAddr, stopLimited := startHealth(opts...)
+			defer stopLimited()
+			bare, closeBare := benchClient(b, bareAddr)
+			defer closeBare()
+			limited, closeLimited := benchClient(b, limitedAddr)
+			defer closeLimited()
+			pairedCalls(b, bare, limited)
+		})
+	}
 }
 
 func benchClient(b *testing.B, addr string, opts ...grpc.DialOption) (healthpb.HealthClient, func()) {

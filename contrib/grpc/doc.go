@@ -13,8 +13,10 @@
 //     its context ends;
 //   - a unary call holds its permit until it returns; a stream holds it until
 //     it ends (see StreamClientInterceptor for what ends a client stream);
-//     a call admitted by ServerInHandle gives it back a moment after its
-//     status was sent (see there);
+//     a call admitted by ServerInHandle gives it back when its handler
+//     returns if TapUnaryServerInterceptor and TapStreamServerInterceptor
+//     are installed beside the handle, else a moment after its status was
+//     sent (see there);
 //   - with a Registry joined to a budget (bulkhead.WithBudget), a call gets
 //     the budget class of failsafe-go's x-failsafe-priority metadata or of
 //     its context (bulkhead.WithPriority), and the client sends it on

@@ -216,6 +216,33 @@ func ExampleServerInHandle() {
 	// second stream: ResourceExhausted
 }
 
+// The tap handle with its two interceptors: a call's permit comes back
+// when its handler returns, before the status is sent, so calls made one
+// after the other on a bulkhead of one permit never find it held.
+func ExampleTapUnaryServerInterceptor() {
+	reg, _ := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 1})
+	admit, err := bulkheadgrpc.ServerInHandle(reg)
+	if err != nil {
+		panic(err)
+	}
+	addr, stop := startHealth(grpc.InTapHandle(admit),
+		grpc.ChainUnaryInterceptor(bulkheadgrpc.TapUnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(bulkheadgrpc.TapStreamServerInterceptor()))
+	defer stop()
+	cc, _ := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer cc.Close()
+	client := healthpb.NewHealthClient(cc)
+
+	refused := 0
+	for range 100 {
+		if _, err := client.Check(context.Background(), &healthpb.HealthCheckRequest{}); status.Code(err) == codes.ResourceExhausted {
+			refused++
+		}
+	}
+	fmt.Println("refused:", refused)
+	// Output: refused: 0
+}
+
 // A client whose calls take the class their context carries
 // (bulkhead.WithPriority) in the hub's budget, and send it to the server
 // as failsafe-go's x-failsafe-priority metadata, mapped with the hub's own

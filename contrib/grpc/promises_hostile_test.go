@@ -32,19 +32,32 @@ const backToBack = 500
 // returns" (a stream: "until the handler returns, which ends the stream"),
 // which is before gRPC sends the call's status; the client interceptors
 // give it back before the call returns to the caller (a stream: RecvMsg's
-// io.EOF). So a client that makes its calls one at a time, each as soon as
-// the previous one returned, is never refused by a bulkhead of one permit
-// without a queue, on either side.
+// io.EOF); ServerInHandle's Tap interceptors give its permit back when the
+// handler returns. So a client that makes its calls one at a time, each as
+// soon as the previous one returned, is never refused by a bulkhead of one
+// permit without a queue, on either side.
 func TestHostileBackToBackCallsOnOnePermitAreNeverRefused(t *testing.T) {
-	for _, side := range []string{"server interceptors", "client interceptors"} {
+	for _, side := range []string{"server interceptors", "client interceptors", "tap handle and its interceptors"} {
 		t.Run(side, func(t *testing.T) {
 			reg := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
 			h := newHealthServer(false)
 			var c healthpb.HealthClient
-			if side == "server interceptors" {
+			switch side {
+			case "server interceptors":
 				c = dial(t, limitedServer(t, reg, h))
-			} else {
+			case "client interceptors":
 				c = limitedClient(t, reg, serve(t, h))
+			default:
+				// both owners of a tap permit give it back on every call
+				// (the interceptor, then the context's end): a second
+				// FinishCall would show in the registry's leak check
+				in, err := bulkheadgrpc.ServerInHandle(reg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c = dial(t, serve(t, h, grpc.InTapHandle(in),
+					grpc.ChainUnaryInterceptor(bulkheadgrpc.TapUnaryServerInterceptor()),
+					grpc.ChainStreamInterceptor(bulkheadgrpc.TapStreamServerInterceptor())))
 			}
 			for i := range backToBack {
 				if _, err := c.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
@@ -177,5 +190,52 @@ func TestHostileServerInHandleGivesBackThePermitOfAnUnknownMethod(t *testing.T) 
 	}
 	if n := streams.Load(); n != 0 {
 		t.Fatalf("%d calls reached an interceptor", n)
+	}
+}
+
+// Promise (TapUnaryServerInterceptor, TapStreamServerInterceptor): the
+// permit ServerInHandle took comes back when the handler returns, before
+// gRPC sends the status. An interceptor chained outside them sees it free
+// as soon as the handler chain returned to it, on every call; without them
+// it would see it held (it comes back only when the stream's context ends,
+// after the status is sent).
+func TestHostileTapInterceptorsGiveThePermitBackBeforeTheStatusIsSent(t *testing.T) {
+	reg := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	h := newHealthServer(false)
+	in, err := bulkheadgrpc.ServerInHandle(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held atomic.Int64 // calls whose permit was still held after the handler returned
+	inFlight := func(method string) int64 { return int64(find(t, reg, method).Metrics().InFlightCalls) }
+	c := dial(t, serve(t, h, grpc.InTapHandle(in),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+			defer func() { held.Add(inFlight(info.FullMethod)) }()
+			return next(ctx, req)
+		}, bulkheadgrpc.TapUnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, next grpc.StreamHandler) error {
+			defer func() { held.Add(inFlight(info.FullMethod)) }()
+			return next(srv, ss)
+		}, bulkheadgrpc.TapStreamServerInterceptor())))
+	const calls = 20
+	for i := range calls {
+		if _, err := c.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("unary call %d: %v", i, err)
+		}
+		<-h.arrived
+		w, err := c.Watch(context.Background(), &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		if _, err := w.Recv(); err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		if _, err := w.Recv(); err != io.EOF {
+			t.Fatalf("stream %d: end %v, want io.EOF", i, err)
+		}
+		<-h.arrived
+	}
+	if n := held.Load(); n != 0 {
+		t.Errorf("%d of %d calls still held their permit when the handler chain returned, want 0", n, 2*calls)
 	}
 }
