@@ -6,6 +6,7 @@ import (
 	"github.com/samber/ro"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/internal/permit"
 )
 
@@ -13,7 +14,7 @@ import (
 // permit per subscription (see the package documentation for the rules).
 // Subscribing never blocks. Bulkhead panics if b or src is nil.
 func Bulkhead[T any](b bulkhead.Bulkhead, src ro.Observable[T]) ro.Observable[T] {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("ro: Bulkhead called with a nil bulkhead.Bulkhead")
 	}
 	if src == nil {
@@ -34,7 +35,7 @@ func Bulkhead[T any](b bulkhead.Bulkhead, src ro.Observable[T]) ro.Observable[T]
 // One partner's operator can be kept in a variable and applied to many
 // pipelines. Transformer panics if b is nil.
 func Transformer[T any](b bulkhead.Bulkhead) func(src ro.Observable[T]) ro.Observable[T] {
-	if b == nil {
+	if nilcheck.Is(b) {
 		panic("ro: Transformer called with a nil bulkhead.Bulkhead")
 	}
 	return func(src ro.Observable[T]) ro.Observable[T] { return Bulkhead(b, src) }

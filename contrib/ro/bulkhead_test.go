@@ -164,6 +164,9 @@ func TestNilArgumentsPanicWithAMessageNamingThem(t *testing.T) {
 	assert.PanicsWithValue(t, "ro: Bulkhead called with a nil bulkhead.Bulkhead", func() { bro.Bulkhead(nil, ro.Just(1)) })
 	assert.PanicsWithValue(t, "ro: Bulkhead called with a nil source ro.Observable", func() { bro.Bulkhead[int](b, nil) })
 	assert.PanicsWithValue(t, "ro: Transformer called with a nil bulkhead.Bulkhead", func() { bro.Transformer[int](nil) })
+	var none *bulkhead.Semaphore // a nil pointer in the interface is nil too
+	assert.PanicsWithValue(t, "ro: Bulkhead called with a nil bulkhead.Bulkhead", func() { bro.Bulkhead(none, ro.Just(1)) })
+	assert.PanicsWithValue(t, "ro: Transformer called with a nil bulkhead.Bulkhead", func() { bro.Transformer[int](none) })
 }
 
 // TestGrantRacingUnsubscribeNeverLeaksAPermit hammers the race between a
