@@ -246,7 +246,7 @@ func TestClusterKeepsTheFleetLimitThroughASlotMigrationUnderLoad(t *testing.T) {
 	}
 	counter := prefix + "{holders}"
 	p := childParams{Addrs: cl.addrs(), Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(3 * time.Second),
-		Workers: 6, Counter: counter, LeaseTTL: 3 * time.Second, Renew: 500 * time.Millisecond}
+		Workers: 6, Counter: counter, LeaseTTL: 3 * time.Second, Renew: 500 * time.Millisecond, MinGrants: 4}
 	var children []func() childResult
 	for i := range procs {
 		p.Seed = uint64(i + 1)

@@ -114,9 +114,12 @@ func TestSentinelFailoverUnderLoadKeepsTheLimitAndTokensIncreasing(t *testing.T)
 	cc := counterSrv.client(t)
 	flushKeys(t, cc, prefix)
 	const permits, procs = 3, 3
+	// Each child goes on past its 7 s until it has seen 4 grants, a timeout
+	// and a cancel (bounded): a loaded machine whose children time out on
+	// their 30 ms waits no longer fails the grant count below.
 	p := childParams{SentinelAddrs: []string{saddr}, MasterName: master, WaitReplicas: 1, CounterAddr: counterSrv.Addr(),
 		Prefix: prefix, Name: "partner", Permits: permits, Duration: soak(7 * time.Second), Workers: 6,
-		Counter: prefix + "holders", LeaseTTL: 10 * time.Second, Renew: time.Second}
+		Counter: prefix + "holders", LeaseTTL: 10 * time.Second, Renew: time.Second, MinGrants: 4}
 	var children []func() childResult
 	for i := range procs {
 		p.Seed = uint64(i + 1)
