@@ -100,8 +100,6 @@ func TestEveryPublishedModuleInstallsFromAProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	modCache := openModCache(t, "github.com/rxbulkhead")
-	ctx, cancel := context.WithTimeout(t.Context(), installTimeout)
-	defer cancel()
 	inTree := make(map[string]bool)
 	for _, m := range mods {
 		inTree[m.Path] = true
@@ -111,6 +109,8 @@ func TestEveryPublishedModuleInstallsFromAProxy(t *testing.T) {
 			continue
 		}
 		t.Run(m.Dir, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), installTimeout)
+			defer cancel()
 			c, err := installcheck.Consume(ctx, goBin(t), proxy, work, modCache, installcheck.ReleaseVersion, m)
 			if err != nil {
 				t.Fatal(err)
@@ -188,11 +188,12 @@ func consumeFake(t *testing.T, root string) error {
 		t.Fatal(err)
 	}
 	modCache := openModCache(t, "example.com/fakecore")
-	ctx, cancel := context.WithTimeout(t.Context(), installTimeout)
-	defer cancel()
 	for _, m := range mods {
 		if m.Published {
-			if _, err := installcheck.Consume(ctx, goBin(t), proxy, work, modCache, installcheck.ReleaseVersion, m); err != nil {
+			ctx, cancel := context.WithTimeout(t.Context(), installTimeout)
+			_, err := installcheck.Consume(ctx, goBin(t), proxy, work, modCache, installcheck.ReleaseVersion, m)
+			cancel()
+			if err != nil {
 				return err
 			}
 		}
