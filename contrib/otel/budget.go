@@ -158,8 +158,11 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 }
 
 // record is the watches' hook: it runs on the goroutine that publishes e
-// and records the wait histogram.
+// and records the wait histogram, unless Close has begun.
 func (in *BudgetInstruments) record(e bulkhead.BudgetEvent) {
+	if in.closed.Load() {
+		return
+	}
 	switch e.Type {
 	case bulkhead.CallPermitted:
 		in.wait.Record(context.Background(), e.Wait.Seconds(), in.waitAttrsOf(e.Budget, e.Class).granted...)
@@ -260,7 +263,9 @@ func (in *BudgetInstruments) closeWatches() {
 
 // Close unregisters the callback, so the observed instruments report
 // nothing more, and stops counting events and recording the wait
-// histogram. It returns the error of unregistering. Close is idempotent.
+// histogram: an event that reaches the instruments once Close has begun
+// (one a budget was publishing when Close ran) is not recorded. It returns
+// the error of unregistering. Close is idempotent.
 func (in *BudgetInstruments) Close() error {
 	in.closed.Store(true)
 	in.closeWatches()

@@ -235,8 +235,12 @@ func bounds(option string, given *[]time.Duration, defaults []time.Duration) ([]
 }
 
 // record is the watches' hook: it runs on the goroutine that publishes e
-// and records the histograms.
+// and records the histograms, unless Close has begun (a publication under
+// way when Close removed the listener still reaches it).
 func (in *Instruments) record(e bulkhead.Event) {
+	if in.closed.Load() {
+		return
+	}
 	switch e.Type {
 	case bulkhead.CallPermitted:
 		in.wait.Record(context.Background(), e.Wait.Seconds(), in.recordAttrsOf(e.Name).granted...)
@@ -323,8 +327,10 @@ func (in *Instruments) closeWatches() {
 }
 
 // Close unregisters the callback, so the observed instruments report
-// nothing more, and stops counting events and recording the histograms.
-// It returns the error of unregistering. Close is idempotent.
+// nothing more, and stops counting events and recording the histograms:
+// an event that reaches the instruments once Close has begun (one a
+// bulkhead was publishing when Close ran) is not recorded. It returns the
+// error of unregistering. Close is idempotent.
 func (in *Instruments) Close() error {
 	in.closed.Store(true)
 	in.closeWatches()
