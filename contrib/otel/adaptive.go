@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -28,15 +29,19 @@ type AdaptiveInstruments struct {
 }
 
 // StartAdaptive creates the instruments on the meter named ScopeName and
-// registers their callback. It fails if the meter cannot create an
-// instrument or register the callback, and panics if r is nil. Call Close
-// to stop.
+// registers their callback. It fails, registering nothing, if an option is
+// nil (with an error naming it) or the meter cannot create an instrument
+// or register the callback, and panics if r is nil. Of the options, only
+// WithMeterProvider applies here. Call Close to stop.
 func StartAdaptive(r *adaptive.Registry, opts ...Option) (*AdaptiveInstruments, error) {
 	if r == nil {
 		panic("bulkhead/contrib/otel: StartAdaptive called with a nil *adaptive.Registry")
 	}
 	cfg := config{}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("bulkhead/contrib/otel: StartAdaptive called with a nil Option at index %d", i)
+		}
 		o.apply(&cfg)
 	}
 	if cfg.provider == nil {

@@ -82,9 +82,10 @@ type budgetWaitAttrs struct{ granted, rejected []metric.RecordOption }
 
 // StartBudgets creates the instruments on the meter named ScopeName,
 // starts counting the events of budgets and registers the instruments'
-// callback. It fails, counting nothing, if there is no budget, a budget is
-// nil, two share a name, WithWaitBuckets has bad bounds, or the meter
-// cannot create an instrument or register the callback. Call Close to stop.
+// callback. It fails, counting nothing, if there is no budget, a budget or
+// an option is nil (the error gives its index), two share a name,
+// WithWaitBuckets has bad bounds, or the meter cannot create an instrument
+// or register the callback. Call Close to stop.
 func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstruments, error) {
 	if len(budgets) == 0 {
 		return nil, errors.New("bulkhead/contrib/otel: StartBudgets called without a budget")
@@ -100,9 +101,9 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 		seen[b.Name()] = true
 	}
 	cfg := config{}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return nil, errors.New("bulkhead/contrib/otel: StartBudgets called with a nil Option")
+			return nil, fmt.Errorf("bulkhead/contrib/otel: StartBudgets called with a nil Option at index %d", i)
 		}
 		o.apply(&cfg)
 	}

@@ -145,17 +145,17 @@ type recordAttrs struct {
 // WithSources and WithPools), present and future, and registers the
 // instruments' callback. A *bulkhead.Registry is a MetricsSource; so are
 // pool.Registry.MetricsSource() and the fleet's Registry. It fails,
-// counting nothing, if the meter cannot create an instrument or register
-// the callback, or a bucket option has bad bounds; it panics if src is
-// nil. Call Close to stop.
+// counting nothing, if an option is nil (with an error naming it), the
+// meter cannot create an instrument or register the callback, or a bucket
+// option has bad bounds; it panics if src is nil. Call Close to stop.
 func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	if isNil(src) {
 		panic("bulkhead/contrib/otel: Start called with a nil bulkhead.MetricsSource")
 	}
 	cfg := config{}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			panic("bulkhead/contrib/otel: Start called with a nil Option")
+			return nil, fmt.Errorf("bulkhead/contrib/otel: Start called with a nil Option at index %d", i)
 		}
 		o.apply(&cfg)
 	}
