@@ -17,7 +17,9 @@ import (
 // below it. The other fields of cfg must equal the current ones (they are
 // per process); ChangeConfig fails with a *bulkhead.ConfigError otherwise,
 // or with a *StoreError if Redis does not take the change (one round trip,
-// bounded by StoreConfig.Timeout and ctx).
+// bounded by StoreConfig.Timeout and ctx). Given a ctx that has already
+// ended (cancelled, or past its deadline), it fails at once, sending
+// nothing, with an error that wraps ctx.Err() and is not a *StoreError.
 func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
 	if err := cfg.validateFor(b.name); err != nil {
 		return err
@@ -27,6 +29,9 @@ func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
 	if cur != cfg {
 		return &bulkhead.ConfigError{Name: b.name, Field: "Config", Value: cfg,
 			Rule: "only MaxConcurrentCalls (the fleet limit, stored in Redis) can change on a fleet bulkhead"}
+	}
+	if err := ctx.Err(); err != nil {
+		return contextEnded(b.name, "ChangeConfig", err)
 	}
 	s := b.s
 	err := s.bounded(ctx, nil, func(ctx context.Context) error {

@@ -103,6 +103,13 @@ func unreachable(err error) bool {
 		errors.Is(err, goredis.ErrClosed)
 }
 
+// contextEnded is the error of a call (ChangeConfig, FleetMetrics, Check)
+// whose context had already ended when it was made: it sends nothing, and
+// it is not a *StoreError, since Redis was not asked.
+func contextEnded(name, op string, err error) error {
+	return fmt.Errorf("redis bulkhead %q: %s: context ended before the round trip, nothing sent: %w", name, op, err)
+}
+
 // notReplicatedError is a round trip whose writes fewer than
 // StoreConfig.WaitReplicas replicas acknowledged: it counts as Redis being
 // unreachable, since a failover could lose its grants.
