@@ -19,8 +19,12 @@ import (
 // or with a *StoreError if Redis does not take the change (one round trip,
 // bounded by StoreConfig.Timeout and ctx). Given a ctx that has already
 // ended (cancelled, or past its deadline), it fails at once, sending
-// nothing, with an error that wraps ctx.Err() and is not a *StoreError.
+// nothing, with an error that wraps ctx.Err() and is not a *StoreError. It
+// panics if ctx is nil.
 func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
+	if ctx == nil {
+		panic("redis: ChangeConfig called with a nil context")
+	}
 	if err := cfg.validateFor(b.name); err != nil {
 		return err
 	}

@@ -90,3 +90,26 @@ func TestACallGivenAnEndedContextFailsAtOnceSayingSo(t *testing.T) {
 		t.Errorf("%d commands were handed to the client with an ended context", n)
 	}
 }
+
+// A nil context is a mistake of the caller's: each entry panics with a
+// message naming it, in the module's style, before doing anything.
+func TestACallGivenANilContextPanicsNamingIt(t *testing.T) {
+	s, _ := newStore(t, sharedServer(t), fastStore())
+	b := newBulkhead(t, s, "p", fleetConfig(2, 0))
+	var nilCtx context.Context
+	for name, call := range map[string]func(){
+		"ChangeConfig": func() { _ = b.ChangeConfig(nilCtx, b.Config()) },
+		"FleetMetrics": func() { _, _ = b.FleetMetrics(nilCtx) },
+		"Check":        func() { _ = b.Check(nilCtx) },
+	} {
+		want := "redis: " + name + " called with a nil context"
+		func() {
+			defer func() {
+				if got := recover(); got != want {
+					t.Errorf("%s(nil): panic %v, want %q", name, got, want)
+				}
+			}()
+			call()
+		}()
+	}
+}

@@ -52,12 +52,15 @@ type FleetMetrics struct {
 // or past its deadline), it fails at once, sending nothing, with an error
 // that wraps ctx.Err() and is not a *StoreError. Either way the
 // FleetMetrics it returns holds this process's counts (LeasesLost,
-// LeasesRestored) and its configured limit.
+// LeasesRestored) and its configured limit. It panics if ctx is nil.
 func (b *Bulkhead) FleetMetrics(ctx context.Context) (FleetMetrics, error) {
 	return b.fleetMetrics(ctx, "FleetMetrics")
 }
 
 func (b *Bulkhead) fleetMetrics(ctx context.Context, op string) (FleetMetrics, error) {
+	if ctx == nil {
+		panic("redis: " + op + " called with a nil context")
+	}
 	if err := ctx.Err(); err != nil {
 		return b.localFleetMetrics(), contextEnded(b.name, op, err)
 	}
@@ -86,7 +89,8 @@ func (b *Bulkhead) fleetMetrics(ctx context.Context, op string) (FleetMetrics, e
 // Check makes one round trip that touches every key of the bulkhead, so
 // that wrong credentials, a missing permission or a key of another type
 // surface at start-up as a *StoreError that names them. Given a ctx that
-// has already ended, it fails at once as FleetMetrics does.
+// has already ended, it fails at once as FleetMetrics does; it panics if
+// ctx is nil.
 func (b *Bulkhead) Check(ctx context.Context) error {
 	_, err := b.fleetMetrics(ctx, "Check")
 	return err
