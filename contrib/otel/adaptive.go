@@ -3,10 +3,8 @@ package otel
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -37,15 +35,9 @@ func StartAdaptive(r *adaptive.Registry, opts ...Option) (*AdaptiveInstruments, 
 	if r == nil {
 		panic("bulkhead/contrib/otel: StartAdaptive called with a nil *adaptive.Registry")
 	}
-	cfg := config{}
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("bulkhead/contrib/otel: StartAdaptive called with a nil Option at index %d", i)
-		}
-		o.apply(&cfg)
-	}
-	if cfg.provider == nil {
-		cfg.provider = otel.GetMeterProvider()
+	cfg, err := newConfig("StartAdaptive", opts)
+	if err != nil {
+		return nil, err
 	}
 	meter := cfg.provider.Meter(ScopeName)
 	limit, err1 := meter.Int64ObservableGauge("bulkhead.adaptive.limit", metric.WithUnit("{call}"),

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -100,15 +99,9 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 		}
 		seen[b.Name()] = true
 	}
-	cfg := config{}
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("bulkhead/contrib/otel: StartBudgets called with a nil Option at index %d", i)
-		}
-		o.apply(&cfg)
-	}
-	if cfg.provider == nil {
-		cfg.provider = otel.GetMeterProvider()
+	cfg, err := newConfig("StartBudgets", opts)
+	if err != nil {
+		return nil, err
 	}
 	waitBounds, err := bounds("WithWaitBuckets", cfg.waitBuckets, callstats.DefaultWaitBuckets)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -152,15 +151,9 @@ func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	if isNil(src) {
 		panic("bulkhead/contrib/otel: Start called with a nil bulkhead.MetricsSource")
 	}
-	cfg := config{}
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("bulkhead/contrib/otel: Start called with a nil Option at index %d", i)
-		}
-		o.apply(&cfg)
-	}
-	if cfg.provider == nil {
-		cfg.provider = otel.GetMeterProvider()
+	cfg, err := newConfig("Start", opts)
+	if err != nil {
+		return nil, err
 	}
 	waitBounds, err := bounds("WithWaitBuckets", cfg.waitBuckets, callstats.DefaultWaitBuckets)
 	if err != nil {

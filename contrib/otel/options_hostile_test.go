@@ -74,3 +74,35 @@ func TestStartRefusesANilOptionNamingIt(t *testing.T) {
 		}
 	}
 }
+
+// WithMeterProvider(nil) (a provider variable not set yet) used the global
+// provider without a word, a no-op one unless the program set it: the
+// instruments reported to nobody. Each Start fails naming it instead.
+func TestStartRefusesWithMeterProviderOfANilProvider(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := newRegistry(t, bulkhead.Config{MaxConcurrentCalls: 1})
+	ar, err := adaptive.NewRegistry(r, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.AIMD{} }}, adaptive.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newHubBudget(t, "hub", clock)
+	const want = "bulkhead/contrib/otel: WithMeterProvider called with a nil metric.MeterProvider"
+	check := func(name string, closer interface{ Close() error }, err error) {
+		t.Helper()
+		if err == nil || err.Error() != want {
+			t.Errorf("%s(WithMeterProvider(nil)) = %v; want %q", name, err, want)
+		}
+		if err == nil {
+			_ = closer.Close()
+		}
+	}
+	in, err := bulkheadotel.Start(r, bulkheadotel.WithMeterProvider(nil))
+	check("Start", in, err)
+	ain, err := bulkheadotel.StartAdaptive(ar, bulkheadotel.WithMeterProvider(nil))
+	check("StartAdaptive", ain, err)
+	bin, err := bulkheadotel.StartBudgets([]*bulkhead.Budget{b}, bulkheadotel.WithMeterProvider(nil))
+	check("StartBudgets", bin, err)
+	var sdk *sdkmetric.MeterProvider // a typed nil
+	in, err = bulkheadotel.Start(r, bulkheadotel.WithMeterProvider(sdk))
+	check("Start", in, err)
+}
