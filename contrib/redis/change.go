@@ -19,8 +19,9 @@ import (
 // or with a *StoreError if Redis does not take the change (one round trip,
 // bounded by StoreConfig.Timeout and ctx). Given a ctx that has already
 // ended (cancelled, or past its deadline), it fails at once, sending
-// nothing, with an error that wraps ctx.Err() and is not a *StoreError. It
-// panics if ctx is nil.
+// nothing, with an error that wraps ctx.Err() and is not a *StoreError;
+// if ctx ends during the round trip, the error wraps ctx.Err() as well,
+// and Redis may or may not have taken the change. It panics if ctx is nil.
 func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
 	if ctx == nil {
 		panic("redis: ChangeConfig called with a nil context")
@@ -42,6 +43,9 @@ func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
 		return changeScript.Run(ctx, s.client, b.keys.list, cfg.MaxConcurrentCalls, b.keys.channel, configPayload+b.name).Err()
 	})
 	if err != nil {
+		if cerr := endedDuring(ctx, b.name, "ChangeConfig", " (Redis may have taken the change)", err); cerr != nil {
+			return cerr
+		}
 		return &StoreError{Name: b.name, Unreachable: unreachable(err), Err: err}
 	}
 	b.mu.Lock()

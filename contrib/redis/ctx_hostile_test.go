@@ -113,3 +113,52 @@ func TestACallGivenANilContextPanicsNamingIt(t *testing.T) {
 		}()
 	}
 }
+
+// cancelHook cancels the caller's context when the client is asked to run
+// a script: the context ends while the round trip is under way.
+type cancelHook struct {
+	doneCtxHook
+	cancel *atomic.Pointer[context.CancelFunc]
+}
+
+func (h cancelHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if c := h.cancel.Swap(nil); c != nil {
+			(*c)()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// A context that ends while the round trip is under way says so too: the
+// error wraps ctx.Err(), is no *StoreError and blames no Redis (it was not
+// found away, nor did it refuse).
+func TestACallWhoseContextEndsDuringTheRoundTripSaysSo(t *testing.T) {
+	s, c := newStore(t, sharedServer(t), fastStore())
+	var cancelNext atomic.Pointer[context.CancelFunc]
+	c.AddHook(cancelHook{cancel: &cancelNext})
+	b := newBulkhead(t, s, "p", fleetConfig(2, 0))
+	raised := b.Config()
+	raised.MaxConcurrentCalls = 5
+	for name, call := range map[string]func(context.Context) error{
+		"ChangeConfig": func(ctx context.Context) error { return b.ChangeConfig(ctx, raised) },
+		"FleetMetrics": func(ctx context.Context) error { _, err := b.FleetMetrics(ctx); return err },
+		"Check":        b.Check,
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancelNext.Store(&cancel)
+		err := call(ctx)
+		cancel()
+		var se *rxredis.StoreError
+		switch {
+		case cancelNext.Load() != nil:
+			t.Fatalf("%s: no command reached the client", name)
+		case !errors.Is(err, context.Canceled):
+			t.Errorf("%s: %v, not wrapping context.Canceled", name, err)
+		case errors.As(err, &se):
+			t.Errorf("%s: %v is a *StoreError", name, err)
+		case !strings.Contains(err.Error(), "context ended during the round trip") || !strings.Contains(err.Error(), `"p"`):
+			t.Errorf("%s: %q does not say the context ended during the round trip and name the bulkhead", name, err)
+		}
+	}
+}

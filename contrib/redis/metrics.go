@@ -50,7 +50,8 @@ type FleetMetrics struct {
 // FleetMetrics asks Redis (one round trip) for the fleet-wide counts. It
 // fails with a *StoreError; given a ctx that has already ended (cancelled,
 // or past its deadline), it fails at once, sending nothing, with an error
-// that wraps ctx.Err() and is not a *StoreError. Either way the
+// that wraps ctx.Err() and is not a *StoreError, and so it does if ctx
+// ends during the round trip. Either way the
 // FleetMetrics it returns holds this process's counts (LeasesLost,
 // LeasesRestored) and its configured limit. It panics if ctx is nil.
 func (b *Bulkhead) FleetMetrics(ctx context.Context) (FleetMetrics, error) {
@@ -77,6 +78,9 @@ func (b *Bulkhead) fleetMetrics(ctx context.Context, op string) (FleetMetrics, e
 	})
 	m := b.localFleetMetrics()
 	if err != nil {
+		if cerr := endedDuring(ctx, b.name, op, "", err); cerr != nil {
+			return m, cerr
+		}
 		return m, &StoreError{Name: b.name, Unreachable: unreachable(err) && !refused(err), Err: err}
 	}
 	if len(v) != 3 {
