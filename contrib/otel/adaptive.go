@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -28,19 +27,17 @@ type AdaptiveInstruments struct {
 }
 
 // StartAdaptive creates the instruments on the meter named ScopeName and
-// registers their callback. It fails if the meter cannot create an
-// instrument or register the callback, and panics if r is nil. Call Close
-// to stop.
+// registers their callback. It fails, registering nothing, if an option is
+// nil (with an error naming it) or the meter cannot create an instrument
+// or register the callback, and panics if r is nil. Of the options, only
+// WithMeterProvider applies here. Call Close to stop.
 func StartAdaptive(r *adaptive.Registry, opts ...Option) (*AdaptiveInstruments, error) {
 	if r == nil {
 		panic("bulkhead/contrib/otel: StartAdaptive called with a nil *adaptive.Registry")
 	}
-	cfg := config{}
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
-	if cfg.provider == nil {
-		cfg.provider = otel.GetMeterProvider()
+	cfg, err := newConfig("StartAdaptive", opts)
+	if err != nil {
+		return nil, err
 	}
 	meter := cfg.provider.Meter(ScopeName)
 	limit, err1 := meter.Int64ObservableGauge("bulkhead.adaptive.limit", metric.WithUnit("{call}"),

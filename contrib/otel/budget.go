@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -82,9 +81,10 @@ type budgetWaitAttrs struct{ granted, rejected []metric.RecordOption }
 
 // StartBudgets creates the instruments on the meter named ScopeName,
 // starts counting the events of budgets and registers the instruments'
-// callback. It fails, counting nothing, if there is no budget, a budget is
-// nil, two share a name, WithWaitBuckets has bad bounds, or the meter
-// cannot create an instrument or register the callback. Call Close to stop.
+// callback. It fails, counting nothing, if there is no budget, a budget or
+// an option is nil (the error gives its index), two share a name,
+// WithWaitBuckets has bad bounds, or the meter cannot create an instrument
+// or register the callback. Call Close to stop.
 func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstruments, error) {
 	if len(budgets) == 0 {
 		return nil, errors.New("bulkhead/contrib/otel: StartBudgets called without a budget")
@@ -99,15 +99,9 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 		}
 		seen[b.Name()] = true
 	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return nil, errors.New("bulkhead/contrib/otel: StartBudgets called with a nil Option")
-		}
-		o.apply(&cfg)
-	}
-	if cfg.provider == nil {
-		cfg.provider = otel.GetMeterProvider()
+	cfg, err := newConfig("StartBudgets", opts)
+	if err != nil {
+		return nil, err
 	}
 	waitBounds, err := bounds("WithWaitBuckets", cfg.waitBuckets, callstats.DefaultWaitBuckets)
 	if err != nil {
@@ -158,8 +152,11 @@ func StartBudgets(budgets []*bulkhead.Budget, opts ...Option) (*BudgetInstrument
 }
 
 // record is the watches' hook: it runs on the goroutine that publishes e
-// and records the wait histogram.
+// and records the wait histogram, unless Close has begun.
 func (in *BudgetInstruments) record(e bulkhead.BudgetEvent) {
+	if in.closed.Load() {
+		return
+	}
 	switch e.Type {
 	case bulkhead.CallPermitted:
 		in.wait.Record(context.Background(), e.Wait.Seconds(), in.waitAttrsOf(e.Budget, e.Class).granted...)
@@ -260,7 +257,9 @@ func (in *BudgetInstruments) closeWatches() {
 
 // Close unregisters the callback, so the observed instruments report
 // nothing more, and stops counting events and recording the wait
-// histogram. It returns the error of unregistering. Close is idempotent.
+// histogram: an event that reaches the instruments once Close has begun
+// (one a budget was publishing when Close ran) is not recorded. It returns
+// the error of unregistering. Close is idempotent.
 func (in *BudgetInstruments) Close() error {
 	in.closed.Store(true)
 	in.closeWatches()

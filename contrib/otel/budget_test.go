@@ -222,7 +222,7 @@ func TestStartBudgetsRefusesBadArgumentsNamingThem(t *testing.T) {
 		{nil, nil, "bulkhead/contrib/otel: StartBudgets called without a budget"},
 		{[]*bulkhead.Budget{b, nil}, nil, "bulkhead/contrib/otel: StartBudgets called with a nil *bulkhead.Budget at index 1"},
 		{[]*bulkhead.Budget{b, b}, nil, "bulkhead/contrib/otel: StartBudgets called with two budgets named hub"},
-		{[]*bulkhead.Budget{b}, []bulkheadotel.Option{nil}, "bulkhead/contrib/otel: StartBudgets called with a nil Option"},
+		{[]*bulkhead.Budget{b}, []bulkheadotel.Option{nil}, "bulkhead/contrib/otel: StartBudgets called with a nil Option at index 0"},
 		{[]*bulkhead.Budget{b}, []bulkheadotel.Option{bulkheadotel.WithWaitBuckets(-time.Second)}, "bulkhead/contrib/otel: WithWaitBuckets: bucket bound -1s is not positive"},
 	} {
 		in, err := bulkheadotel.StartBudgets(tc.budgets, tc.opts...)

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -145,22 +144,16 @@ type recordAttrs struct {
 // WithSources and WithPools), present and future, and registers the
 // instruments' callback. A *bulkhead.Registry is a MetricsSource; so are
 // pool.Registry.MetricsSource() and the fleet's Registry. It fails,
-// counting nothing, if the meter cannot create an instrument or register
-// the callback, or a bucket option has bad bounds; it panics if src is
-// nil. Call Close to stop.
+// counting nothing, if an option is nil (with an error naming it), the
+// meter cannot create an instrument or register the callback, or a bucket
+// option has bad bounds; it panics if src is nil. Call Close to stop.
 func Start(src bulkhead.MetricsSource, opts ...Option) (*Instruments, error) {
 	if isNil(src) {
 		panic("bulkhead/contrib/otel: Start called with a nil bulkhead.MetricsSource")
 	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			panic("bulkhead/contrib/otel: Start called with a nil Option")
-		}
-		o.apply(&cfg)
-	}
-	if cfg.provider == nil {
-		cfg.provider = otel.GetMeterProvider()
+	cfg, err := newConfig("Start", opts)
+	if err != nil {
+		return nil, err
 	}
 	waitBounds, err := bounds("WithWaitBuckets", cfg.waitBuckets, callstats.DefaultWaitBuckets)
 	if err != nil {
@@ -235,8 +228,12 @@ func bounds(option string, given *[]time.Duration, defaults []time.Duration) ([]
 }
 
 // record is the watches' hook: it runs on the goroutine that publishes e
-// and records the histograms.
+// and records the histograms, unless Close has begun (a publication under
+// way when Close removed the listener still reaches it).
 func (in *Instruments) record(e bulkhead.Event) {
+	if in.closed.Load() {
+		return
+	}
 	switch e.Type {
 	case bulkhead.CallPermitted:
 		in.wait.Record(context.Background(), e.Wait.Seconds(), in.recordAttrsOf(e.Name).granted...)
@@ -323,8 +320,10 @@ func (in *Instruments) closeWatches() {
 }
 
 // Close unregisters the callback, so the observed instruments report
-// nothing more, and stops counting events and recording the histograms.
-// It returns the error of unregistering. Close is idempotent.
+// nothing more, and stops counting events and recording the histograms:
+// an event that reaches the instruments once Close has begun (one a
+// bulkhead was publishing when Close ran) is not recorded. It returns the
+// error of unregistering. Close is idempotent.
 func (in *Instruments) Close() error {
 	in.closed.Store(true)
 	in.closeWatches()

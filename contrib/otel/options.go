@@ -1,13 +1,17 @@
 package otel
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/internal/callstats"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/pool"
 )
 
@@ -16,6 +20,7 @@ type Option interface{ apply(*config) }
 
 type config struct {
 	provider                     metric.MeterProvider
+	nilProvider                  bool                     // WithMeterProvider(nil): Start fails
 	waitBuckets, durationBuckets *[]time.Duration         // nil: the defaults
 	sources                      []bulkhead.MetricsSource // WithSources, WithPools
 }
@@ -25,9 +30,38 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithMeterProvider makes Start create its instruments with mp. The default
-// is the global provider, otel.GetMeterProvider(), at the time of Start.
+// is the global provider, otel.GetMeterProvider(), at the time of Start. A
+// nil mp (or a nil pointer such as a nil *sdkmetric.MeterProvider) makes
+// Start, StartAdaptive and StartBudgets fail with an error naming it: leave
+// the option out for the global provider.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) { c.provider = mp })
+	return optionFunc(func(c *config) {
+		if nilcheck.Is(mp) {
+			c.nilProvider = true
+			return
+		}
+		c.provider = mp
+	})
+}
+
+// newConfig applies opts for caller (Start, StartAdaptive, StartBudgets):
+// it fails naming a nil option (by its index) or WithMeterProvider(nil),
+// and sets the global provider if opts set none.
+func newConfig(caller string, opts []Option) (config, error) {
+	cfg := config{}
+	for i, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("bulkhead/contrib/otel: %s called with a nil Option at index %d", caller, i)
+		}
+		o.apply(&cfg)
+	}
+	if cfg.nilProvider {
+		return cfg, errors.New("bulkhead/contrib/otel: WithMeterProvider called with a nil metric.MeterProvider")
+	}
+	if cfg.provider == nil {
+		cfg.provider = otel.GetMeterProvider()
+	}
+	return cfg, nil
 }
 
 // WithWaitBuckets sets the explicit bucket boundaries of

@@ -414,7 +414,9 @@ func (b *Bulkhead) waited(p *Permit) time.Duration {
 // AcquirePermissionAsync to the decision on the Store's Clock for every
 // call that was not decided at once (waited). Listeners run synchronously
 // on the goroutine that caused the event, never under a lock; a panicking
-// listener is recovered and ignored.
+// listener is recovered and ignored. The events of calls decided by a
+// round trip run on the Store's delivery goroutine: to close the Store
+// from a listener, call go s.Close() (see Store.Close).
 func (b *Bulkhead) OnEvent(f func(bulkhead.Event)) (remove func()) {
 	if f == nil {
 		panic("redis: OnEvent called with a nil listener")

@@ -17,8 +17,15 @@ import (
 // below it. The other fields of cfg must equal the current ones (they are
 // per process); ChangeConfig fails with a *bulkhead.ConfigError otherwise,
 // or with a *StoreError if Redis does not take the change (one round trip,
-// bounded by StoreConfig.Timeout and ctx).
+// bounded by StoreConfig.Timeout and ctx). Given a ctx that has already
+// ended (cancelled, or past its deadline), it fails at once, sending
+// nothing, with an error that wraps ctx.Err() and is not a *StoreError;
+// if ctx ends during the round trip, the error wraps ctx.Err() as well,
+// and Redis may or may not have taken the change. It panics if ctx is nil.
 func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
+	if ctx == nil {
+		panic("redis: ChangeConfig called with a nil context")
+	}
 	if err := cfg.validateFor(b.name); err != nil {
 		return err
 	}
@@ -28,11 +35,17 @@ func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
 		return &bulkhead.ConfigError{Name: b.name, Field: "Config", Value: cfg,
 			Rule: "only MaxConcurrentCalls (the fleet limit, stored in Redis) can change on a fleet bulkhead"}
 	}
+	if err := ctx.Err(); err != nil {
+		return contextEnded(b.name, "ChangeConfig", err)
+	}
 	s := b.s
 	err := s.bounded(ctx, nil, func(ctx context.Context) error {
 		return changeScript.Run(ctx, s.client, b.keys.list, cfg.MaxConcurrentCalls, b.keys.channel, configPayload+b.name).Err()
 	})
 	if err != nil {
+		if cerr := endedDuring(ctx, b.name, "ChangeConfig", " (Redis may have taken the change)", err); cerr != nil {
+			return cerr
+		}
 		return &StoreError{Name: b.name, Unreachable: unreachable(err), Err: err}
 	}
 	b.mu.Lock()

@@ -22,7 +22,9 @@
 // back anywhere, and by a poll every StoreConfig.PollInterval because
 // pub/sub is lossy and expiries publish nothing. The callbacks of grants
 // decided by a round trip run on the Store's delivery goroutine: they must
-// not block for long, and a panic there is not recovered.
+// not block for long, a panic there is not recovered, and one that closes
+// the Store must do it on a goroutine of its own, go s.Close() (Close
+// waits for the delivery goroutine: called on it, it never returns).
 //
 // Each grant is a lease with an id, an expiry (StoreConfig.LeaseTTL) and a
 // fencing token that increases with every grant of the bulkhead

@@ -103,6 +103,24 @@ func unreachable(err error) bool {
 		errors.Is(err, goredis.ErrClosed)
 }
 
+// contextEnded is the error of a call (ChangeConfig, FleetMetrics, Check)
+// whose context had already ended when it was made: it sends nothing, and
+// it is not a *StoreError, since Redis was not asked.
+func contextEnded(name, op string, err error) error {
+	return fmt.Errorf("redis bulkhead %q: %s: context ended before the round trip, nothing sent: %w", name, op, err)
+}
+
+// endedDuring returns the error of a round trip of op that failed with
+// err because the caller's ctx ended meanwhile (wrapping ctx.Err(), not a
+// *StoreError: Redis was neither found away nor did it refuse), or nil if
+// err is not that. what tells what the round trip may have done.
+func endedDuring(ctx context.Context, name, op, what string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return fmt.Errorf("redis bulkhead %q: %s: context ended during the round trip%s: %w", name, op, what, cerr)
+	}
+	return nil
+}
+
 // notReplicatedError is a round trip whose writes fewer than
 // StoreConfig.WaitReplicas replicas acknowledged: it counts as Redis being
 // unreachable, since a failover could lose its grants.

@@ -18,7 +18,9 @@ import (
 // LocalFraction. It fails, creating nothing, with Resolve's error, or with
 // an error naming each entry whose store is local (use
 // fileconfig.NewRegistry for those) or whose configuration a fleet bulkhead
-// refuses (LIFO). A file with a top-level budget key is refused with a
+// refuses (LIFO), or with NewBulkhead's error for the first instance that
+// cannot be created (a name with a brace, or one s already has a bulkhead
+// of): the instances created before it leave s, and their names are free. A file with a top-level budget key is refused with a
 // *fileconfig.Error naming it: a hub budget (bulkhead.Budget) is one
 // process's, and fleet bulkheads do not join one.
 func NewRegistryFromFile(s *Store, f fileconfig.File) (*Registry, error) {
@@ -70,6 +72,11 @@ func NewRegistryFromFile(s *Store, f fileconfig.File) (*Registry, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
 		if _, _, err := r.cat.PinWith(name, instances[name]); err != nil {
+			// The instances created so far leave the Store, freeing
+			// their names: nobody holds the registry to use them.
+			for _, b := range r.cat.All() {
+				b.retire()
+			}
 			return nil, r.fullError(name, err)
 		}
 	}

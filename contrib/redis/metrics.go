@@ -48,8 +48,23 @@ type FleetMetrics struct {
 }
 
 // FleetMetrics asks Redis (one round trip) for the fleet-wide counts. It
-// fails with a *StoreError.
+// fails with a *StoreError; given a ctx that has already ended (cancelled,
+// or past its deadline), it fails at once, sending nothing, with an error
+// that wraps ctx.Err() and is not a *StoreError, and so it does if ctx
+// ends during the round trip. Either way the
+// FleetMetrics it returns holds this process's counts (LeasesLost,
+// LeasesRestored) and its configured limit. It panics if ctx is nil.
 func (b *Bulkhead) FleetMetrics(ctx context.Context) (FleetMetrics, error) {
+	return b.fleetMetrics(ctx, "FleetMetrics")
+}
+
+func (b *Bulkhead) fleetMetrics(ctx context.Context, op string) (FleetMetrics, error) {
+	if ctx == nil {
+		panic("redis: " + op + " called with a nil context")
+	}
+	if err := ctx.Err(); err != nil {
+		return b.localFleetMetrics(), contextEnded(b.name, op, err)
+	}
 	var v []int64
 	err := b.s.bounded(ctx, nil, func(ctx context.Context) error {
 		var err error
@@ -61,10 +76,11 @@ func (b *Bulkhead) FleetMetrics(ctx context.Context) (FleetMetrics, error) {
 		}
 		return err
 	})
-	b.mu.Lock()
-	m := FleetMetrics{MaxConcurrentCalls: b.cfg.MaxConcurrentCalls, LeasesLost: b.leasesLost, LeasesRestored: b.restored}
-	b.mu.Unlock()
+	m := b.localFleetMetrics()
 	if err != nil {
+		if cerr := endedDuring(ctx, b.name, op, "", err); cerr != nil {
+			return m, cerr
+		}
 		return m, &StoreError{Name: b.name, Unreachable: unreachable(err) && !refused(err), Err: err}
 	}
 	if len(v) != 3 {
@@ -76,8 +92,18 @@ func (b *Bulkhead) FleetMetrics(ctx context.Context) (FleetMetrics, error) {
 
 // Check makes one round trip that touches every key of the bulkhead, so
 // that wrong credentials, a missing permission or a key of another type
-// surface at start-up as a *StoreError that names them.
+// surface at start-up as a *StoreError that names them. Given a ctx that
+// has already ended, it fails at once as FleetMetrics does; it panics if
+// ctx is nil.
 func (b *Bulkhead) Check(ctx context.Context) error {
-	_, err := b.FleetMetrics(ctx)
+	_, err := b.fleetMetrics(ctx, "Check")
 	return err
+}
+
+// localFleetMetrics is what FleetMetrics knows without Redis: this
+// process's counts and its configured limit.
+func (b *Bulkhead) localFleetMetrics() FleetMetrics {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return FleetMetrics{MaxConcurrentCalls: b.cfg.MaxConcurrentCalls, LeasesLost: b.leasesLost, LeasesRestored: b.restored}
 }

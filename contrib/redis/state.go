@@ -226,7 +226,8 @@ func (e StoreEvent) String() string {
 // that unregisters it. StoreDown, StoreRefused and StoreUp run on the
 // dispatcher goroutine (f must not block: no round trip runs meanwhile);
 // ClientLog on the goroutine where go-redis logs. A panicking listener is
-// recovered and ignored.
+// recovered and ignored. To close the Store from f, call go s.Close():
+// Close waits for the dispatcher, so called on it, it never returns.
 func (s *Store) OnEvent(f func(StoreEvent)) (remove func()) {
 	if f == nil {
 		panic("redis: Store.OnEvent called with a nil listener")

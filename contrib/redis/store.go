@@ -276,6 +276,16 @@ func (s *Store) Available() bool { return !s.down.Load() }
 // closed. (With a UniversalClient other than *goredis.Client and
 // *goredis.ClusterClient, the subscription is the client's own, and a
 // stall during its handshake holds Close up to the client's ReadTimeout.)
+//
+// Because Close waits for the Store's goroutines, it must not be called on
+// one of them. Called from user code the Store runs (the OnDone callbacks
+// of a call decided by a round trip and the Bulkhead and Registry OnEvent
+// listeners of its events, on the delivery goroutine; a Store.OnEvent
+// listener of StoreDown, StoreRefused or StoreUp, on the dispatcher),
+// Close never returns (that goroutine waits for itself): the calls still
+// waiting are never decided, nor the leases given back. There, start it
+// on a goroutine of its own, go s.Close(), and return: it closes the Store
+// once the callback has returned.
 func (s *Store) Close() error {
 	s.mu.Lock() // add checks closed under mu: no bulkhead is added from now on
 	first := s.closed.CompareAndSwap(false, true)
