@@ -11,18 +11,19 @@ import (
 )
 
 // NewRegistryFromFile resolves f, a configuration file of package
-// fileconfig, and returns a Registry on s whose default configuration is
-// f's "default", with every config of f and every instance created. Every
-// entry must have store redis (set it once in "default": instances inherit
-// it); its store.unreachable and store.localFraction become Unreachable and
+// fileconfig, and returns a Registry on s whose default configuration is f's
+// "default", with every config of f and every instance created. Every entry
+// must have store redis (set it once in "default": instances inherit it);
+// its store.unreachable and store.localFraction become Unreachable and
 // LocalFraction. It fails, creating nothing, with Resolve's error, or with
 // an error naming each entry whose store is local (use
 // fileconfig.NewRegistry for those) or whose configuration a fleet bulkhead
 // refuses (LIFO), or with NewBulkhead's error for the first instance that
 // cannot be created (a name with a brace, or one s already has a bulkhead
-// of): the instances created before it leave s, and their names are free. A file with a top-level budget key is refused with a
-// *fileconfig.Error naming it: a hub budget (bulkhead.Budget) is one
-// process's, and fleet bulkheads do not join one.
+// of): the instances created before it leave s, and their names are free. A
+// file with a top-level budget key is refused with a *fileconfig.Error
+// naming it: a hub budget (bulkhead.Budget) is one process's, and fleet
+// bulkheads do not join one.
 func NewRegistryFromFile(s *Store, f fileconfig.File) (*Registry, error) {
 	res, err := f.Resolve()
 	if err != nil {
