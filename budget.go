@@ -179,8 +179,9 @@ type lane struct {
 
 // NewBudget returns a Budget named name (used in errors and events). It fails
 // with a *ConfigError (several joined, see BudgetConfig.Validate) if cfg is
-// not valid, and with an error if name is empty or an option is invalid.
-// Its only option is WithClock.
+// not valid, and with an error if name is empty or an option is invalid (a
+// nil option: an error naming its index in opts). Its only option is
+// WithClock.
 func NewBudget(name string, cfg BudgetConfig, opts ...Option) (*Budget, error) {
 	if name == "" {
 		return nil, errors.New("bulkhead: NewBudget: name must not be empty")
