@@ -481,9 +481,13 @@ func (b *Budget) evictLocked(c *budgetClass, d *budgetDecided) bool {
 }
 
 // release gives back k permits of class c held by partner p's call, then
-// runs a pass if anyone waits, on the calling goroutine. It panics, naming
-// the budget, the partner and the class, if the partner holds fewer.
-func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool) {
+// runs a pass if anyone waits, on the calling goroutine; then the call's
+// partner permits (partFinish from start if finished, else partRelease),
+// also if a callback that pass runs panics. It panics, naming the budget,
+// the partner and the class, if the partner holds fewer than k permits of
+// c, and then gives back nothing at either level: the partner permits
+// such a release would give back are other calls'.
+func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool, start CallStart) {
 	b.mu.Lock()
 	f := b.flowLocked(p)
 	var l *lane
@@ -498,6 +502,13 @@ func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool)
 		panic(fmt.Sprintf("budget %q: partner %q released more permits of class %q than it holds", b.name, f.name, c.name))
 	}
 	b.accountLocked(l, -k)
+	if p.part != nil {
+		if finished {
+			defer p.partFinish(k, start)
+		} else {
+			defer p.partRelease(k)
+		}
+	}
 	if b.waiting == 0 {
 		b.mu.Unlock()
 		if finished && b.events.Active() {
