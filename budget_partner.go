@@ -214,7 +214,7 @@ func (c BudgetCall) afterPartner(pa *Acquisition) *Acquisition {
 	default:
 		return pa
 	}
-	w := &budgetWaiter{p: p, class: c.c, pa: pa, k: int32(c.k)}
+	w := &budgetWaiter{p: p, class: c.c, pa: pa, k: c.k}
 	w.acq.owner = w
 	if afterPartnerPending != nil {
 		afterPartnerPending(pa)
@@ -260,7 +260,7 @@ func (w *budgetWaiter) partnerDone(err error) {
 		}
 		return
 	}
-	w.p.b.admit(w.p, w.class, int(w.k), w)
+	w.p.b.admit(w.p, w.class, w.k, w)
 }
 
 // AcquirePermission blocks until both levels grant the call (nil), either
