@@ -483,3 +483,23 @@ func TestBudgetPartnerRefusesABulkheadThatTakesTheBudgetsOwnPermits(t *testing.T
 	}
 	q.FinishCall()
 }
+
+// Partner's "fails with an error ... if bh is nil" holds for a nil pointer
+// passed as the Bulkhead too (a nil *Semaphore, a nil *BudgetPartner), as
+// for the nil interface: it crashed with a nil dereference reading its
+// name.
+func TestBudgetPartnerRefusesANilPointerAsTheBulkhead(t *testing.T) {
+	b := newBudget(t, budgetConfig(1, 0, class("only", 0, 0)), newClock())
+	for _, bh := range []bulkhead.Bulkhead{(*bulkhead.Semaphore)(nil), (*bulkhead.BudgetPartner)(nil), (*bulkhead.BudgetCall)(nil)} {
+		var (
+			p   *bulkhead.BudgetPartner
+			err error
+		)
+		if msg := panicOf(func() { p, err = b.Partner(bh, bulkhead.PartnerOptions{}) }); msg != "" {
+			t.Fatalf("Partner(%T nil) panicked: %s", bh, msg)
+		}
+		if want := `budget "hub": Partner called with a nil Bulkhead`; p != nil || err == nil || err.Error() != want {
+			t.Errorf("Partner(%T nil) = %v, %v; want the error %q", bh, p, err, want)
+		}
+	}
+}
