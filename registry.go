@@ -315,7 +315,9 @@ func (r *Registry) All() []*Semaphore {
 // holding a Lease on it) may go on using it; the registry's listeners
 // (OnEvent) no longer receive its events, and the next Get or keyed call
 // for name creates a new bulkhead, so for a while name may admit up to
-// twice its limit. Eviction (WithIdleTimeout) never does that.
+// twice its limit. Eviction (WithIdleTimeout) never does that. The
+// catch-all of WithMaxBulkheads is never removed: Remove(CatchAllName)
+// reports false and changes nothing.
 func (r *Registry) Remove(name string) bool {
 	if r.cat.IsCatchAll(name) {
 		return false
