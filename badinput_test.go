@@ -276,3 +276,54 @@ func TestBadInputAcquirePermissionWithNilContextPanicsNamingIt(t *testing.T) {
 	}()
 	_ = s.AcquirePermission(noContext)
 }
+
+// A nil Option or RegistryOption in a constructor's list fails the
+// constructor with an error naming its position, as WithClock(nil) does
+// (it was a nil dereference inside the constructor).
+func TestBadInputNilOption(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func() (any, error)
+		want string
+	}{
+		{"New", func() (any, error) {
+			return bulkhead.New("walmart", bulkhead.DefaultConfig(), bulkhead.WithClock(testkit.NewVirtualClock(time.Unix(0, 0))), nil)
+		}, `bulkhead "walmart": opts[1] must not be nil`},
+		{"NewBudget", func() (any, error) {
+			return bulkhead.NewBudget("hub", budgetConfig(4, 0, class("only", 0, 0)), nil)
+		}, `bulkhead "hub": opts[0] must not be nil`},
+		{"NewRegistry", func() (any, error) {
+			return bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithIdleTimeout(time.Minute), nil)
+		}, `bulkhead: NewRegistry: opts[1] must not be nil`},
+		{"WithSemaphoreOptions", func() (any, error) {
+			return bulkhead.NewRegistry(bulkhead.DefaultConfig(), bulkhead.WithSemaphoreOptions(nil))
+		}, `bulkhead: NewRegistry: WithSemaphoreOptions: opts[0] must not be nil`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				v   any
+				err error
+			)
+			if msg := panicOf(func() { v, err = tc.make() }); msg != "" {
+				t.Fatalf("panicked: %s", msg)
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			switch x := v.(type) {
+			case *bulkhead.Semaphore:
+				if x != nil {
+					t.Errorf("returned %v with the error", x)
+				}
+			case *bulkhead.Budget:
+				if x != nil {
+					t.Errorf("returned %v with the error", x)
+				}
+			case *bulkhead.Registry:
+				if x != nil {
+					t.Errorf("returned %v with the error", x)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,8 +180,9 @@ type lane struct {
 
 // NewBudget returns a Budget named name (used in errors and events). It fails
 // with a *ConfigError (several joined, see BudgetConfig.Validate) if cfg is
-// not valid, and with an error if name is empty or an option is invalid.
-// Its only option is WithClock.
+// not valid, and with an error if name is empty or an option is invalid (a
+// nil option: an error naming its index in opts). Its only option is
+// WithClock.
 func NewBudget(name string, cfg BudgetConfig, opts ...Option) (*Budget, error) {
 	if name == "" {
 		return nil, errors.New("bulkhead: NewBudget: name must not be empty")
@@ -460,16 +462,69 @@ type PartnerOptions struct {
 
 // Partner joins bh to the budget: it returns a BudgetPartner whose calls
 // take permits of bh first (a call of weight k takes k if bh is a
-// *Semaphore, else one) and then permits of the budget, under bh's name. Joining the same name again (a bulkhead re-created with the same
-// name) shares the partner's place in the budget. It fails with an error
-// naming the budget and the problem if bh is nil or has an empty name, or
-// with a *ConfigError if opts names an unknown group or class, or another
-// group than the partner joined with first.
+// *Semaphore, else one) and then permits of the budget, under bh's name.
+// Joining the same name again (a bulkhead re-created with the same name)
+// shares the partner's place in the budget. It fails with an error naming
+// the budget and the problem if bh is nil (or a nil pointer) or has an
+// empty name, or if bh's calls take permits of b already (bh is a
+// BudgetPartner of b, a Flow of b, a BudgetCall of one, or another
+// budget's partner built on one of them, at any depth): such a call would
+// wait for b while holding b's permits, and for itself once b is full. It
+// fails with a *ConfigError if opts names an unknown group or class, or
+// another group than the partner joined with first. A partner of another
+// budget is a partner like any other (its calls take that budget's
+// permits, then b's); Partner does not look for two budgets that are each
+// other's partners, which can wait for each other.
 func (b *Budget) Partner(bh Bulkhead, opts PartnerOptions) (*BudgetPartner, error) {
-	if bh == nil {
+	if nilBulkhead(bh) {
 		return nil, fmt.Errorf("budget %q: Partner called with a nil Bulkhead", b.name)
 	}
+	if b.takenBy(bh) {
+		return nil, fmt.Errorf("budget %q: Partner called with a bulkhead (%q) whose calls take permits of this budget already: they would wait for it holding its permits", b.name, bh.Name())
+	}
 	return b.join(bh.Name(), bh, opts)
+}
+
+// nilBulkhead reports whether bh is nil or holds a nil pointer (or map,
+// func, channel or slice): a nil *Semaphore passed as the Bulkhead fails
+// where it is passed. (internal/nilcheck says the same, but its test
+// imports this package.)
+func nilBulkhead(bh Bulkhead) bool {
+	if bh == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(bh); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice:
+		return v.IsNil()
+	}
+	return false
+}
+
+// takenBy reports whether a call of bh takes permits of b: bh is a partner
+// of b (a BudgetPartner, a BudgetCall or a *BudgetCall of one), or of
+// another budget whose partner's bulkhead is, down the chain.
+func (b *Budget) takenBy(bh Bulkhead) bool {
+	for bh != nil {
+		var p *BudgetPartner
+		switch x := bh.(type) {
+		case *BudgetPartner:
+			p = x
+		case BudgetCall:
+			p = x.p
+		case *BudgetCall:
+			if x != nil {
+				p = x.p
+			}
+		}
+		if p == nil {
+			return false
+		}
+		if p.b == b {
+			return true
+		}
+		bh = p.part
+	}
+	return false
 }
 
 // Flow is Partner for calls that need the budget only: the returned

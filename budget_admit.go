@@ -171,7 +171,7 @@ func (b *Budget) passLocked(d *budgetDecided) {
 			break
 		}
 		l := w.lane
-		c, g, k := l.cg.class, l.flow.group, int(w.k)
+		c, g, k := l.cg.class, l.flow.group, w.k
 		if la := g.limitAvail(); k > la {
 			// Only the group's own permits coming back can help.
 			if la <= 0 {
@@ -214,13 +214,13 @@ func (b *Budget) chargeLocked(blocked []*budgetWaiter, c *budgetClass, g *budget
 	for _, h := range blocked {
 		hc, hg := h.lane.cg.class, h.lane.flow.group
 		charge := b.sharedAvailLocked(hc, hg) - b.sharedAvailAfterLocked(hc, hg, c, g, k)
-		if charge > 0 && int(h.bypassed)+charge > b.cfg.MaxBypass {
+		if charge > 0 && h.bypassed+charge > b.cfg.MaxBypass {
 			return false
 		}
 	}
 	for _, h := range blocked {
 		hc, hg := h.lane.cg.class, h.lane.flow.group
-		h.bypassed += int32(b.sharedAvailLocked(hc, hg) - b.sharedAvailAfterLocked(hc, hg, c, g, k))
+		h.bypassed += b.sharedAvailLocked(hc, hg) - b.sharedAvailAfterLocked(hc, hg, c, g, k)
 	}
 	return true
 }
@@ -251,7 +251,7 @@ func (b *Budget) grantLocked(w *budgetWaiter, d *budgetDecided) {
 		w.acq.settle()
 		return
 	}
-	b.accountLocked(w.lane, int(w.k))
+	b.accountLocked(w.lane, w.k)
 	w.acq.settle()
 	d.push(w)
 }
@@ -275,8 +275,8 @@ func (b *Budget) rejectTooHeavyLocked(d *budgetDecided) {
 		for w := c.head; w != nil; {
 			next := w.cnext
 			g := w.lane.flow.group
-			if lim := b.attainableLocked(c, g); int(w.k) > lim {
-				b.rejectWaiterLocked(w, b.weightError(w.lane.flow, c, int(w.k), lim), d)
+			if lim := b.attainableLocked(c, g); w.k > lim {
+				b.rejectWaiterLocked(w, b.weightError(w.lane.flow, c, w.k, lim), d)
 			}
 			w = next
 		}
@@ -347,7 +347,7 @@ func (b *Budget) admit(p *BudgetPartner, c *budgetClass, k int, w *budgetWaiter)
 	}
 	own := w == nil
 	if own {
-		w = &budgetWaiter{p: p, k: int32(k)}
+		w = &budgetWaiter{p: p, k: k}
 		w.acq.owner = w
 		w.lane = l
 	}
@@ -427,7 +427,7 @@ func (b *Budget) grantRecordLocked(w *budgetWaiter, l *lane) *Acquisition {
 		b.mu.Unlock()
 		return nil
 	}
-	b.accountLocked(l, int(w.k))
+	b.accountLocked(l, w.k)
 	w.acq.settle()
 	b.mu.Unlock()
 	w.enq = unknownWait // granted at once: no wait to report
@@ -481,9 +481,13 @@ func (b *Budget) evictLocked(c *budgetClass, d *budgetDecided) bool {
 }
 
 // release gives back k permits of class c held by partner p's call, then
-// runs a pass if anyone waits, on the calling goroutine. It panics, naming
-// the budget, the partner and the class, if the partner holds fewer.
-func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool) {
+// runs a pass if anyone waits, on the calling goroutine; then the call's
+// partner permits (partFinish from start if finished, else partRelease),
+// also if a callback that pass runs panics. It panics, naming the budget,
+// the partner and the class, if the partner holds fewer than k permits of
+// c, and then gives back nothing at either level: the partner permits
+// such a release would give back are other calls'.
+func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool, start CallStart) {
 	b.mu.Lock()
 	f := b.flowLocked(p)
 	var l *lane
@@ -498,6 +502,13 @@ func (b *Budget) release(p *BudgetPartner, c *budgetClass, k int, finished bool)
 		panic(fmt.Sprintf("budget %q: partner %q released more permits of class %q than it holds", b.name, f.name, c.name))
 	}
 	b.accountLocked(l, -k)
+	if p.part != nil {
+		if finished {
+			defer p.partFinish(k, start)
+		} else {
+			defer p.partRelease(k)
+		}
+	}
 	if b.waiting == 0 {
 		b.mu.Unlock()
 		if finished && b.events.Active() {

@@ -128,7 +128,7 @@ func (b *Budget) deliver(d *budgetDecided) {
 			for w := d.cur; w != nil; w = d.cur {
 				d.cur = w.cnext
 				if w.p.part != nil && w.acq.cell.Load()&outcomeMask == stateRejected {
-					w.p.partRelease(int(w.k))
+					w.p.partRelease(w.k)
 				}
 			}
 			d.phase, d.cur = 3, d.head
@@ -194,7 +194,7 @@ func (b *Budget) runDecided(d *budgetDecided) {
 // publishOutcome publishes the CallPermitted or CallRejected of a record
 // this goroutine decided.
 func (b *Budget) publishOutcome(w *budgetWaiter) {
-	c, k := w.lane.cg.class, int(w.k)
+	c, k := w.lane.cg.class, w.k
 	switch w.acq.cell.Load() & outcomeMask {
 	case stateGranted:
 		b.publish(CallPermitted, 0, w.lane.flow, c, k, w.enq)

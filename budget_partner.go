@@ -214,7 +214,7 @@ func (c BudgetCall) afterPartner(pa *Acquisition) *Acquisition {
 	default:
 		return pa
 	}
-	w := &budgetWaiter{p: p, class: c.c, pa: pa, k: int32(c.k)}
+	w := &budgetWaiter{p: p, class: c.c, pa: pa, k: c.k}
 	w.acq.owner = w
 	if afterPartnerPending != nil {
 		afterPartnerPending(pa)
@@ -260,7 +260,7 @@ func (w *budgetWaiter) partnerDone(err error) {
 		}
 		return
 	}
-	w.p.b.admit(w.p, w.class, int(w.k), w)
+	w.p.b.admit(w.p, w.class, w.k, w)
 }
 
 // AcquirePermission blocks until both levels grant the call (nil), either
@@ -303,22 +303,22 @@ func (c BudgetCall) await(ctx context.Context, a *Acquisition) error {
 // the call took. Waiters granted by them have their callbacks run as for
 // any release (see Acquisition.OnDone); the partner's permits go back even
 // if one of them panics. It panics, naming the budget, the partner and the
-// class, if the partner holds fewer permits of the class than the call's
-// weight.
+// class, if the partner holds fewer budget permits of the class than the
+// call's weight (a call given back twice, or with a larger weight than it
+// took), and then gives back nothing at either level, so that the partner
+// permits of the partner's other calls stay theirs. A BudgetCall is a
+// value with no record of its own call: a release that other calls of the
+// same partner and class still cover cannot be told from theirs, and is
+// not refused (as for a Semaphore's permits).
 func (c BudgetCall) ReleasePermission() {
-	if p := c.p; p.part != nil {
-		defer p.partRelease(c.k)
-	}
-	c.p.b.release(c.p, c.c, c.k, false)
+	c.p.b.release(c.p, c.c, c.k, false, CallStart{})
 }
 
 // FinishCall gives back the permits of a call that ran, as
-// ReleasePermission does, with a CallFinished event at both levels.
+// ReleasePermission does (and panics as it does), with a CallFinished
+// event at both levels.
 func (c BudgetCall) FinishCall() {
-	if p := c.p; p.part != nil {
-		defer p.partFinish(c.k, CallStart{})
-	}
-	c.p.b.release(c.p, c.c, c.k, true)
+	c.p.b.release(c.p, c.c, c.k, true, CallStart{})
 }
 
 // Compile-time checks.

@@ -3,7 +3,9 @@ package bulkhead_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -422,4 +424,82 @@ func TestBudgetNewcomerWhoseArrivalDeliveryPanicsIsWithdrawn(t *testing.T) {
 		t.Fatalf("partner holds %d permits", n)
 	}
 	holder.FinishCall()
+}
+
+// Partner refuses a bulkhead whose calls already take permits of the same
+// budget (one of its partners or flows, a BudgetCall of one, or another
+// budget's partner built on one): a call would hold the budget's permits
+// while it waits for the budget's permits, so with the budget full it
+// waits for itself (docs/design.md: the two levels never wait for each
+// other). It was accepted, and a call of it on a budget of 1 waited until
+// its MaxWaitDuration. A partner of another budget is still accepted.
+func TestBudgetPartnerRefusesABulkheadThatTakesTheBudgetsOwnPermits(t *testing.T) {
+	clk := newClock()
+	b := newBudget(t, budgetConfig(1, 0, class("only", 0, 0)), clk)
+	other := newBudget(t, budgetConfig(1, 0, class("only", 0, 0)), clk)
+	p, _ := newPartner(t, b, clk, "walmart", 5, bulkhead.PartnerOptions{})
+	flow := mustFlow(t, b, "edi", bulkhead.PartnerOptions{})
+	call := p.Call(bulkhead.Class{}, 1)
+	viaOther, err := other.Partner(p, bulkhead.PartnerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		bh   bulkhead.Bulkhead
+	}{
+		{"its partner", p},
+		{"its flow", flow},
+		{"a BudgetCall of its partner", call},
+		{"a *BudgetCall of its partner", &call},
+		{"another budget's partner on its partner", viaOther},
+	} {
+		got, err := b.Partner(tc.bh, bulkhead.PartnerOptions{})
+		want := fmt.Sprintf(`budget "hub": Partner called with a bulkhead (%q) whose calls take permits of this budget already`, tc.bh.Name())
+		if got != nil || err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: Partner = %v, %v; want an error starting %q", tc.name, got, err, want)
+		}
+	}
+	if m := b.Metrics(); m.Partners != 2 {
+		t.Errorf("a refused partner was joined: %d partners, want 2", m.Partners)
+	}
+
+	// Another budget's partner is a partner like any other: its calls take
+	// that budget's permits, then this one's.
+	sem := newSemaphore(t, "acme", partnerConfig(5), bulkhead.WithClock(clk))
+	nested, err := other.Partner(sem, bulkhead.PartnerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.Partner(nested, bulkhead.PartnerOptions{})
+	if err != nil {
+		t.Fatalf("Partner(a partner of another budget): %v", err)
+	}
+	if a := q.AcquirePermissionAsync(); !a.Granted() {
+		t.Fatalf("nested call: %v", a.Err())
+	}
+	if bm, om := b.Metrics(), other.Metrics(); bm.InUse != 1 || om.InUse != 1 {
+		t.Fatalf("nested call holds %d of this budget and %d of the other, want 1 and 1", bm.InUse, om.InUse)
+	}
+	q.FinishCall()
+}
+
+// Partner's "fails with an error ... if bh is nil" holds for a nil pointer
+// passed as the Bulkhead too (a nil *Semaphore, a nil *BudgetPartner), as
+// for the nil interface: it crashed with a nil dereference reading its
+// name.
+func TestBudgetPartnerRefusesANilPointerAsTheBulkhead(t *testing.T) {
+	b := newBudget(t, budgetConfig(1, 0, class("only", 0, 0)), newClock())
+	for _, bh := range []bulkhead.Bulkhead{(*bulkhead.Semaphore)(nil), (*bulkhead.BudgetPartner)(nil), (*bulkhead.BudgetCall)(nil)} {
+		var (
+			p   *bulkhead.BudgetPartner
+			err error
+		)
+		if msg := panicOf(func() { p, err = b.Partner(bh, bulkhead.PartnerOptions{}) }); msg != "" {
+			t.Fatalf("Partner(%T nil) panicked: %s", bh, msg)
+		}
+		if want := `budget "hub": Partner called with a nil Bulkhead`; p != nil || err == nil || err.Error() != want {
+			t.Errorf("Partner(%T nil) = %v, %v; want the error %q", bh, p, err, want)
+		}
+	}
 }

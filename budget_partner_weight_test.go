@@ -361,3 +361,56 @@ func TestBudgetCallGrantedPastAWaiterAtItsPartnerReturnsAGrantedRecord(t *testin
 	first.FinishCall()
 	partnerHolds(t, "all back", sem, 0, 0, b, 0, 0)
 }
+
+// A weighted call released twice, or released with a weight above what its
+// partner holds in its class, panics naming the budget and gives back
+// nothing at either level: the partner permits that other calls of the
+// partner hold (here a call of another class) stay theirs. (The budget's
+// check panicked, but the partner's permits went back on the way out: the
+// other call's partner permits were freed under it.)
+func TestBudgetOverReleasedWeightedCallGivesBackNoPermitOfAnotherCall(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release func(hi bulkhead.Class, p *bulkhead.BudgetPartner)
+		hiHeld  int // what the hi call still holds at each level after it
+	}{
+		{"released twice", func(hi bulkhead.Class, p *bulkhead.BudgetPartner) {
+			c := p.Call(hi, 3)
+			c.ReleasePermission()
+			c.ReleasePermission()
+		}, 0},
+		{"finished twice", func(hi bulkhead.Class, p *bulkhead.BudgetPartner) {
+			c := p.Call(hi, 3)
+			c.FinishCall()
+			c.FinishCall()
+		}, 0},
+		{"released with a larger weight", func(hi bulkhead.Class, p *bulkhead.BudgetPartner) {
+			p.Call(hi, 5).ReleasePermission()
+		}, 3},
+		{"finished with a larger weight", func(hi bulkhead.Class, p *bulkhead.BudgetPartner) {
+			p.Call(hi, 5).FinishCall()
+		}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			b := newBudget(t, budgetConfig(10, 0, class("hi", 0, 0), class("lo", 0, 0)), clk)
+			hi, lo := mustClass(t, b, "hi"), mustClass(t, b, "lo")
+			p, sem := newPartner(t, b, clk, "walmart", 10, bulkhead.PartnerOptions{})
+			for _, c := range []bulkhead.BudgetCall{p.Call(hi, 3), p.Call(lo, 3)} {
+				if a := c.AcquirePermissionAsync(); !a.Granted() {
+					t.Fatalf("%s call: %v", c.Class().Name(), a.Err())
+				}
+			}
+			partnerHolds(t, "both granted", sem, 6, 0, b, 6, 0)
+			msg := panicOf(func() { tc.release(hi, p) })
+			if want := `budget "hub": partner "walmart" released more permits of class "hi" than it holds`; msg != want {
+				t.Fatalf("panic %q, want %q", msg, want)
+			}
+			partnerHolds(t, "after the over-release", sem, 3+tc.hiHeld, 0, b, 3+tc.hiHeld, 0)
+			if tc.hiHeld > 0 {
+				p.Call(hi, 3).ReleasePermission()
+			}
+			p.Call(lo, 3).FinishCall()
+		})
+	}
+}

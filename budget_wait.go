@@ -21,10 +21,10 @@ type budgetWaiter struct {
 	class *budgetClass // the class asked for, until lane is set
 	pa    *Acquisition // the partner's acquisition, while waiting for it
 	lane  *lane        // set, under mu, once the call is in the budget
-	k     int32        // weight
+	k     int          // weight (an int: a budget's Size, hence a weight, may pass math.MaxInt32)
 	// bypassed is what grants behind this waiter took from it while it was
 	// blocked (passLocked); it never exceeds MaxBypass.
-	bypassed int32
+	bypassed int
 	seq      uint64        // arrival order in the budget
 	enq      time.Duration // arrival in the budget (offset from the epoch), unknownWait if decided at once
 
@@ -169,9 +169,9 @@ func (w *budgetWaiter) withdrawBothLevels(a *Acquisition) {
 	a.settle()
 	b.mu.Unlock()
 	if w.p.part != nil { // a flow has no partner permit
-		d.leadRelease, d.leadK = w.p, int(w.k)
+		d.leadRelease, d.leadK = w.p, w.k
 	}
-	d.leadEvent = leadEventOf(CallCancelled, w.lane.flow, w.lane.cg.class, int(w.k))
+	d.leadEvent = leadEventOf(CallCancelled, w.lane.flow, w.lane.cg.class, w.k)
 	b.deliver(&d)
 }
 

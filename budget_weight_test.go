@@ -207,3 +207,31 @@ func TestBudgetEveryBlockedWaiterIsPassedByAtMostMaxBypassPermits(t *testing.T) 
 		}
 	}
 }
+
+// A call heavier than math.MaxInt32 on a budget large enough for it waits
+// and is granted its whole weight, and gives it back: its record kept the
+// weight in 32 bits, so such a call was granted weight mod 2^32 (1 here)
+// and its release panicked ("released more permits ... than it holds").
+func TestBudgetWaitingCallHeavierThanMaxInt32IsGrantedItsWholeWeight(t *testing.T) {
+	const size, heavy = 1 << 40, 1<<32 + 1
+	clk := newClock()
+	b := newBudget(t, budgetConfig(size, 0, class("only", 0, 0)), clk)
+	a, h := mustFlow(t, b, "a", bulkhead.PartnerOptions{}), mustFlow(t, b, "h", bulkhead.PartnerOptions{})
+	if acq := a.Call(bulkhead.Class{}, size).AcquirePermissionAsync(); !acq.Granted() {
+		t.Fatalf("a: %v", acq.Err())
+	}
+	ha := h.Call(bulkhead.Class{}, heavy).AcquirePermissionAsync()
+	if ha.Err() != bulkhead.ErrPending {
+		t.Fatalf("heavy call: %v, want it waiting", ha.Err())
+	}
+	a.Call(bulkhead.Class{}, size).FinishCall()
+	if !ha.Granted() {
+		t.Fatalf("heavy call: %v, want it granted", ha.Err())
+	}
+	if m := b.Metrics(); m.InUse != heavy {
+		t.Fatalf("budget holds %d permits, want the heavy call's %d", m.InUse, heavy)
+	}
+	if msg := panicOf(func() { h.Call(bulkhead.Class{}, heavy).FinishCall() }); msg != "" {
+		t.Fatalf("heavy call's FinishCall panicked: %s", msg)
+	}
+}

@@ -43,10 +43,14 @@ type options struct {
 }
 
 // newOptions applies opts over the defaults for the bulkhead named name,
-// which New has already checked to be non-empty.
+// which New has already checked to be non-empty. A nil option fails it,
+// named by its index in opts.
 func newOptions(name string, opts []Option) (options, error) {
 	o := options{clock: realClock{}}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("bulkhead %q: opts[%d] must not be nil", name, i)
+		}
 		opt.apply(&o)
 	}
 	if o.clock == nil {

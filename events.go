@@ -60,8 +60,11 @@ type Event struct {
 	// Clock. It is zero for a call decided at once (and a rejection
 	// NoWait or QueueFull), for a CallFinished or CallCancelled, and for a
 	// NoTimeout wait that began before any listener was registered. If
-	// ChangeConfig changed MaxWaitDuration while a call with a bounded
-	// wait was queued, its Wait is off by that change (never negative).
+	// ChangeConfig changed MaxWaitDuration from one bounded wait to
+	// another while a call with a bounded wait was queued, and a call was
+	// queued with the new wait before that call was decided, its Wait is
+	// off by that change (never negative); a change to NoTimeout, and a
+	// bounded wait of any length (up to NoTimeout - 1), leave it exact.
 	// Recording it adds no allocation and no field to a queued call.
 	Wait time.Duration
 	// CallDuration is how long the call held its permit, for a

@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rxbulkhead/bulkhead/internal/clock"
 	"github.com/rxbulkhead/bulkhead/internal/semhook"
 )
 
@@ -13,8 +12,9 @@ import (
 type waitState struct {
 	state *atomic.Uint64 // the Semaphore's permit word: stopTimerIfIdle clears its waitingBit
 	epoch time.Time      // deadlines are offsets from epoch (monotonic reading)
-	// lastWait is the MaxWaitDuration of the latest enqueue: a decided
-	// call's enqueue time is its deadline minus it (waittime.go).
+	// lastWait is the MaxWaitDuration of the latest enqueue with a bounded
+	// wait: a decided call's enqueue time is its deadline minus it
+	// (waittime.go).
 	lastWait time.Duration
 
 	// Prebuilt outcomes of rejections, so that rejecting does not allocate.
@@ -86,7 +86,7 @@ func (s *Semaphore) enqueueLocked(a *Acquisition) {
 	default:
 		now = s.sinceEpochLocked()
 		w.stampLocked(now)
-		a.deadline = clock.Add(now, wait)
+		a.deadline = boundedDeadline(now, wait)
 		if !w.stamping && s.mayJoinUnstampedLocked(a) {
 			// Blocking waiters that join after this one need no clock
 			// reading until the timer's, within stampDelay.
@@ -96,7 +96,9 @@ func (s *Semaphore) enqueueLocked(a *Acquisition) {
 			w.stamping = true
 		}
 	}
-	w.lastWait = wait
+	if wait != NoTimeout {
+		w.lastWait = wait // an open wait leaves the bounded ones' enqueue times alone
+	}
 	if w.tail != nil && a.deadline < w.tail.deadline {
 		w.runs = append(w.runs, a)
 	}

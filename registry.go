@@ -93,9 +93,18 @@ func WithConfig(name string, cfg Config) RegistryOption {
 }
 
 // WithSemaphoreOptions passes opts (such as WithClock) to every Semaphore the
-// Registry creates. The Registry's idle sweep reads the same Clock.
+// Registry creates. The Registry's idle sweep reads the same Clock. A nil
+// option among opts makes NewRegistry fail with an error naming its index.
 func WithSemaphoreOptions(opts ...Option) RegistryOption {
-	return registryOptionFunc(func(r *Registry) { r.opts = append(r.opts, opts...) })
+	return registryOptionFunc(func(r *Registry) {
+		for i, o := range opts {
+			if o == nil {
+				r.setOptErr(fmt.Errorf("bulkhead: NewRegistry: WithSemaphoreOptions: opts[%d] must not be nil", i))
+				return
+			}
+		}
+		r.opts = append(r.opts, opts...)
+	})
 }
 
 // DefaultConfigName is the name under which a Registry keeps its defaults.
@@ -109,10 +118,14 @@ const DefaultConfigName = "default"
 // configuration surfaces where it is given rather than at the first Get. It
 // fails with an error naming the option if another option is invalid
 // (WithIdleTimeout, WithMaxBulkheads, WithMaxKeyLength, WithKeyConfig,
-// WithClock(nil)).
+// WithClock(nil)), and with one naming its index in opts if an option is
+// nil.
 func NewRegistry(defaults Config, opts ...RegistryOption) (*Registry, error) {
 	r := &Registry{cat: catalog.New[Config, *Semaphore]("config", DefaultConfigName, defaults)}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("bulkhead: NewRegistry: opts[%d] must not be nil", i)
+		}
 		o.applyRegistry(r)
 	}
 	if r.optErr != nil {
@@ -302,7 +315,9 @@ func (r *Registry) All() []*Semaphore {
 // holding a Lease on it) may go on using it; the registry's listeners
 // (OnEvent) no longer receive its events, and the next Get or keyed call
 // for name creates a new bulkhead, so for a while name may admit up to
-// twice its limit. Eviction (WithIdleTimeout) never does that.
+// twice its limit. Eviction (WithIdleTimeout) never does that. The
+// catch-all of WithMaxBulkheads is never removed: Remove(CatchAllName)
+// reports false and changes nothing.
 func (r *Registry) Remove(name string) bool {
 	if r.cat.IsCatchAll(name) {
 		return false

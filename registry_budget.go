@@ -238,6 +238,5 @@ func (r *Registry) tryAcquireBudgeted(key string, opts CallOptions) (Lease, erro
 // panics), as BudgetCall.FinishCall does, as many of each as the call's
 // weight, the bulkhead's CallFinished measured from start.
 func finishBoth(bc *BudgetCall, start CallStart) {
-	defer bc.p.partFinish(bc.k, start)
-	bc.p.b.release(bc.p, bc.c, bc.k, true)
+	bc.p.b.release(bc.p, bc.c, bc.k, true, start)
 }

@@ -622,3 +622,52 @@ func TestBudgetedKeyedWeightedCallTakesItsWeightOfItsBulkhead(t *testing.T) {
 	assert.Equal(t, 0, inFlight(t, r, "acme"), "blocking: ctx ended in the budget, the bulkhead's 4 went back")
 	held.FinishCall()
 }
+
+// The keyed calls of a budgeted registry fail as their docs now say: with
+// the budget's *BudgetError or *WeightError, the bulkhead's *TooHeavyError,
+// or an error naming a negative weight, each with the zero Lease and
+// holding nothing at either level (held: the docs of AcquirePermission and
+// TryAcquirePermission named only the Semaphore's errors).
+func TestBudgetedRegistryKeyedCallsFailWithTheBudgetsErrorsHoldingNothing(t *testing.T) {
+	clk := newClock()
+	cfg := budgetConfig(2, 0, class("critical", 0, 0), bulkhead.ClassConfig{Name: "sheddable"})
+	cfg.MaxQueuedCalls = bulkhead.Unbounded
+	b := newBudget(t, cfg, clk)
+	r := newBudgetedRegistry(t, b, clk, 4, nil)
+	holder, err := r.TryAcquirePermission("walmart", bulkhead.CallOptions{Weight: 2})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		opts bulkhead.CallOptions
+		is   error
+		want string
+	}{
+		{bulkhead.CallOptions{}, bulkhead.ErrBulkheadFull, `class "sheddable" full`},
+		{bulkhead.CallOptions{Weight: 3}, bulkhead.ErrTooHeavy, `heavier than the 2 permits the budget can grant it`},
+		{bulkhead.CallOptions{Weight: 5}, bulkhead.ErrTooHeavy, `weight 5`},
+		{bulkhead.CallOptions{Weight: -1}, nil, `CallOptions.Weight must not be negative, got -1`},
+	} {
+		for _, how := range []string{"AcquirePermission", "TryAcquirePermission"} {
+			var (
+				l   bulkhead.Lease
+				err error
+			)
+			if how == "AcquirePermission" {
+				l, err = r.AcquirePermission(ctx, "acme", tc.opts)
+			} else {
+				l, err = r.TryAcquirePermission("acme", tc.opts)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("%s(%+v): %v, want an error containing %q", how, tc.opts, err, tc.want)
+			}
+			if l.Name() != "" {
+				t.Errorf("%s(%+v): a Lease of %q with the error", how, tc.opts, l.Name())
+			}
+			acme, _ := r.Find("acme")
+			if m, bm := acme.Metrics(), b.Metrics(); m.InFlightCalls != 0 || bm.InUse != 2 {
+				t.Errorf("%s(%+v): acme holds %d, the budget %d; want 0 and the holder's 2", how, tc.opts, m.InFlightCalls, bm.InUse)
+			}
+		}
+	}
+	holder.FinishCall()
+}

@@ -13,7 +13,10 @@ import "context"
 //
 // It fails with the zero Lease and the error of Semaphore.AcquirePermission
 // (a *FullError, or ctx's error), or an error naming an empty key or an
-// unknown configuration. It panics if ctx is nil.
+// unknown configuration; in a registry with a budget (WithBudget), also
+// with the bulkhead's *TooHeavyError, the budget's *BudgetError or
+// *WeightError, or an error naming a negative CallOptions.Weight, holding
+// nothing at either level. It panics if ctx is nil.
 func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallOptions) (Lease, error) {
 	if ctx == nil {
 		panic("bulkhead: Registry.AcquirePermission called with a nil context")
@@ -52,7 +55,9 @@ func (r *Registry) AcquirePermission(ctx context.Context, key string, opts CallO
 // and nobody waits (Semaphore.TryAcquirePermission): it never queues, so it
 // never evicts a waiter of a LIFO queue. It returns the Lease, or the zero
 // Lease and a *FullError (NoWait) naming the bulkhead that had none, or an
-// error naming an empty key or an unknown configuration. opts are as for
+// error naming an empty key or an unknown configuration; in a registry
+// with a budget (WithBudget), also the errors AcquirePermission lists for
+// one (the budget's *BudgetError is NoWait). opts are as for
 // AcquirePermissionAsync.
 func (r *Registry) TryAcquirePermission(key string, opts CallOptions) (Lease, error) {
 	if key == "" {

@@ -55,7 +55,8 @@ type Semaphore struct {
 
 // New returns a Semaphore named name (used in errors, events and metrics).
 // It fails with a *ConfigError if cfg is not valid, and with an error if name
-// is empty or an option is invalid.
+// is empty or an option is invalid (a nil option: an error naming its index
+// in opts).
 func New(name string, cfg Config, opts ...Option) (*Semaphore, error) {
 	if name == "" {
 		return nil, errors.New("bulkhead: New: name must not be empty")

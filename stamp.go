@@ -3,8 +3,6 @@ package bulkhead
 import (
 	"slices"
 	"time"
-
-	"github.com/rxbulkhead/bulkhead/internal/clock"
 )
 
 // Coarse deadlines. A queued call's deadline is the clock at its enqueue
@@ -58,7 +56,7 @@ func (w *waitState) stampLocked(now time.Duration) {
 		return
 	}
 	w.unstamped = nil
-	deadline := clock.Add(now, w.lastWait)
+	deadline := boundedDeadline(now, w.lastWait)
 	for a := u; a != nil; a = a.next {
 		a.deadline = deadline
 	}

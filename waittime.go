@@ -13,7 +13,11 @@ import (
 //     noDeadline plus its enqueue offset when a listener was registered at
 //     enqueue time, math.MaxInt64 (enqueue time unknown) otherwise: either
 //     is at or beyond noDeadline, which no bounded deadline reaches before
-//     146 years of uptime, so the queue treats both as "no deadline".
+//     146 years of uptime, so the queue treats both as "no deadline". A
+//     bounded wait so long that its deadline would reach them (or
+//     unstampedDeadline) is stored as an open wait queued with a listener
+//     (boundedDeadline): it arms no timer, as before, and its enqueue
+//     offset stays known.
 //   - When the call is decided (waitState.settled, under mu, after unlink),
 //     the deciding goroutine rewrites deadline to the enqueue offset
 //     (enqueuedAtLocked), or to unknownEnqueue. Nobody reads the deadline of
@@ -24,13 +28,29 @@ import (
 //     its stamp, up to stampDelay short, or 0 if decided unstamped (queued
 //     unstamped only while no listener is registered).
 //   - A bounded wait's enqueue offset is deadline - MaxWaitDuration, with
-//     the MaxWaitDuration of the latest enqueue (waitState.lastWait): if
-//     ChangeConfig changed MaxWaitDuration while the call waited, the wait
-//     it reports is off by the change (clamped to be at least zero).
+//     the MaxWaitDuration of the latest enqueue with a bounded wait
+//     (waitState.lastWait; an enqueue with NoTimeout leaves it alone): if
+//     ChangeConfig changed MaxWaitDuration to another bounded wait while
+//     the call waited and a call was queued with the new one, the wait it
+//     reports is off by the change (clamped to be at least zero).
 const (
 	noDeadline     time.Duration = 1 << 62
 	unknownEnqueue time.Duration = -1
 )
+
+// boundedDeadline returns the deadline field of a call queued at the
+// offset now with the bounded wait wait: now + wait, unless that reaches
+// unstampedDeadline (146 years after the epoch, or a wait near NoTimeout),
+// which the queue and enqueuedAtLocked would read as an unstamped or open
+// wait (math.MaxInt64, the saturated sum, as one queued without a
+// listener: a Wait of zero); such a call is stored as an open wait queued
+// at now (noDeadline + now), which keeps its enqueue offset.
+func boundedDeadline(now, wait time.Duration) time.Duration {
+	if wait >= unstampedDeadline-now {
+		return noDeadline + now
+	}
+	return now + wait
+}
 
 // openDeadlineLocked returns the deadline field of a call queued now
 // without a deadline (NoTimeout), encoded as above.

@@ -158,3 +158,60 @@ func TestEventWaitAfterChangeConfigIsNeverNegative(t *testing.T) {
 	}
 	assert.Equal(t, time.Millisecond, w.of(bulkhead.CallPermitted, 0)[2], "b was queued under the new MaxWaitDuration")
 }
+
+// A bounded wait too long for its deadline to be told from an open one
+// (146 years and more after the wait state's epoch) still reports its
+// Wait, as Event.Wait promises for every queued call but a NoTimeout one
+// queued before any listener: the deadline saturated at math.MaxInt64
+// (read as "enqueue time unknown": 0), or landed among the open waits'
+// encodings (read as a wrong enqueue time: 0 after the clamp).
+func TestEventWaitOfAHugeBoundedWaitIsItsTimeInTheQueue(t *testing.T) {
+	for _, wait := range []time.Duration{bulkhead.NoTimeout - 1, 1<<62 + time.Hour, 1<<62 - 1, 1 << 62} {
+		for _, blocking := range []bool{false, true} {
+			clock := testkit.NewVirtualClock(time.Unix(0, 0))
+			s := newSemaphore(t, "huge", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: wait, MaxQueuedCalls: 4}, bulkhead.WithClock(clock))
+			w := recordWaits(t, s)
+			require.True(t, s.TryAcquirePermission())
+			done := make(chan error, 1)
+			if blocking {
+				go func() { done <- s.AcquirePermission(context.Background()) }()
+				require.Eventually(t, func() bool { return s.Metrics().QueuedCalls == 1 }, 5*time.Second, time.Millisecond)
+			} else {
+				a := s.AcquirePermissionAsync()
+				a.OnDone(func(err error) { done <- err })
+			}
+			clock.Advance(5 * time.Second)
+			s.FinishCall()
+			require.NoError(t, <-done)
+			s.FinishCall()
+			assert.Equal(t, []time.Duration{0, 5 * time.Second}, w.of(bulkhead.CallPermitted, 0), "wait %v blocking %v", wait, blocking)
+		}
+	}
+}
+
+// A call queued with a bounded wait reports its true Wait after
+// ChangeConfig made the wait NoTimeout and a call queued with it: the
+// open wait changes no bounded call's enqueue time (it was read as the
+// wait state's epoch: 15s here).
+func TestEventWaitOfABoundedCallAfterAChangeToNoTimeoutIsItsTimeInTheQueue(t *testing.T) {
+	clock := testkit.NewVirtualClock(time.Unix(0, 0))
+	cfg := bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Minute, MaxQueuedCalls: 4}
+	s := newSemaphore(t, "open", cfg, bulkhead.WithClock(clock))
+	w := recordWaits(t, s)
+	require.True(t, s.TryAcquirePermission())
+	first := s.AcquirePermissionAsync() // sets the wait state's epoch
+	require.True(t, first.Cancel())
+	clock.Advance(10 * time.Second)
+	a := s.AcquirePermissionAsync()
+	cfg.MaxWaitDuration = bulkhead.NoTimeout
+	require.NoError(t, s.ChangeConfig(cfg))
+	clock.Advance(2 * time.Second)
+	b := s.AcquirePermissionAsync()
+	clock.Advance(3 * time.Second)
+	s.FinishCall()
+	require.NoError(t, a.Err())
+	s.FinishCall()
+	require.NoError(t, b.Err())
+	s.FinishCall()
+	assert.Equal(t, []time.Duration{0, 5 * time.Second, 3 * time.Second}, w.of(bulkhead.CallPermitted, 0))
+}
