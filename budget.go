@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead/internal/clock"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 	"github.com/rxbulkhead/bulkhead/internal/publish"
 )
 
@@ -476,28 +476,13 @@ type PartnerOptions struct {
 // permits, then b's); Partner does not look for two budgets that are each
 // other's partners, which can wait for each other.
 func (b *Budget) Partner(bh Bulkhead, opts PartnerOptions) (*BudgetPartner, error) {
-	if nilBulkhead(bh) {
+	if nilcheck.Is(bh) {
 		return nil, fmt.Errorf("budget %q: Partner called with a nil Bulkhead", b.name)
 	}
 	if b.takenBy(bh) {
 		return nil, fmt.Errorf("budget %q: Partner called with a bulkhead (%q) whose calls take permits of this budget already: they would wait for it holding its permits", b.name, bh.Name())
 	}
 	return b.join(bh.Name(), bh, opts)
-}
-
-// nilBulkhead reports whether bh is nil or holds a nil pointer (or map,
-// func, channel or slice): a nil *Semaphore passed as the Bulkhead fails
-// where it is passed. (internal/nilcheck says the same, but its test
-// imports this package.)
-func nilBulkhead(bh Bulkhead) bool {
-	if bh == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(bh); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice:
-		return v.IsNil()
-	}
-	return false
 }
 
 // takenBy reports whether a call of bh takes permits of b: bh is a partner

@@ -1,9 +1,10 @@
-package nilcheck
+package nilcheck_test
 
 import (
 	"testing"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 )
 
 func TestIsTellsANilInterfaceAndATypedNilFromAValue(t *testing.T) {
@@ -28,7 +29,7 @@ func TestIsTellsANilInterfaceAndATypedNilFromAValue(t *testing.T) {
 		{"a struct value", struct{}{}, false},
 		{"zero int", 0, false},
 	} {
-		if got := Is(c.v); got != c.want {
+		if got := nilcheck.Is(c.v); got != c.want {
 			t.Errorf("%s: Is = %v, want %v", c.name, got, c.want)
 		}
 	}
