@@ -80,8 +80,11 @@ type Config struct {
 	// been rejected or queued is granted anyway, after a CallShadowed event
 	// whose Reason says what would have happened (NoWait, QueueFull,
 	// Evicted, or zero: it would have waited in the queue). Nothing is
-	// rejected and nothing is queued; see shadow.go and docs/guide.md
-	// "Shadow mode" for how it counts and how ChangeConfig switches it.
+	// rejected and nothing is queued, but for bad input: a weighted call
+	// heavier than MaxConcurrentCalls (SemaphoreCall), which no limit of
+	// that size could ever grant, is rejected with a *TooHeavyError in
+	// shadow mode too. See shadow.go and docs/guide.md "Shadow mode" for how
+	// it counts and how ChangeConfig switches it.
 	ShadowMode bool
 }
 

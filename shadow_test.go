@@ -204,3 +204,28 @@ func TestShadowModeTogglingUnderLoadStrandsNoWaiterAndLeaksNoPermit(t *testing.T
 	}
 	t.Logf("%d permitted, %d finished, %d shadowed", permitted.Load(), finished.Load(), shadowed.Load())
 }
+
+// Shadow mode lets through every call the limit would have rejected or
+// made wait, but not one that is bad input: a weighted call heavier than
+// MaxConcurrentCalls could never be granted by the limit being tried, so it
+// is rejected with a *TooHeavyError in shadow mode too (its CallRejected
+// has no Reason), shadows nothing and holds nothing.
+func TestShadowModeRejectsACallHeavierThanTheLimit(t *testing.T) {
+	s := newSemaphore(t, "shadow", bulkhead.Config{MaxConcurrentCalls: 2, MaxWaitDuration: time.Minute, MaxQueuedCalls: 2, ShadowMode: true})
+	log := shadowLog(t, s)
+	heavy := s.Call(3)
+	var tooHeavy *bulkhead.TooHeavyError
+	require.ErrorAs(t, heavy.AcquirePermission(context.Background()), &tooHeavy)
+	require.ErrorAs(t, heavy.AcquirePermissionAsync().Err(), &tooHeavy)
+	assert.False(t, heavy.TryAcquirePermission())
+	assert.Equal(t, []string{"rejected none", "rejected none", "rejected none"}, log())
+	assert.Equal(t, 0, s.Metrics().InFlightCalls)
+
+	// A call of the limit's weight is not too heavy: shadow mode lets it
+	// through even while another holds the permits.
+	require.True(t, s.Call(2).TryAcquirePermission())
+	require.True(t, s.Call(2).TryAcquirePermission())
+	assert.Equal(t, []string{"permitted none", "shadowed no wait", "permitted none"}, log())
+	s.Call(2).FinishCall()
+	s.Call(2).FinishCall()
+}
