@@ -232,4 +232,20 @@ cells at 1.0× load, on every bimodal cell (two request kinds have no single S) 
 from C/5 (goodput 0.86×: growth by 20 % per 250 ms is too slow). A throughput knee, the rate of
 calls at two levels around the estimate (C = the upper level's rate × the lower level's RTT),
 tried without S on the same day, met every goal in 8 cells, its goodput missed in 63.
+
+A hinge that measures S itself, told neither S nor C (dev-only, *hinge (blind)*, measured on
+2026-12-04 with cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only
+'^(setpoint|capacity|hinge .blind.)$' -dev.seeds 20 -v, tuned on seeds 1 to 5 only): every 250 ms
+it fits S and C together to the mean RTT per level and takes the fit's S only where a flat part
+below the rise, reaching down to 0.6 × the knee, beats "every level queued" by 9 per-call
+variances, so calls all at one level or all queued (a start at 5×C) give no S; while S is missing
+or 3 s old and the limit is reached, a probe holds half the limit until S is measured (at most 1 s;
+halving again while every level shows a queue). Against the shipped contenders in the same run
+(capacity, setpoint): every goal in 4 cells (9, 10); convergence missed in 77 cells (80, 80) and met
+in 315 of the 1,800 runs (230, 310); rejected = 0 missed in 22 (13, 11), goodput in 30 (22, 27), p99
+in 43 (36, 35); worst goodput 0.67× (0.63×), worst p99 4.99× (6.97×), at the floor for up to 1.0 s
+(0 s). On its five tuning seeds it met every goal in 13 cells (goodput missed in 23, p99 in 34);
+twenty seeds find a bad one in most of them. Its rule that a reached limit keeps growing, with room
+for 2 × the top level, until a rise beyond C is proved costs the p99: grown only while no call is
+above the fit, it missed p99 in 8 cells on those seeds, but goodput in 50 (worst 0.13×).
 `
