@@ -18,12 +18,12 @@ type blindParams struct {
 	Target   float64       // the limit, as a multiple of the estimated C
 	Decay    float64       // per epoch, of the levels' sums
 	RiseGain float64       // how much better than flat at S a rise must fit, in per-call variances, to count as a queue
-	Room     float64       // an epoch with no queue in sight leaves room for Room × its top level
+	Room     float64       // an epoch with no queue in sight and the limit not reached leaves room for Room × its top level
 	Censored float64       // calls given up in an epoch (sent since the last such cut) that cut the limit
 }
 
-var blindDefaults = blindParams{Gain: 9, Stale: 3 * time.Second, Probe: 0.5, ProbeN: 20, Grow: 2, GrowN: 5,
-	Above: 30, Target: OracleK, Decay: 0.7, Censored: 5, RiseGain: 9, Room: 2}
+var blindDefaults = blindParams{Gain: 9, Stale: 3 * time.Second, Probe: 0.5, ProbeN: 20, Grow: 1.5, GrowN: 5,
+	Above: 30, Target: OracleK, Decay: 0.7, Censored: 5, RiseGain: 12, Room: 2}
 
 // blindHinge is givenSHinge without being told S (nor C): it measures the
 // no-load RTT S itself from what a limiter sees, the RTT of each call and
@@ -46,16 +46,16 @@ var blindDefaults = blindParams{Gain: 9, Stale: 3 * time.Second, Probe: 0.5, Pro
 // takes its calls' mean RTT as an upper bound of S while none exists, and
 // the next probe may come 1 s later.
 //
-// C: with S, C is fitted as givenSHinge fits it; a rise that does not beat
+// C: with S, C is fitted as givenSHinge fits it, on the levels up to the
+// limit (those above it are from before a cut); a rise that does not beat
 // a flat line at S by RiseGain variances is no queue. With Above calls
 // above the fit the estimate moves half way there (at once beyond 25 %)
 // and the limit is Target × it; with no queue in sight, a reached limit
-// doubles (GrowN calls at the top level) and the limit leaves room for
-// Room × the epoch's top level; Censored calls given up in an epoch cut
-// it to Target × the fit, or by 30 %. Measured with the shipped
-// contenders, 20 seeds (on 2026-12-04 every goal in 4 cells, capacity 9,
-// setpoint 10; the figures are in the Adaptive limits notes of
-// docs/benchmarks.md):
+// grows by Grow (GrowN calls at the top level), and a limit not reached
+// leaves room for Room × the epoch's top level; Censored calls given up in
+// an epoch cut it to Target × the fit, or by 30 %. Measured with the
+// shipped contenders, 20 seeds (the figures are in the Adaptive limits
+// notes of docs/benchmarks.md):
 //
 //	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^(setpoint|capacity|hinge .blind.)$' -dev.seeds 20 -v
 type blindHinge struct {
@@ -238,7 +238,14 @@ func (o *blindHinge) decide() {
 		}
 		o.cutAt = o.now
 	} else if o.s > 0 {
-		c, above, top := o.fit(ks)
+		// levels above the limit are from before a cut: stale
+		var fk []int
+		for _, k := range ks {
+			if k <= o.Limit() {
+				fk = append(fk, k)
+			}
+		}
+		c, above, top := o.fit(fk)
 		switch {
 		case above >= o.p.Above:
 			if o.est == 0 || math.Abs(c-o.est) > 0.25*o.est {
@@ -250,8 +257,8 @@ func (o *blindHinge) decide() {
 		case reached && above == 0 && o.n[top] >= o.p.GrowN:
 			o.limit = math.Max(o.limit*o.p.Grow, o.limit+1)
 		}
-		if above == 0 && o.p.Room > 0 && top > 0 {
-			// no queue in sight: room for bursts
+		if above == 0 && !reached && top > 0 {
+			// no queue in sight, limit not reached: room for bursts
 			o.limit = math.Max(o.limit, o.p.Room*float64(top))
 		}
 	}
