@@ -49,8 +49,9 @@ var blindDefaults = blindParams{Gain: 9, Stale: 3 * time.Second, Probe: 0.5, Pro
 // C: with S, C is fitted as givenSHinge fits it, on the levels up to the
 // limit (those above it are from before a cut); a rise that does not beat
 // a flat line at S by RiseGain variances is no queue. With Above calls
-// above the fit the estimate moves half way there (at once beyond 25 %)
-// and the limit is Target × it; with no queue in sight, a reached limit
+// above the fit the estimate moves half way there (at once beyond 25 %,
+// forgetting the levels' RTTs, which are from before the change and would
+// show the joint fit a false flat part) and the limit is Target × it; with no queue in sight, a reached limit
 // grows by Grow (GrowN calls at the top level), and a limit not reached
 // leaves room for Room × the epoch's top level; Censored calls given up in
 // an epoch cut it to Target × the fit, or by 30 %. Measured with the
@@ -249,6 +250,14 @@ func (o *blindHinge) decide() {
 		switch {
 		case above >= o.p.Above:
 			if o.est == 0 || math.Abs(c-o.est) > 0.25*o.est {
+				if o.est > 0 {
+					// the levels' RTTs are from before a change of C:
+					// a queue building or draining
+					clear(o.sum)
+					clear(o.sq)
+					clear(o.n)
+					clear(o.to)
+				}
 				o.est = c
 			} else {
 				o.est += 0.5 * (c - o.est)

@@ -241,14 +241,17 @@ below the rise, reaching down to 0.6 × the knee, beats "every level queued" by 
 variances, so calls all at one level or all queued (a start at 5×C) give no S; while S is missing
 or 3 s old and the limit is reached, a probe holds half the limit until S is measured (at most 1 s;
 halving again while every level shows a queue). With S it fits C on the levels up to the limit,
-counts a rise only where it beats a flat line at S by 12 variances, and holds 1.1 × C; with no
-queue in sight a reached limit grows by half, and a limit not reached leaves room for twice the
-calls in flight. Against the shipped contenders in the same run (capacity, setpoint): every goal
-in 10 cells (9, 10); convergence missed in 78 cells (80, 80) and met in 322 of the 1,800 runs (230,
-310); rejected = 0 missed in 14 (13, 11), goodput in 21 (22, 27), p99 in 27 (36, 35); worst goodput
-0.78× (0.63×), worst p99 4.40× (6.97×), at the floor for up to 1.0 s (0 s). On its five tuning seeds
-it met every goal in 13 cells (goodput missed in 14, p99 in 16): twenty seeds find a bad one in
-three of them. Its first version, which also grew a reached limit by 2× and left room for twice
-the top level while a rise was not yet proved, and fitted C on levels from before a cut, met every
-goal in 4 cells on the same 20 seeds (goodput missed in 30, p99 in 43).
+counts a rise only where it beats a flat line at S by 12 variances, and holds 1.1 × C; an estimate
+that moves by more than 25 % forgets the levels' RTTs (from before the change, a queue building or
+draining, they showed the joint fit a false flat part: after the step down, S measured at 117 ms
+for a 50 ms partner); with no queue in sight a reached limit grows by half, and a limit not reached
+leaves room for twice the calls in flight. Against the shipped contenders in the same run
+(capacity, setpoint): every goal in 10 cells (9, 10) and in 326 of the 1,800 runs (199, 282);
+convergence missed in 78 cells (80, 80) and met in 381 runs (230, 310); rejected = 0 missed in 14
+cells (13, 11), goodput in 22 (22, 27), p99 in 23 (36, 35); worst goodput 0.77× (0.63×), worst p99
+4.40× (6.97×), at the floor for up to 1.0 s (0 s). On its five tuning seeds it met every goal in 14
+cells (goodput missed in 16, p99 in 10, worst p99 1.86×): twenty seeds find a bad one in four of
+them. Its first version, which grew a reached limit by 2× and left room for twice the top level
+while a rise was not yet proved, fitted C on levels from before a cut and kept them after a
+change, met every goal in 4 cells on the same 20 seeds (goodput missed in 30, p99 in 43).
 `
