@@ -4,7 +4,7 @@
 //
 //	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^capacity' -dev.seeds 20
 //
-// The best static limits are cached in /tmp/dev/static.json.
+// The best static limits are cached in /tmp/dev/static.json (-dev.static).
 package adaptivesim
 
 import (
@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ var (
 	devCellT = flag.Bool("dev.cell", false, "TestDev: print the cell table")
 )
 
-const devStatic = "/tmp/dev/static.json"
+var devStaticFlag = flag.String("dev.static", "/tmp/dev/static.json", "TestDev*: the cache of the best static limits")
 
 type devStaticCell struct {
 	Best   int
@@ -43,7 +44,7 @@ func TestDev(t *testing.T) {
 	only := regexp.MustCompile(*devOnly)
 	cre := regexp.MustCompile(*devCells)
 	cache := map[string]devStaticCell{}
-	if b, err := os.ReadFile(devStatic); err == nil {
+	if b, err := os.ReadFile(*devStaticFlag); err == nil {
 		_ = json.Unmarshal(b, &cache)
 	}
 	var cells []Cell
@@ -63,7 +64,8 @@ func TestDev(t *testing.T) {
 			cache[r.Cell.String()] = devStaticCell{r.BestStatic, r.Static}
 		}
 		b, _ := json.Marshal(cache)
-		_ = os.WriteFile(devStatic, b, 0o644)
+		_ = os.MkdirAll(filepath.Dir(*devStaticFlag), 0o755)
+		_ = os.WriteFile(*devStaticFlag, b, 0o644)
 	}
 	var cs []Contender
 	for _, c := range devContenders() {
@@ -212,7 +214,7 @@ func TestDevBand(t *testing.T) {
 	}
 	cre := regexp.MustCompile(*devCells)
 	cache := map[string]devStaticCell{}
-	b, _ := os.ReadFile(devStatic)
+	b, _ := os.ReadFile(*devStaticFlag)
 	_ = json.Unmarshal(b, &cache)
 	for _, c := range Cells() {
 		if !cre.MatchString(c.String()) {
@@ -254,7 +256,7 @@ func TestDevOracle(t *testing.T) {
 	}
 	cre := regexp.MustCompile(*devCells)
 	cache := map[string]devStaticCell{}
-	b, _ := os.ReadFile(devStatic)
+	b, _ := os.ReadFile(*devStaticFlag)
 	_ = json.Unmarshal(b, &cache)
 	var ks []float64
 	for _, s := range strings.Split(*devOracle, ",") {
@@ -305,7 +307,7 @@ func TestDevScan(t *testing.T) {
 	}
 	cre := regexp.MustCompile(*devCells)
 	cache := map[string]devStaticCell{}
-	b, _ := os.ReadFile(devStatic)
+	b, _ := os.ReadFile(*devStaticFlag)
 	_ = json.Unmarshal(b, &cache)
 	ct := devContender()
 	type miss struct {

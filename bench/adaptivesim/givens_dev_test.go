@@ -12,10 +12,14 @@ import (
 // limiter one can build is:
 //
 //	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^given S' -dev.seeds 20 -v
+//
+// The third, hinge (blind), is the hinge that measures S itself
+// (blindHinge).
 func devContenders() []Contender {
 	return append(Contenders(),
 		Contender{Name: "given S: Little", New: func(sc Scenario) Limiter { return newGivenSLittle(sc) }},
 		Contender{Name: "given S: hinge", New: func(sc Scenario) Limiter { return newGivenSHinge(sc) }},
+		Contender{Name: "hinge (blind)", New: func(sc Scenario) Limiter { return newBlindHinge(sc, blindDefaults) }},
 	)
 }
 

@@ -232,4 +232,30 @@ cells at 1.0× load, on every bimodal cell (two request kinds have no single S) 
 from C/5 (goodput 0.86×: growth by 20 % per 250 ms is too slow). A throughput knee, the rate of
 calls at two levels around the estimate (C = the upper level's rate × the lower level's RTT),
 tried without S on the same day, met every goal in 8 cells, its goodput missed in 63.
+
+A hinge that measures S itself, told neither S nor C (dev-only, *hinge (blind)*, measured on
+2026-12-04 with cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only
+'^(setpoint|capacity|hinge .blind.)$' -dev.seeds 20 -v, tuned on seeds 1 to 5 only): every 250 ms
+it fits S and C together to the mean RTT per level and takes the fit's S only where a flat part
+below the rise, reaching down to 0.6 × the knee, beats "every level queued" by 9 per-call
+variances, so calls all at one level or all queued (a start at 5×C) give no S; while S is missing
+or 3 s old and the limit is reached, a probe holds half the limit until S is measured (at most 1 s;
+halving again while every level shows a queue). With S it fits C on the levels up to the limit,
+counts a rise only where it beats a flat line at S by 12 variances, and holds 1.1 × C; an estimate
+that moves by more than 25 % forgets the levels' RTTs (from before the change, a queue building or
+draining, they showed the joint fit a false flat part: after the step down, S measured at 117 ms
+for a 50 ms partner); with no queue in sight a reached limit grows by half, and a limit not reached
+leaves room for twice the calls in flight. Against the shipped contenders in the same run
+(capacity, setpoint): every goal in 10 cells (9, 10) and in 326 of the 1,800 runs (199, 282);
+convergence missed in 78 cells (80, 80) and met in 381 runs (230, 310); rejected = 0 missed in 14
+cells (13, 11), goodput in 22 (22, 27), p99 in 23 (36, 35); worst goodput 0.77× (0.63×), worst p99
+4.40× (6.97×), at the floor for up to 1.0 s (0 s). Its 10 cells are 8 steady cells at 0.5× load
+and 2 overloaded ones, σ 0.1 steady from 5×C at 1.0× and 1.5× load, where the shipped contenders
+meet every goal on every seed in no overloaded cell; its worst goodput is in the σ 0.1 step cell at
+1.5× started at C/5, its worst p99 on the ramps from 5×C (σ 0.3 at 1.5×; 3.14× at σ 0.5), and 20 of
+its 22 goodput misses are cells started at C/5 (worst seeds 0.82× to 0.90× but that one). On its
+five tuning seeds it met every goal in 14 cells (goodput missed in 16, p99 in 10, worst p99 1.86×):
+twenty seeds find a bad one in four of them. Its first version, which grew a reached limit by 2× and left room for twice the top level
+while a rise was not yet proved, fitted C on levels from before a cut and kept them after a
+change, met every goal in 4 cells on the same 20 seeds (goodput missed in 30, p99 in 43).
 `
