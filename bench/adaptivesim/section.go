@@ -255,7 +255,8 @@ meet every goal on every seed in no overloaded cell; its worst goodput is in the
 1.5× started at C/5, its worst p99 on the ramps from 5×C (σ 0.3 at 1.5×; 3.14× at σ 0.5), and 20 of
 its 22 goodput misses are cells started at C/5 (worst seeds 0.82× to 0.90× but that one). On its
 five tuning seeds it met every goal in 14 cells (goodput missed in 16, p99 in 10, worst p99 1.86×):
-twenty seeds find a bad one in four of them. Its first version, which grew a reached limit by 2× and left room for twice the top level
-while a rise was not yet proved, fitted C on levels from before a cut and kept them after a
-change, met every goal in 4 cells on the same 20 seeds (goodput missed in 30, p99 in 43).
+twenty seeds find a bad one in four of them. Its first version, which grew a reached limit by 2×
+and left room for twice the top level while a rise was not yet proved, fitted C on levels from
+before a cut and kept them after a change, met every goal in 4 cells on the same 20 seeds (goodput
+missed in 30, p99 in 43).
 `
