@@ -243,9 +243,14 @@ func (b *Bulkhead) setWakeIfWaiting() {
 	b.mu.Unlock()
 }
 
-// close rejects every waiting call with ErrClosed and returns the work that
-// gives back in Redis every lease and ticket of this process.
-func (b *Bulkhead) close() *work {
+// close closes b for Store.Close: it takes every queued and held permit
+// out of b and returns the work that gives their leases and tickets back
+// (nil if there is nothing to give back), and then, which runs the user
+// code of the closing (the local permits handed back, the rejections of
+// the queued calls with ErrClosed) and must be called once, after close
+// returned: Store.Close sends the work first, so that user code that
+// calls Close again while then runs does not wait for itself.
+func (b *Bulkhead) close() (w *work, then func()) {
 	b.mu.Lock()
 	b.closed = true
 	var rejected []*Permit
@@ -270,17 +275,19 @@ func (b *Bulkhead) close() *work {
 		b.timer.Stop()
 		b.timer = nil
 	}
-	w := &work{b: b, rel: b.releases, wd: b.withdrawals}
+	w = &work{b: b, rel: b.releases, wd: b.withdrawals}
 	b.releases, b.withdrawals = nil, nil
 	b.mu.Unlock()
-	for range locals {
-		b.local.ReleasePermission()
-	}
-	for _, p := range rejected {
-		b.reject(p, b.errs().closed, bulkhead.Unavailable)
+	then = func() {
+		for range locals {
+			b.local.ReleasePermission()
+		}
+		for _, p := range rejected {
+			b.reject(p, b.errs().closed, bulkhead.Unavailable)
+		}
 	}
 	if len(w.rel) == 0 && len(w.wd) == 0 {
-		return nil
+		return nil, then
 	}
 	s := b.s
 	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.TicketTTL.Milliseconds(),
@@ -291,7 +298,7 @@ func (b *Bulkhead) close() *work {
 	for _, n := range w.wd {
 		w.args = append(w.args, s.id(n))
 	}
-	return w
+	return w, then
 }
 
 type badReplyError struct{ got, want int }
