@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,10 @@ type Bulkhead struct {
 	leasesLost  int
 	restored    int
 	closed      bool
+	// finishing: the lease ids of the permits a FinishCall or Release has
+	// taken out of the held list and not yet queued in releases (it
+	// publishes CallFinished in between, without the lock).
+	finishing []uint64
 	// retired: evicted from its Registry (retire). It admits nothing more;
 	// the Store drops it once it owes Redis nothing.
 	retired bool
@@ -312,6 +317,11 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	b.unlinkHeldLocked(p)
 	p.state = stDone
 	isLocal := p.isLocal
+	if !isLocal {
+		// Owed to Redis from now on, though queued only below, after
+		// CallFinished: a Close in between gives it back (close).
+		b.finishing = append(b.finishing, p.n)
+	}
 	b.mu.Unlock()
 	// CallFinished comes before the permit is handed on, so that it
 	// precedes the CallPermitted of the call that gets it, as in a
@@ -330,11 +340,15 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 		return
 	}
 	b.mu.Lock()
-	b.releases = append(b.releases, p.n)
+	closed := b.closed
+	if !closed { // else close took it from finishing and gave it back
+		i := slices.Index(b.finishing, p.n)
+		b.finishing = slices.Delete(b.finishing, i, i+1)
+		b.releases = append(b.releases, p.n)
+	}
 	// Nobody known to wait: the release rides with the next round trip of
 	// this process, at most releaseLinger later.
 	urgent := b.fleetQueued > 0 || b.qhead != nil
-	closed := b.closed
 	b.mu.Unlock()
 	switch {
 	case closed:

@@ -37,7 +37,7 @@ func (b *Bulkhead) collect() (w *work, gone bool) {
 	if b.wake && b.ticketed == 0 {
 		b.wake = false
 	}
-	if b.retired && len(b.releases) == 0 && len(b.withdrawals) == 0 {
+	if b.retired && len(b.releases) == 0 && len(b.withdrawals) == 0 && len(b.finishing) == 0 {
 		// Evicted with nothing held or queued: nothing will be.
 		return nil, !b.closed
 	}
@@ -271,6 +271,10 @@ func (b *Bulkhead) close() (w *work, then func()) {
 			b.releases = append(b.releases, p.n)
 		}
 	}
+	// Finished calls whose release is not queued yet (giveBack): their
+	// Finish finds b closed and leaves the release to this give-back.
+	b.releases = append(b.releases, b.finishing...)
+	b.finishing = nil
 	if b.timer != nil {
 		b.timer.Stop()
 		b.timer = nil

@@ -271,7 +271,9 @@ func (s *Store) Available() bool { return !s.down.Load() }
 // Close stops the Store: every call still waiting is rejected with an
 // error matching ErrClosed, the leases still held are given back in one
 // round trip (their holders' later FinishCall or ReleasePermission do
-// nothing), and the goroutines stop before Close returns. Close does not
+// nothing; one under way as Close runs, its CallFinished listeners
+// running, say, has its lease given back by Close too), and the
+// goroutines stop before Close returns. Close does not
 // close the client. It returns within about twice StoreConfig.Timeout
 // even if Redis stalls (the round trip under way, then the one that gives
 // back the leases), at any moment, the subscription's handshake included:
