@@ -2,6 +2,9 @@ package redis_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,5 +62,64 @@ func TestAFinishWhoseListenerRunsAcrossCloseHasItsLeaseGivenBackByClose(t *testi
 	defer cancel()
 	if n, err := c.ZCard(ctx, prefixFor(t)+"{p}:leases").Result(); err != nil || n != 0 {
 		t.Errorf("leases left in Redis after Close and Finish returned: %d (%v), want 0", n, err)
+	}
+}
+
+// Close while calls acquire and finish on other goroutines: every call
+// gets an outcome (a grant, or an error matching ErrClosed once the Store
+// closes), a Finish after Close does nothing, and no lease or ticket of
+// the process is left in Redis once Close has returned and the calls have
+// ended (LeaseTTL and TicketTTL are long: only give-backs can empty it).
+func TestCloseWhileCallsAcquireAndFinishLeavesNoLeaseOrTicketInRedis(t *testing.T) {
+	srv := sharedServer(t)
+	cfg := fastStore()
+	cfg.LeaseTTL, cfg.TicketTTL = time.Minute, time.Minute
+	s, c := newStore(t, srv, cfg)
+	b, err := rxredis.NewBulkhead(s, "p", fleetConfig(2, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 6
+	var grants atomic.Int64
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			for {
+				p := b.Acquire()
+				select {
+				case <-p.Acquisition().Done():
+				case <-time.After(outcomeTimeout):
+					errs <- errors.New("no outcome within outcomeTimeout")
+					return
+				}
+				if err := p.Acquisition().Err(); err != nil {
+					if !errors.Is(err, rxredis.ErrClosed) {
+						err = fmt.Errorf("outcome %w, want a grant or ErrClosed", err)
+					} else {
+						err = nil
+					}
+					errs <- err
+					return
+				}
+				grants.Add(1)
+				p.Finish()
+			}
+		}()
+	}
+	eventually(t, outcomeTimeout, "50 grants among the callers", func() bool { return grants.Load() >= 50 })
+	if err := within(t, startClose(s), "Close"); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for range workers {
+		if err := within(t, errs, "a caller"); err != nil {
+			t.Error(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), holdTimeout)
+	defer cancel()
+	for _, k := range []string{"leases", "queue"} {
+		if n, err := c.ZCard(ctx, prefixFor(t)+"{p}:"+k).Result(); err != nil || n != 0 {
+			t.Errorf("%s left in Redis after Close: %d (%v), want 0", k, n, err)
+		}
 	}
 }
