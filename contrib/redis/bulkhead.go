@@ -17,6 +17,7 @@ import (
 // Invariants, all guarded by mu:
 //   - a Permit is in exactly one place: the queue (stWaiting), the FailOver
 //     semaphore (stLocal), the held list (stHeld), or nowhere (stDone).
+//     The Permits in stLocal are the keys of localWaiting.
 //   - only the goroutine that moves a Permit out of stWaiting or stLocal
 //     decides its outcome (Grant or Reject of its Resolver); the Resolver's
 //     CAS decides against Cancel, whose withdraw runs under mu too.
@@ -68,6 +69,9 @@ type Bulkhead struct {
 	// taken out of the held list and not yet queued in releases (it
 	// publishes CallFinished in between, without the lock).
 	finishing []uint64
+	// localWaiting: the Permits in stLocal (waitLocalLocked), which Close
+	// rejects with the queued ones.
+	localWaiting map[*Permit]struct{}
 	// retired: evicted from its Registry (retire). It admits nothing more;
 	// the Store drops it once it owes Redis nothing.
 	retired bool
@@ -212,7 +216,7 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 			return p
 		}
 		if b.local != nil {
-			p.state = stLocal
+			b.waitLocalLocked(p)
 			p.queuedAt, p.queued = b.sinceEpoch(), true
 			b.mu.Unlock()
 			b.acquireLocal(p)

@@ -123,3 +123,38 @@ func TestCloseWhileCallsAcquireAndFinishLeavesNoLeaseOrTicketInRedis(t *testing.
 		}
 	}
 }
+
+// With FailOver and Redis down, a call waits on the local semaphore. Close
+// promises that every call still waiting is rejected with ErrClosed before
+// it returns: that one too, not left to be granted (after Close) or timed
+// out by the local semaphore later.
+func TestCloseRejectsACallWaitingOnTheFailOverSemaphore(t *testing.T) {
+	srv := withServer(t)
+	s, _ := newStore(t, srv, fastStore())
+	cfg := fleetConfig(2, time.Minute)
+	cfg.Unreachable, cfg.LocalFraction = rxredis.FailOver, 0.5 // 1 local permit
+	b, err := rxredis.NewBulkhead(s, "p", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	// The round trip of this call fails and moves it to the local semaphore.
+	local := b.Acquire()
+	if err := await(t, local.Acquisition()); err != nil {
+		t.Fatalf("FailOver acquisition: %v, want a local grant", err)
+	}
+	waiting := b.Acquire()
+	if err := waiting.Acquisition().Err(); err != bulkhead.ErrPending {
+		t.Fatalf("second call with the 1 local permit taken: %v, want it to wait", err)
+	}
+	if err := within(t, startClose(s), "Close"); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := waiting.Acquisition().Err(); !errors.Is(err, rxredis.ErrClosed) {
+		t.Errorf("call waiting on the local semaphore when Close returned: %v, want ErrClosed", err)
+	}
+	local.Finish() // after Close: does nothing
+	if err := waiting.Acquisition().Err(); !errors.Is(err, rxredis.ErrClosed) {
+		t.Errorf("that call once the local permit came back: %v, want ErrClosed", err)
+	}
+}

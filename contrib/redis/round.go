@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -210,7 +212,7 @@ func (b *Bulkhead) storeDown(refusal error) {
 			p.inFlight = false
 		}
 		if local != nil {
-			p.state = stLocal
+			b.waitLocalLocked(p)
 		} else {
 			p.state = stDone
 		}
@@ -262,6 +264,22 @@ func (b *Bulkhead) close() (w *work, then func()) {
 		p.state = stDone
 		rejected = append(rejected, p)
 	}
+	// The calls waiting on the FailOver semaphore, oldest first: their
+	// local acquisitions are withdrawn before the local permits come back,
+	// which would grant them (a grant that wins the race is given back by
+	// localDone, which finds them no longer in stLocal).
+	var waitingLocal []*Permit
+	for p := range b.localWaiting {
+		waitingLocal = append(waitingLocal, p)
+	}
+	slices.SortFunc(waitingLocal, func(x, y *Permit) int { return cmp.Compare(x.queuedAt, y.queuedAt) })
+	var withdrawLocal []*bulkhead.Acquisition
+	for _, p := range waitingLocal {
+		b.leaveLocalLocked(p, stDone)
+		if p.local != nil { // else acquireLocal withdraws it, finding p not in stLocal
+			withdrawLocal = append(withdrawLocal, p.local)
+		}
+	}
 	for p := b.hhead; p != nil; p = b.hhead {
 		b.unlinkHeldLocked(p)
 		p.state = stDone
@@ -283,10 +301,13 @@ func (b *Bulkhead) close() (w *work, then func()) {
 	b.releases, b.withdrawals = nil, nil
 	b.mu.Unlock()
 	then = func() {
+		for _, la := range withdrawLocal {
+			la.Cancel()
+		}
 		for range locals {
 			b.local.ReleasePermission()
 		}
-		for _, p := range rejected {
+		for _, p := range append(rejected, waitingLocal...) {
 			b.reject(p, b.errs().closed, bulkhead.Unavailable)
 		}
 	}

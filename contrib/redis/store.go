@@ -268,8 +268,9 @@ func (s *Store) lingerFired() {
 // credentials or ACL (every call is rejected; see ErrRefused).
 func (s *Store) Available() bool { return !s.down.Load() }
 
-// Close stops the Store: every call still waiting is rejected with an
-// error matching ErrClosed, the leases still held are given back in one
+// Close stops the Store: every call still waiting (on Redis, or on the
+// FailOver semaphore while Redis is away) is rejected with an error
+// matching ErrClosed, the leases still held are given back in one
 // round trip (their holders' later FinishCall or ReleasePermission do
 // nothing; one under way as Close runs, its CallFinished listeners
 // running, say, has its lease given back by Close too), and the
