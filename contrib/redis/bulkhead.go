@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 // Invariants, all guarded by mu:
 //   - a Permit is in exactly one place: the queue (stWaiting), the FailOver
 //     semaphore (stLocal), the held list (stHeld), or nowhere (stDone).
+//     The Permits in stLocal are the keys of localWaiting.
 //   - only the goroutine that moves a Permit out of stWaiting or stLocal
 //     decides its outcome (Grant or Reject of its Resolver); the Resolver's
 //     CAS decides against Cancel, whose withdraw runs under mu too.
@@ -63,6 +65,13 @@ type Bulkhead struct {
 	leasesLost  int
 	restored    int
 	closed      bool
+	// finishing: the lease ids of the permits a FinishCall or Release has
+	// taken out of the held list and not yet queued in releases (it
+	// publishes CallFinished in between, without the lock).
+	finishing []uint64
+	// localWaiting: the Permits in stLocal (waitLocalLocked), which Close
+	// rejects with the queued ones.
+	localWaiting map[*Permit]struct{}
 	// retired: evicted from its Registry (retire). It admits nothing more;
 	// the Store drops it once it owes Redis nothing.
 	retired bool
@@ -207,7 +216,7 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 			return p
 		}
 		if b.local != nil {
-			p.state = stLocal
+			b.waitLocalLocked(p)
 			p.queuedAt, p.queued = b.sinceEpoch(), true
 			b.mu.Unlock()
 			b.acquireLocal(p)
@@ -312,6 +321,11 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	b.unlinkHeldLocked(p)
 	p.state = stDone
 	isLocal := p.isLocal
+	if !isLocal {
+		// Owed to Redis from now on, though queued only below, after
+		// CallFinished: a Close in between gives it back (close).
+		b.finishing = append(b.finishing, p.n)
+	}
 	b.mu.Unlock()
 	// CallFinished comes before the permit is handed on, so that it
 	// precedes the CallPermitted of the call that gets it, as in a
@@ -330,11 +344,15 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 		return
 	}
 	b.mu.Lock()
-	b.releases = append(b.releases, p.n)
+	closed := b.closed
+	if !closed { // else close took it from finishing and gave it back
+		i := slices.Index(b.finishing, p.n)
+		b.finishing = slices.Delete(b.finishing, i, i+1)
+		b.releases = append(b.releases, p.n)
+	}
 	// Nobody known to wait: the release rides with the next round trip of
 	// this process, at most releaseLinger later.
 	urgent := b.fleetQueued > 0 || b.qhead != nil
-	closed := b.closed
 	b.mu.Unlock()
 	switch {
 	case closed:

@@ -15,6 +15,21 @@ func (b *Bulkhead) acquireLocal(p *Permit) {
 	}
 }
 
+// waitLocalLocked puts p in stLocal, where Close finds it (b.mu held).
+func (b *Bulkhead) waitLocalLocked(p *Permit) {
+	p.state = stLocal
+	if b.localWaiting == nil {
+		b.localWaiting = make(map[*Permit]struct{})
+	}
+	b.localWaiting[p] = struct{}{}
+}
+
+// leaveLocalLocked takes p out of stLocal into state (b.mu held).
+func (b *Bulkhead) leaveLocalLocked(p *Permit, state permitState) {
+	delete(b.localWaiting, p)
+	p.state = state
+}
+
 // localDone runs on the goroutine that decided the local acquisition.
 func (b *Bulkhead) localDone(p *Permit, err error) {
 	b.mu.Lock()
@@ -27,7 +42,7 @@ func (b *Bulkhead) localDone(p *Permit, err error) {
 		return
 	}
 	if err != nil {
-		p.state = stDone
+		b.leaveLocalLocked(p, stDone)
 		b.mu.Unlock()
 		r := bulkhead.Unavailable // not the local semaphore's own rejection
 		if fe, ok := err.(*bulkhead.FullError); ok {
@@ -37,6 +52,7 @@ func (b *Bulkhead) localDone(p *Permit, err error) {
 		return
 	}
 	p.isLocal = true
+	delete(b.localWaiting, p)
 	b.linkHeldLocked(p)
 	b.mu.Unlock()
 	b.grant(p)

@@ -151,7 +151,7 @@ func (p *Permit) withdraw() {
 		}
 	case stLocal:
 		local = p.local
-		p.state = stDone
+		b.leaveLocalLocked(p, stDone)
 	case stHeld:
 		// Granted but not delivered: the Grant that lost gives it back.
 	}

@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -37,7 +39,7 @@ func (b *Bulkhead) collect() (w *work, gone bool) {
 	if b.wake && b.ticketed == 0 {
 		b.wake = false
 	}
-	if b.retired && len(b.releases) == 0 && len(b.withdrawals) == 0 {
+	if b.retired && len(b.releases) == 0 && len(b.withdrawals) == 0 && len(b.finishing) == 0 {
 		// Evicted with nothing held or queued: nothing will be.
 		return nil, !b.closed
 	}
@@ -210,7 +212,7 @@ func (b *Bulkhead) storeDown(refusal error) {
 			p.inFlight = false
 		}
 		if local != nil {
-			p.state = stLocal
+			b.waitLocalLocked(p)
 		} else {
 			p.state = stDone
 		}
@@ -243,9 +245,14 @@ func (b *Bulkhead) setWakeIfWaiting() {
 	b.mu.Unlock()
 }
 
-// close rejects every waiting call with ErrClosed and returns the work that
-// gives back in Redis every lease and ticket of this process.
-func (b *Bulkhead) close() *work {
+// close closes b for Store.Close: it takes every queued and held permit
+// out of b and returns the work that gives their leases and tickets back
+// (nil if there is nothing to give back), and then, which runs the user
+// code of the closing (the local permits handed back, the rejections of
+// the queued calls with ErrClosed) and must be called once, after close
+// returned: Store.Close sends the work first, so that user code that
+// calls Close again while then runs does not wait for itself.
+func (b *Bulkhead) close() (w *work, then func()) {
 	b.mu.Lock()
 	b.closed = true
 	var rejected []*Permit
@@ -257,6 +264,22 @@ func (b *Bulkhead) close() *work {
 		p.state = stDone
 		rejected = append(rejected, p)
 	}
+	// The calls waiting on the FailOver semaphore, oldest first: their
+	// local acquisitions are withdrawn before the local permits come back,
+	// which would grant them (a grant that wins the race is given back by
+	// localDone, which finds them no longer in stLocal).
+	var waitingLocal []*Permit
+	for p := range b.localWaiting {
+		waitingLocal = append(waitingLocal, p)
+	}
+	slices.SortFunc(waitingLocal, func(x, y *Permit) int { return cmp.Compare(x.queuedAt, y.queuedAt) })
+	var withdrawLocal []*bulkhead.Acquisition
+	for _, p := range waitingLocal {
+		b.leaveLocalLocked(p, stDone)
+		if p.local != nil { // else acquireLocal withdraws it, finding p not in stLocal
+			withdrawLocal = append(withdrawLocal, p.local)
+		}
+	}
 	for p := b.hhead; p != nil; p = b.hhead {
 		b.unlinkHeldLocked(p)
 		p.state = stDone
@@ -266,21 +289,30 @@ func (b *Bulkhead) close() *work {
 			b.releases = append(b.releases, p.n)
 		}
 	}
+	// Finished calls whose release is not queued yet (giveBack): their
+	// Finish finds b closed and leaves the release to this give-back.
+	b.releases = append(b.releases, b.finishing...)
+	b.finishing = nil
 	if b.timer != nil {
 		b.timer.Stop()
 		b.timer = nil
 	}
-	w := &work{b: b, rel: b.releases, wd: b.withdrawals}
+	w = &work{b: b, rel: b.releases, wd: b.withdrawals}
 	b.releases, b.withdrawals = nil, nil
 	b.mu.Unlock()
-	for range locals {
-		b.local.ReleasePermission()
-	}
-	for _, p := range rejected {
-		b.reject(p, b.errs().closed, bulkhead.Unavailable)
+	then = func() {
+		for _, la := range withdrawLocal {
+			la.Cancel()
+		}
+		for range locals {
+			b.local.ReleasePermission()
+		}
+		for _, p := range append(rejected, waitingLocal...) {
+			b.reject(p, b.errs().closed, bulkhead.Unavailable)
+		}
 	}
 	if len(w.rel) == 0 && len(w.wd) == 0 {
-		return nil
+		return nil, then
 	}
 	s := b.s
 	w.args = append(w.args, b.cfg.MaxConcurrentCalls, s.cfg.LeaseTTL.Milliseconds(), s.cfg.TicketTTL.Milliseconds(),
@@ -291,7 +323,7 @@ func (b *Bulkhead) close() *work {
 	for _, n := range w.wd {
 		w.args = append(w.args, s.id(n))
 	}
-	return w
+	return w, then
 }
 
 type badReplyError struct{ got, want int }

@@ -58,7 +58,11 @@ type Store struct {
 	kickc    chan struct{}
 	done     chan struct{}
 	closed   atomic.Bool
-	wg       sync.WaitGroup
+	// closeDone is closed once the first Close has stopped the goroutines
+	// and its give-back has ended; closeErr, written before, is its result.
+	closeDone chan struct{}
+	closeErr  error
+	wg        sync.WaitGroup
 	// lingering: the linger timer is armed (kickSoon). lingered: a release
 	// waits for the next round trip; round clears it before collecting.
 	lingering, lingered atomic.Bool
@@ -128,6 +132,7 @@ func NewStore(client goredis.UniversalClient, cfg StoreConfig) (*Store, error) {
 		idPrefix:  hex.EncodeToString(rnd[:]) + "-" + strconv.Itoa(os.Getpid()) + ":",
 		kickc:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
+		closeDone: make(chan struct{}),
 		bulkheads: make(map[string]*Bulkhead),
 	}
 	s.deliveries.init()
@@ -263,26 +268,45 @@ func (s *Store) lingerFired() {
 // credentials or ACL (every call is rejected; see ErrRefused).
 func (s *Store) Available() bool { return !s.down.Load() }
 
-// Close stops the Store: every call still waiting is rejected with an
-// error matching ErrClosed, the leases still held are given back in one
+// Close stops the Store: every call still waiting (on Redis, or on the
+// FailOver semaphore while Redis is away) is rejected with an error
+// matching ErrClosed, the leases still held are given back in one
 // round trip (their holders' later FinishCall or ReleasePermission do
-// nothing), and the goroutines stop before Close returns. Close does not
-// close the client. It is idempotent. It returns within about twice
-// StoreConfig.Timeout even if Redis stalls (the round trip under way, then
-// the one that gives back the leases), at any moment, the subscription's
-// handshake included: Close closes the subscription's connection itself
-// (see NewStore, which also says what a dial under way costs). A round
-// trip abandoned then ends when go-redis gives up on it or the client is
-// closed. (With a UniversalClient other than *goredis.Client and
-// *goredis.ClusterClient, the subscription is the client's own, and a
-// stall during its handshake holds Close up to the client's ReadTimeout.)
+// nothing; one under way as Close runs, its CallFinished listeners
+// running, say, has its lease given back by Close too), and the
+// goroutines stop before Close returns. Close does not
+// close the client. It returns within about twice StoreConfig.Timeout
+// even if Redis stalls (the round trip under way, then the one that gives
+// back the leases), at any moment, the subscription's handshake included:
+// Close closes the subscription's connection itself (see NewStore, which
+// also says what a dial under way costs). A round trip abandoned then ends
+// when go-redis gives up on it or the client is closed. (With a
+// UniversalClient other than *goredis.Client and *goredis.ClusterClient,
+// the subscription is the client's own, and a stall during its handshake
+// holds Close up to the client's ReadTimeout.)
+//
+// Close returns an error if Redis answered the give-back with an error
+// (an ACL that refuses the script, say): those leases then stay until
+// LeaseTTL. Redis unreachable or stalled is no error: the leases expire
+// by LeaseTTL, as those of a process that died.
+//
+// Close is idempotent, and safe to call from several goroutines at once
+// (a signal handler and a deferred Close at shutdown, say): a Close made
+// while another is under way, or after it, returns only once the
+// goroutines have stopped and the give-back round trip has ended, with
+// the first Close's error, so that the client may be closed as soon as
+// any Close returns. The rejections of the calls still waiting, and their
+// callbacks, run on the first Close's goroutine, which returns after them;
+// a callback among them that calls Close (first or not) gets the same
+// result once the give-back has ended, without waiting for itself.
 //
 // Because Close waits for the Store's goroutines, it must not be called on
 // one of them. Called from user code the Store runs (the OnDone callbacks
 // of a call decided by a round trip and the Bulkhead and Registry OnEvent
 // listeners of its events, on the delivery goroutine; a Store.OnEvent
 // listener of StoreDown, StoreRefused or StoreUp, on the dispatcher),
-// Close never returns (that goroutine waits for itself): the calls still
+// Close never returns (that goroutine waits for itself), and neither does
+// a Close made on another goroutine, before or after it: the calls still
 // waiting are never decided, nor the leases given back. There, start it
 // on a goroutine of its own, go s.Close(), and return: it closes the Store
 // once the callback has returned.
@@ -291,35 +315,67 @@ func (s *Store) Close() error {
 	first := s.closed.CompareAndSwap(false, true)
 	s.mu.Unlock()
 	if !first {
-		return nil
+		<-s.closeDone
+		return s.closeErr
 	}
 	close(s.done)
 	s.linger.Stop()
 	s.wg.Wait()
 	stores.Delete(s)
 	var works []*work
+	var thens []func()
 	for _, b := range s.all() {
-		if w := b.close(); w != nil {
+		w, then := b.close()
+		if w != nil {
 			works = append(works, w)
 		}
+		thens = append(thens, then)
 	}
-	// Outcomes decided but not delivered: the grants' leases were given
-	// back by close, so they are rejected too.
-	for _, d := range s.deliveries.take() {
+	// Outcomes decided but not delivered: the grants' leases are given
+	// back with the works above, so they are rejected too.
+	ds := s.deliveries.take()
+	// The give-back runs on a goroutine of its own, which closes closeDone
+	// when it ends, before any user code runs here: a Close from a
+	// rejection's callback waits for the give-back, not for this goroutine.
+	if len(works) == 0 {
+		close(s.closeDone)
+	} else {
+		go func() {
+			defer close(s.closeDone)
+			s.closeErr = s.giveBack(works)
+		}()
+	}
+	for _, then := range thens {
+		then()
+	}
+	for _, d := range ds {
 		if d.err == nil {
 			d.err, d.reason = d.p.b.errs().closed, bulkhead.Unavailable
 		}
 		deliver(d)
 	}
-	if len(works) > 0 {
-		// Bounded by Timeout: a stalled Redis does not hold Close.
-		err := s.bounded(context.Background(), nil, func(ctx context.Context) error {
-			_, err := s.exec(ctx, works)
+	<-s.closeDone
+	return s.closeErr
+}
+
+// giveBack makes Close's round trip, bounded by Timeout (a stalled Redis
+// does not hold Close), and returns the error Close reports: the first
+// error Redis answered, nil if Redis was unreachable or stalled.
+func (s *Store) giveBack(works []*work) error {
+	err := s.bounded(context.Background(), nil, func(ctx context.Context) error {
+		res, err := s.exec(ctx, works)
+		if err != nil {
 			return err
-		})
-		if err != nil && !unreachable(err) {
-			return fmt.Errorf("redis: Close: giving back leases: %w", err)
 		}
+		for i, r := range res {
+			if r.err != nil && !unreachable(r.err) {
+				return fmt.Errorf("bulkhead %q: %w", works[i].b.name, r.err)
+			}
+		}
+		return nil
+	})
+	if err != nil && !unreachable(err) {
+		return fmt.Errorf("redis: Close: giving back leases: %w", err)
 	}
 	return nil
 }
