@@ -36,7 +36,11 @@ import (
 // queued and gets no further signal. Request(n <= 0) while pending withdraws the
 // acquisition and signals OnError (matching ErrNonPositiveRequest); once
 // src is subscribed it is forwarded to src, which must signal that error
-// itself (rule 3.9). Signals to the subscriber are serial (rule 1.3).
+// itself (rule 3.9). Requests are forwarded serially: one made inside
+// OnNext reaches src when the Request that src is serving returns, so a
+// synchronous src delivers the rest of that demand first (and completes
+// without the error if it runs out meanwhile). Signals to the subscriber
+// are serial (rule 1.3).
 //
 // Elements pass through without touching the bulkhead. When src is one of
 // this package's synchronous sources (Range, FromSlice, Just), the operator
