@@ -6,12 +6,15 @@ package flowable_test
 // source.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
 
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/pool"
 )
 
 // Promise (package doc): "Request(n <= 0) ends the subscription with an
@@ -45,5 +48,35 @@ func TestSynchronousSourceSignalsABadRequestMadeInOnNextInsteadOfCompleting(t *t
 				}
 			})
 		}
+	}
+}
+
+// Promise (FromPool): "Cancel withdraws a queued task (fn never runs) or
+// cancels the context of a running one; no signal follows." A subscriber
+// that cancels inside OnNext of the one element must not get OnComplete
+// after it (rules 1.8 and 3.5-3.7), whether the value was delivered on the
+// pool's worker or on the goroutine calling Request.
+func TestFromPoolCancelInsideOnNextStopsTheOnComplete(t *testing.T) {
+	for _, deliverOn := range []string{"worker", "Request"} {
+		t.Run(deliverOn, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := sftpPool(t, pool.Config{MaxWorkers: 1})
+				initial := int64(1)
+				if deliverOn == "Request" {
+					initial = 0
+				}
+				r := newRecorder[int](t, initial)
+				r.onNext = func(r *recorder[int], v int) { r.Cancel() }
+				flowable.FromPool(p, func(context.Context) (int, error) { return 7, nil }).Subscribe(r)
+				synctest.Wait()
+				if deliverOn == "Request" {
+					r.Request(1)
+				}
+				items, err, completed := r.snapshot()
+				if !slices.Equal(items, []int{7}) || err != nil || completed {
+					t.Fatalf("Cancel inside OnNext: got %v, %v, completed=%v; want [7] and no terminal signal", items, err, completed)
+				}
+			})
+		})
 	}
 }
