@@ -16,7 +16,9 @@ import (
 // subscription with OnError; so does an item whose value is not a T (the
 // error names both types; a nil value becomes T's zero value). Cancel
 // cancels the context, which ends the rxgo pipeline, and the goroutine
-// returns without reading further.
+// returns without reading further (a Cancel made inside OnNext is seen
+// before the next item is read); a Request after Cancel does nothing, so a
+// Request(n <= 0) then is not signalled (rule 3.6).
 //
 // The goroutine is started by the first Request, so a subscription that
 // never requests (for example one still waiting for a bulkhead permit)
@@ -55,7 +57,13 @@ type observablePull[T any] struct {
 	badWake chan struct{}
 }
 
+// Request adds n to the demand and starts the pump on the first call. After
+// Cancel (or the end of the subscription) it does nothing (rule 3.6): a
+// Request(n <= 0) is not signalled then.
 func (p *observablePull[T]) Request(n int64) {
+	if p.ctx.Err() != nil {
+		return
+	}
 	if n <= 0 {
 		badRequest(&p.bad, n)
 		select {
@@ -79,11 +87,16 @@ func (p *observablePull[T]) Cancel() { p.cancel() }
 // pump runs on its own goroutine: it waits for demand, receives one item per
 // unit of demand and signals it, until the channel closes, an error item
 // arrives, a Request(n <= 0) comes (also while it waits for an item) or the
-// context is cancelled.
+// context is cancelled. It checks the context before each wait, so a Cancel
+// made inside OnNext ends it before it reads another item (its select would
+// pick a ready item or the cancellation at random).
 func (p *observablePull[T]) pump() {
 	defer p.cancel()
 	ch := p.obs.Observe(append(p.opts[:len(p.opts):len(p.opts)], rxgo.WithContext(p.ctx))...)
 	for {
+		if p.ctx.Err() != nil {
+			return // cancelled, possibly inside the OnNext just signalled
+		}
 		if b := p.bad.Load(); b != 0 {
 			p.down.OnError(badErr(b))
 			return

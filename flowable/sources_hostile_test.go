@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/reactivex/rxgo/v2"
+
 	"github.com/rxbulkhead/bulkhead/flowable"
 	"github.com/rxbulkhead/bulkhead/pool"
 )
@@ -79,4 +81,43 @@ func TestFromPoolCancelInsideOnNextStopsTheOnComplete(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Promise (FromObservable): "Cancel cancels the context, which ends the
+// rxgo pipeline, and the goroutine returns without reading further." A
+// subscriber that cancels inside OnNext, with unbounded demand and items
+// already waiting in rxgo's channel, gets no further element: the pump's
+// wait for the next item used to pick the cancelled context or a ready item
+// at random. Each round runs the race again, so the test failed almost
+// surely before.
+func TestFromObservableCancelInsideOnNextReadsNoFurtherItem(t *testing.T) {
+	for round := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			r := newRecorder[int](t, flowable.Unbounded)
+			r.onNext = func(r *recorder[int], v int) { r.Cancel() }
+			flowable.FromObservable[int](rxgo.Range(0, 100, rxgo.WithBufferedChannel(100))).Subscribe(r)
+			synctest.Wait()
+			if items, err, completed := r.snapshot(); !slices.Equal(items, []int{0}) || err != nil || completed {
+				t.Fatalf("round %d: Cancel inside the first OnNext, then got %d elements, %v, completed=%v", round, len(items), err, completed)
+			}
+		})
+	}
+}
+
+// Promise (Subscription.Cancel; rule 3.6): after Cancel, Request does
+// nothing. A Request(n <= 0) made after Cancel (here both inside OnNext, on
+// the pump's goroutine) must not be signalled with OnError.
+func TestFromObservableNonPositiveRequestAfterCancelSignalsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder[int](t, 1)
+		r.onNext = func(r *recorder[int], v int) {
+			r.Cancel()
+			r.Request(0)
+		}
+		flowable.FromObservable[int](rxgo.Range(0, 100, rxgo.WithBufferedChannel(100))).Subscribe(r)
+		synctest.Wait()
+		if items, err, completed := r.snapshot(); !slices.Equal(items, []int{0}) || err != nil || completed {
+			t.Fatalf("Cancel then Request(0) inside OnNext: got %v, %v, completed=%v; want [0] and nothing more", items, err, completed)
+		}
+	})
 }
