@@ -121,3 +121,30 @@ func TestFromObservableNonPositiveRequestAfterCancelSignalsNothing(t *testing.T)
 		}
 	})
 }
+
+// Promise (Emitter.Error): "Error ends the subscription with OnError(err)".
+// A nil err is a programmer error, which the module answers with a panic
+// naming it (as Error(nil) and bulkhead.Resolver.Reject(nil) do); it used
+// to end the subscription with OnComplete instead, a success the producer
+// never reported. The subscription is left as it was: the producer that
+// recovers can still end it.
+func TestCreateEmitterErrorWithANilErrorPanicsNamingIt(t *testing.T) {
+	r := newRecorder[int](t, 1)
+	var recovered any
+	flowable.Create(func(e flowable.Emitter[int]) {
+		func() {
+			defer func() { recovered = recover() }()
+			e.Error(nil)
+		}()
+		if _, err, completed := r.snapshot(); err != nil || completed {
+			t.Errorf("Error(nil) ended the subscription: %v, completed=%v", err, completed)
+		}
+		e.Complete()
+	}).Subscribe(r)
+	if msg, _ := recovered.(string); msg != "flowable: Emitter.Error called with a nil error" {
+		t.Fatalf("Error(nil) recovered %#v, want a panic naming the nil error", recovered)
+	}
+	if _, err, completed := r.snapshot(); err != nil || !completed {
+		t.Fatalf("Complete after the recovered panic: %v, completed=%v", err, completed)
+	}
+}
