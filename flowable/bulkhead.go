@@ -30,7 +30,11 @@ import (
 // is cancelled and the permit given back before the panic goes on. A source
 // that emits on a goroutine of its own (Create, FromObservable) lets such a
 // panic end the program; one that recovers it must cancel or terminate the
-// subscription. If Subscribe panics because it evicted (LIFO) a waiting
+// subscription. A runtime.Goexit in OnNext (t.FailNow) ends such a
+// goroutine without ending the program: FromObservable then terminates the
+// subscription with OnError, so the permit goes back; a Create producer
+// must do the same itself (for example e.Error in a deferred call of its
+// goroutine), or the permit stays held. If Subscribe panics because it evicted (LIFO) a waiting
 // subscription whose subscriber panicked in OnError, the new subscription
 // was withdrawn before the panic went on: it holds no permit, is not
 // queued and gets no further signal. Request(n <= 0) while pending withdraws the

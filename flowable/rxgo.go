@@ -2,6 +2,7 @@ package flowable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,9 @@ import (
 //
 // The goroutine is started by the first Request, so a subscription that
 // never requests (for example one still waiting for a bulkhead permit)
-// costs none.
+// costs none. A subscriber that leaves OnNext with runtime.Goexit ends that
+// goroutine; the subscription then ends with an OnError naming the Goexit
+// (so Bulkhead gives its permit back). A panic in OnNext is not recovered.
 func FromObservable[T any](obs rxgo.Observable, opts ...rxgo.Option) Publisher[T] {
 	if obs == nil {
 		panic("flowable: FromObservable called with a nil Observable")
@@ -90,8 +93,27 @@ func (p *observablePull[T]) Cancel() { p.cancel() }
 // context is cancelled. It checks the context before each wait, so a Cancel
 // made inside OnNext ends it before it reads another item (its select would
 // pick a ready item or the cancellation at random).
+//
+// If the subscriber leaves OnNext with runtime.Goexit, which ends this
+// goroutine and no Request frame of the subscriber's, the pump ends the
+// subscription with OnError(errSubscriberGoexit) as it unwinds, so that an
+// operator downstream (Bulkhead) learns that the call ended. A panic in
+// OnNext goes on (it ends the program, as any panic in a goroutine does).
 func (p *observablePull[T]) pump() {
-	defer p.cancel()
+	inNext := false
+	defer func() {
+		cancelled := p.ctx.Err() != nil
+		p.cancel()
+		if !inNext {
+			return
+		}
+		if r := recover(); r != nil {
+			panic(r) // OnNext panicked: it goes on
+		}
+		if !cancelled { // no signal after Cancel (rule 3.6)
+			p.down.OnError(errSubscriberGoexit) // OnNext called runtime.Goexit
+		}
+	}()
 	ch := p.obs.Observe(append(p.opts[:len(p.opts):len(p.opts)], rxgo.WithContext(p.ctx))...)
 	for {
 		if p.ctx.Err() != nil {
@@ -129,10 +151,14 @@ func (p *observablePull[T]) pump() {
 				return
 			}
 			p.take()
+			inNext = true
 			p.down.OnNext(v)
+			inNext = false
 		}
 	}
 }
+
+var errSubscriberGoexit = errors.New("flowable: FromObservable: the subscriber left OnNext with runtime.Goexit")
 
 // take consumes one unit of demand; unbounded demand is never decremented.
 func (p *observablePull[T]) take() {

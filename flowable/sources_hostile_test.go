@@ -9,14 +9,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/reactivex/rxgo/v2"
 
+	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/flowable"
 	"github.com/rxbulkhead/bulkhead/pool"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // Promise (package doc): "Request(n <= 0) ends the subscription with an
@@ -147,4 +151,59 @@ func TestCreateEmitterErrorWithANilErrorPanicsNamingIt(t *testing.T) {
 	if _, err, completed := r.snapshot(); err != nil || !completed {
 		t.Fatalf("Complete after the recovered panic: %v, completed=%v", err, completed)
 	}
+}
+
+// Promise (Bulkhead): each subscription "gives [its permit] back exactly
+// once". FromObservable signals on a goroutine of its own, so a subscriber
+// that leaves OnNext with runtime.Goexit (t.FailNow) ends that goroutine,
+// not the one that requested: no Request unwinds through the operator to
+// cancel the subscription. FromObservable then ends the subscription with
+// an OnError naming the Goexit, so the permit goes back (with FinishCall:
+// an element was delivered); it used to stay held for ever.
+func TestFromObservableSubscriberGoexitInOnNextGivesThePermitBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBulkhead(t, queueing)
+		ev := testkit.RecordEvents(t, b)
+		pub := flowable.Bulkhead(b, flowable.FromObservable[int](rxgo.Range(0, 3)))
+		var seen []int
+		var errs []error
+		pub.Subscribe(flowable.Funcs[int]{
+			Next: func(v int) {
+				seen = append(seen, v)
+				runtime.Goexit()
+			},
+			Error: func(err error) { errs = append(errs, err) },
+		})
+		synctest.Wait()
+		if m := b.Metrics(); m.InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
+			t.Fatalf("after Goexit in OnNext: %+v, events %v; want the permit back with FinishCall", m, ev.Strings())
+		}
+		if !slices.Equal(seen, []int{0}) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "runtime.Goexit") {
+			t.Fatalf("OnNext saw %v, OnError got %v; want [0] and one error naming runtime.Goexit", seen, errs)
+		}
+	})
+}
+
+// Promise (Subscription.Cancel; rule 3.6): no signal after Cancel. A
+// subscriber that cancels and then leaves OnNext with runtime.Goexit gets
+// no OnError for it: Cancel already gave the permit back.
+func TestFromObservableSubscriberGoexitAfterCancelSignalsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBulkhead(t, queueing)
+		ev := testkit.RecordEvents(t, b)
+		var sub flowable.Subscription
+		var errs []error
+		flowable.Bulkhead(b, flowable.FromObservable[int](rxgo.Range(0, 3))).Subscribe(flowable.Funcs[int]{
+			Start: func(s flowable.Subscription) { sub = s; s.Request(flowable.Unbounded) },
+			Next: func(int) {
+				sub.Cancel()
+				runtime.Goexit()
+			},
+			Error: func(err error) { errs = append(errs, err) },
+		})
+		synctest.Wait()
+		if len(errs) != 0 || b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
+			t.Fatalf("Cancel then Goexit in OnNext: OnError got %v, events %v", errs, ev.Strings())
+		}
+	})
 }
