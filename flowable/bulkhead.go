@@ -31,8 +31,9 @@ import (
 // that emits on a goroutine of its own (Create, FromObservable) lets such a
 // panic end the program; one that recovers it must cancel or terminate the
 // subscription. A runtime.Goexit in OnNext (t.FailNow) ends such a
-// goroutine without ending the program: FromObservable then terminates the
-// subscription with OnError, so the permit goes back; a Create producer
+// goroutine without ending the program: FromObservable and FromPool then
+// terminate the subscription with OnError, so the permit goes back; a
+// Create producer
 // must do the same itself (for example e.Error in a deferred call of its
 // goroutine), or the permit stays held. If Subscribe panics because it evicted (LIFO) a waiting
 // subscription whose subscriber panicked in OnError, the new subscription

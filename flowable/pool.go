@@ -18,7 +18,9 @@ import (
 // those happen (the pool's worker or the one calling Request). An error of
 // fn, a rejection (*bulkhead.FullError, pool.ErrClosed) or a panic
 // (*pool.PanicError) is signalled with OnError without waiting for
-// demand. Cancel withdraws a queued task (fn never runs) or cancels the
+// demand. A subscriber that leaves OnNext with runtime.Goexit gets an
+// OnError naming it instead of OnComplete (so Bulkhead gives its permit
+// back when the value was delivered on the worker). Cancel withdraws a queued task (fn never runs) or cancels the
 // context of a running one; no signal follows, not even the OnComplete
 // after a Cancel made inside OnNext. Request(n <= 0) signals
 // OnError citing rule 3.9 and cancels the task.
@@ -116,10 +118,29 @@ func (s *poolSubscription[T]) result(v T, err error) {
 }
 
 // emit delivers the value, then OnComplete unless the subscriber cancelled
-// inside OnNext (no signal follows a Cancel).
+// inside OnNext (no signal follows a Cancel). If the subscriber leaves
+// OnNext with runtime.Goexit (on the pool's worker, no Request of its own
+// unwinds), emit signals OnError(errSubscriberGoexit) instead, unless it
+// cancelled first; a panic in OnNext goes on.
 func (s *poolSubscription[T]) emit(v T) {
 	s.cancel()
+	inNext := true
+	defer func() {
+		if !inNext {
+			return
+		}
+		if r := recover(); r != nil {
+			panic(r) // OnNext panicked: it goes on
+		}
+		s.mu.Lock()
+		cancelled := s.cancelled
+		s.mu.Unlock()
+		if !cancelled {
+			s.down.OnError(errSubscriberGoexit)
+		}
+	}()
 	s.down.OnNext(v)
+	inNext = false
 	s.mu.Lock()
 	cancelled := s.cancelled
 	s.mu.Unlock()

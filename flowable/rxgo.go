@@ -2,7 +2,6 @@ package flowable
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -157,8 +156,6 @@ func (p *observablePull[T]) pump() {
 		}
 	}
 }
-
-var errSubscriberGoexit = errors.New("flowable: FromObservable: the subscriber left OnNext with runtime.Goexit")
 
 // take consumes one unit of demand; unbounded demand is never decremented.
 func (p *observablePull[T]) take() {

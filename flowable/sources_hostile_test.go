@@ -207,3 +207,35 @@ func TestFromObservableSubscriberGoexitAfterCancelSignalsNothing(t *testing.T) {
 		}
 	})
 }
+
+// Promise (Bulkhead): each subscription "gives [its permit] back exactly
+// once". FromPool delivers its value on the pool's worker when the demand
+// came first; a subscriber that leaves that OnNext with runtime.Goexit ends
+// the worker's call, not a goroutine of the subscriber's, and the
+// OnComplete that would give the permit back never comes. FromPool then
+// ends the subscription with an OnError naming the Goexit; the permit used
+// to stay held for ever.
+func TestFromPoolSubscriberGoexitInOnNextGivesThePermitBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBulkhead(t, queueing)
+		ev := testkit.RecordEvents(t, b)
+		p := sftpPool(t, pool.Config{MaxWorkers: 1})
+		pub := flowable.Bulkhead(b, flowable.FromPool(p, func(context.Context) (int, error) { return 7, nil }))
+		var seen []int
+		var errs []error
+		pub.Subscribe(flowable.Funcs[int]{
+			Next: func(v int) {
+				seen = append(seen, v)
+				runtime.Goexit()
+			},
+			Error: func(err error) { errs = append(errs, err) },
+		})
+		synctest.Wait()
+		if m := b.Metrics(); m.InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
+			t.Fatalf("after Goexit in OnNext: %+v, events %v; want the permit back with FinishCall", m, ev.Strings())
+		}
+		if !slices.Equal(seen, []int{7}) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "runtime.Goexit") {
+			t.Fatalf("OnNext saw %v, OnError got %v; want [7] and one error naming runtime.Goexit", seen, errs)
+		}
+	})
+}
