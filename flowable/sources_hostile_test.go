@@ -239,3 +239,60 @@ func TestFromPoolSubscriberGoexitInOnNextGivesThePermitBack(t *testing.T) {
 		}
 	})
 }
+
+// Promise (package doc): the sources, Empty and Error among them, "follow
+// the Reactive Streams rules: ... Request(n <= 0) ends the subscription
+// with an OnError matching ErrNonPositiveRequest (rule 3.9)". Empty and
+// Error signal at once, after OnSubscribe, so the only Request that comes
+// before their terminal signal is one made inside OnSubscribe: it must be
+// answered with the rule 3.9 error, as Range(0, 0) does, not with the
+// source's own terminal signal. A later Request does nothing (rule 3.6).
+func TestEmptyAndErrorSignalABadRequestMadeInOnSubscribe(t *testing.T) {
+	boom := errors.New("boom")
+	sources := []pathSource{
+		{"Empty", flowable.Empty[int]()},
+		{"Error", flowable.Error[int](boom)},
+		{"Range(0, 0)", flowable.Range(0, 0)},
+	}
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) {
+			var sub flowable.Subscription
+			var errs []error
+			completed := false
+			src.pub.Subscribe(flowable.Funcs[int]{
+				Start:    func(s flowable.Subscription) { sub = s; s.Request(0) },
+				Error:    func(err error) { errs = append(errs, err) },
+				Complete: func() { completed = true },
+			})
+			sub.Request(-1)
+			if len(errs) != 1 || !errors.Is(errs[0], flowable.ErrNonPositiveRequest) || completed {
+				t.Fatalf("Request(0) inside OnSubscribe: OnError got %v, completed=%v; want one rule 3.9 error", errs, completed)
+			}
+		})
+	}
+}
+
+// Promise (Subscription.Cancel: "asks the publisher to stop signalling";
+// rules 1.8 and 3.7). Range(0, 0) signals nothing to a subscriber that
+// cancels inside OnSubscribe; Empty and Error, which signal at once after
+// OnSubscribe, must not either.
+func TestEmptyAndErrorSignalNothingAfterACancelInOnSubscribe(t *testing.T) {
+	sources := []pathSource{
+		{"Empty", flowable.Empty[int]()},
+		{"Error", flowable.Error[int](errors.New("boom"))},
+		{"Range(0, 0)", flowable.Range(0, 0)},
+	}
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) {
+			signals := 0
+			src.pub.Subscribe(flowable.Funcs[int]{
+				Start:    func(s flowable.Subscription) { s.Cancel(); s.Request(0) },
+				Error:    func(error) { signals++ },
+				Complete: func() { signals++ },
+			})
+			if signals != 0 {
+				t.Fatalf("%d terminal signals after Cancel inside OnSubscribe, want none", signals)
+			}
+		})
+	}
+}
