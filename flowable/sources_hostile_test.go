@@ -223,7 +223,10 @@ func TestFromPoolSubscriberGoexitInOnNextGivesThePermitBack(t *testing.T) {
 		pub := flowable.Bulkhead(b, flowable.FromPool(p, func(context.Context) (int, error) { return 7, nil }))
 		var seen []int
 		var errs []error
-		pub.Subscribe(flowable.Funcs[int]{
+		// Subscribe on a goroutine of its own: if fn returns before
+		// FromPool registers its callback, the value is delivered on the
+		// subscribing goroutine, which the Goexit then ends.
+		go pub.Subscribe(flowable.Funcs[int]{
 			Next: func(v int) {
 				seen = append(seen, v)
 				runtime.Goexit()
