@@ -1,9 +1,12 @@
 package flowable_test
 
-// The tests in this file try the promises of the package doc and of the
-// sources' doc comments the way a hostile subscriber would: breaking rule
-// 3.9 from inside OnNext, or cancelling from inside OnNext of a one-element
-// source.
+// The tests in this file try the promises of the package doc, of the
+// Subscription contract and of the sources' doc comments the way a hostile
+// subscriber would: breaking rule 3.9 from inside OnNext or OnSubscribe,
+// cancelling from inside OnNext or OnSubscribe (twice, then requesting),
+// re-entering Request from OnNext, leaving OnNext with runtime.Goexit on a
+// source's own goroutine, or giving Emitter.Error a nil error. Each test
+// quotes the promise it tries.
 
 import (
 	"context"
@@ -295,6 +298,88 @@ func TestEmptyAndErrorSignalNothingAfterACancelInOnSubscribe(t *testing.T) {
 			})
 			if signals != 0 {
 				t.Fatalf("%d terminal signals after Cancel inside OnSubscribe, want none", signals)
+			}
+		})
+	}
+}
+
+// Promise (Subscription): "Cancel asks the publisher to stop signalling; it
+// is idempotent", and after it Request does nothing (rules 3.5-3.7), not
+// even a Request(n <= 0). Every source of the package, bare and through
+// Bulkhead, is cancelled twice inside OnSubscribe and then asked for
+// elements and for a bad request: no signal may follow, no goroutine may
+// stay behind (goleak) and no permit stay held (testkit).
+func TestEverySourceSignalsNothingAfterACancelInOnSubscribe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := sftpPool(t, pool.Config{MaxWorkers: 1})
+		sources := []pathSource{
+			{"Just", flowable.Just(1, 2, 3)},
+			{"FromSlice", flowable.FromSlice(seq(0, 3))},
+			{"Range", flowable.Range(0, 3)},
+			{"Empty", flowable.Empty[int]()},
+			{"Error", flowable.Error[int](errors.New("boom"))},
+			{"Never", flowable.Never[int]()},
+			{"Defer", flowable.Defer(func() flowable.Publisher[int] { return flowable.Range(0, 3) })},
+			{"Create", flowable.Create(func(e flowable.Emitter[int]) {
+				if e.TryNext(1) {
+					t.Error("Create: TryNext delivered after Cancel")
+				}
+				e.Error(errors.New("late"))
+				e.Complete()
+			})},
+			{"FromPool", flowable.FromPool(p, func(context.Context) (int, error) { return 1, nil })},
+			{"FromObservable", flowable.FromObservable[int](rxgo.Range(0, 3))},
+		}
+		for _, src := range sources {
+			for _, through := range []string{"bare", "Bulkhead"} {
+				pub := src.pub
+				if through == "Bulkhead" {
+					pub = flowable.Bulkhead(newBulkhead(t, queueing), src.pub)
+				}
+				signals := 0
+				pub.Subscribe(flowable.Funcs[int]{
+					Start: func(s flowable.Subscription) {
+						s.Cancel()
+						s.Cancel()
+						s.Request(5)
+						s.Request(0)
+					},
+					Next:     func(int) { signals++ },
+					Error:    func(error) { signals++ },
+					Complete: func() { signals++ },
+				})
+				synctest.Wait()
+				if signals != 0 {
+					t.Errorf("%s/%s: %d signals after Cancel inside OnSubscribe, want none", src.name, through, signals)
+				}
+			}
+		}
+	})
+}
+
+// Promise (rule 3.3, package doc: "a Request made inside OnNext does not
+// recurse"): through Bulkhead too, on the fused and the foreign path, a
+// subscriber that requests one more element from each OnNext is served by
+// the loop that is already running, never by a nested OnNext, and gets
+// every element (deep enough to overflow the stack if each Request
+// recursed).
+func TestRequestInsideOnNextDoesNotRecurseThroughBulkhead(t *testing.T) {
+	const n = 100000
+	for _, src := range bothPaths(n) {
+		t.Run(src.name, func(t *testing.T) {
+			b := newBulkhead(t, queueing)
+			r := newRecorder[int](t, 1)
+			depth, maxDepth := 0, 0
+			r.onNext = func(r *recorder[int], _ int) {
+				depth++
+				maxDepth = max(maxDepth, depth)
+				r.Request(1)
+				depth--
+			}
+			flowable.Bulkhead(b, src.pub).Subscribe(r)
+			r.wait()
+			if _, err, completed := r.snapshot(); r.count() != n || maxDepth != 1 || err != nil || !completed {
+				t.Fatalf("got %d items (%v, completed=%v), max OnNext nesting %d; want %d and 1", r.count(), err, completed, maxDepth, n)
 			}
 		})
 	}
