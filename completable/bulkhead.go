@@ -33,6 +33,9 @@ import (
 // before the observer is signalled (so an observer that subscribes again
 // finds it free), and with b.ReleasePermission when the observer disposes
 // after src was subscribed and before it terminated; src is then disposed.
+// That permit goes back at Dispose, not when src stops: a call that does not
+// stop at once (a FromFunc func that has yet to see its context end) runs on
+// without a permit, and a waiting subscription may be granted meanwhile.
 // A terminal signal and Dispose race through one CAS: the observer gets no
 // signal once Dispose has won. Signals to the observer are serial.
 //

@@ -16,7 +16,8 @@
 // pending the observer holds a Disposable that withdraws the acquisition if
 // it is disposed, and a rejection is signalled as OnError with a
 // *bulkhead.FullError. The permit goes back with FinishCall when the call
-// ends and with ReleasePermission when the observer disposes it first.
+// ends and with ReleasePermission when the observer disposes it first: at
+// Dispose, even if the call has yet to see its context end and return.
 //
 // Permit rules shared by all operators: https://github.com/rxbulkhead/bulkhead/blob/main/docs/guide.md#the-same-permit-rules-in-each-types-words
 package completable

@@ -30,13 +30,22 @@ import (
 // is cancelled and the permit given back before the panic goes on. A source
 // that emits on a goroutine of its own (Create, FromObservable) lets such a
 // panic end the program; one that recovers it must cancel or terminate the
-// subscription. If Subscribe panics because it evicted (LIFO) a waiting
+// subscription. A runtime.Goexit in OnNext (t.FailNow) ends such a
+// goroutine without ending the program: FromObservable and FromPool then
+// terminate the subscription with OnError, so the permit goes back; a
+// Create producer
+// must do the same itself (for example e.Error in a deferred call of its
+// goroutine), or the permit stays held. If Subscribe panics because it evicted (LIFO) a waiting
 // subscription whose subscriber panicked in OnError, the new subscription
 // was withdrawn before the panic went on: it holds no permit, is not
 // queued and gets no further signal. Request(n <= 0) while pending withdraws the
 // acquisition and signals OnError (matching ErrNonPositiveRequest); once
 // src is subscribed it is forwarded to src, which must signal that error
-// itself (rule 3.9). Signals to the subscriber are serial (rule 1.3).
+// itself (rule 3.9). Requests are forwarded serially: one made inside
+// OnNext reaches src when the Request that src is serving returns, so a
+// synchronous src delivers the rest of that demand first (and completes
+// without the error if it runs out meanwhile). Signals to the subscriber
+// are serial (rule 1.3).
 //
 // Elements pass through without touching the bulkhead. When src is one of
 // this package's synchronous sources (Range, FromSlice, Just), the operator

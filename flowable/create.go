@@ -19,6 +19,8 @@ type Emitter[T any] interface {
 	// did. It never blocks.
 	TryNext(v T) bool
 	// Error ends the subscription with OnError(err); later calls do nothing.
+	// It panics if err is nil (a programmer error), leaving the
+	// subscription as it was.
 	Error(err error)
 	// Complete ends the subscription with OnComplete; later calls do
 	// nothing.
@@ -93,8 +95,14 @@ func (e *emitter[T]) close() { e.closeOnce.Do(func() { close(e.done) }) }
 
 func (e *emitter[T]) Requested() int64      { return e.requested.Load() }
 func (e *emitter[T]) Done() <-chan struct{} { return e.done }
-func (e *emitter[T]) Error(err error)       { e.terminate(err) }
 func (e *emitter[T]) Complete()             { e.terminate(nil) }
+
+func (e *emitter[T]) Error(err error) {
+	if err == nil {
+		panic("flowable: Emitter.Error called with a nil error")
+	}
+	e.terminate(err)
+}
 
 func (e *emitter[T]) TryNext(v T) bool {
 	if e.terminated.Load() {

@@ -1,5 +1,15 @@
 package flowable
 
+import "errors"
+
+// errSubscriberGoexit is the OnError of a subscription whose source emits on
+// a goroutine of its own (FromObservable's pump, FromPool's worker) when the
+// subscriber left OnNext with runtime.Goexit: that ended the source's
+// goroutine (or call), not one of the subscriber's, so the source ends the
+// subscription itself, and an operator downstream (Bulkhead) gives its
+// permit back.
+var errSubscriberGoexit = errors.New("flowable: the subscriber left OnNext with runtime.Goexit; the source ended the subscription")
+
 // Funcs is a Subscriber made of funcs; a nil func ignores its signal.
 //
 // OnSubscribe calls Start if it is set, which decides the demand (keep the

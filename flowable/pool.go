@@ -18,8 +18,11 @@ import (
 // those happen (the pool's worker or the one calling Request). An error of
 // fn, a rejection (*bulkhead.FullError, pool.ErrClosed) or a panic
 // (*pool.PanicError) is signalled with OnError without waiting for
-// demand. Cancel withdraws a queued task (fn never runs) or cancels the
-// context of a running one; no signal follows. Request(n <= 0) signals
+// demand. A subscriber that leaves OnNext with runtime.Goexit gets an
+// OnError naming it instead of OnComplete (so Bulkhead gives its permit
+// back when the value was delivered on the worker). Cancel withdraws a queued task (fn never runs) or cancels the
+// context of a running one; no signal follows, not even the OnComplete
+// after a Cancel made inside OnNext. Request(n <= 0) signals
 // OnError citing rule 3.9 and cancels the task.
 //
 // FromPool panics if p or fn is nil; Subscribe panics if s is nil.
@@ -52,6 +55,7 @@ type poolSubscription[T any] struct {
 	ready     bool // fn returned a value
 	value     T    // valid once ready
 	done      bool // a terminal signal was delivered, or Cancel was called
+	cancelled bool // Cancel was called: emit skips OnComplete after OnNext
 }
 
 // Request records demand; the first positive one releases a ready value.
@@ -82,7 +86,7 @@ func (s *poolSubscription[T]) Request(n int64) {
 // Cancel withdraws or cancels the task; nothing is signalled afterwards.
 func (s *poolSubscription[T]) Cancel() {
 	s.mu.Lock()
-	s.done = true
+	s.done, s.cancelled = true, true
 	s.mu.Unlock()
 	s.cancel()
 }
@@ -113,8 +117,34 @@ func (s *poolSubscription[T]) result(v T, err error) {
 	s.emit(v)
 }
 
+// emit delivers the value, then OnComplete unless the subscriber cancelled
+// inside OnNext (no signal follows a Cancel). If the subscriber leaves
+// OnNext with runtime.Goexit (on the pool's worker, no Request of its own
+// unwinds), emit signals OnError(errSubscriberGoexit) instead, unless it
+// cancelled first; a panic in OnNext goes on.
 func (s *poolSubscription[T]) emit(v T) {
 	s.cancel()
+	inNext := true
+	defer func() {
+		if !inNext {
+			return
+		}
+		if r := recover(); r != nil {
+			panic(r) // OnNext panicked: it goes on
+		}
+		s.mu.Lock()
+		cancelled := s.cancelled
+		s.mu.Unlock()
+		if !cancelled {
+			s.down.OnError(errSubscriberGoexit)
+		}
+	}()
 	s.down.OnNext(v)
-	s.down.OnComplete()
+	inNext = false
+	s.mu.Lock()
+	cancelled := s.cancelled
+	s.mu.Unlock()
+	if !cancelled {
+		s.down.OnComplete()
+	}
 }

@@ -51,7 +51,9 @@ func (p pullPublisher[T]) start(parent, down Subscriber[T], g *permit.Guard) {
 // So signals are serial (rule 1.3) and a Request made inside OnNext does not
 // recurse (rule 3.3). Demand that reached math.MaxInt64 is never decremented
 // (unbounded). A Request(n <= 0) is recorded in bad and adds one phantom
-// unit of demand so that the loop runs and signals the error.
+// unit of demand so that the loop runs and signals the error; one made
+// inside OnNext stops the loop after that OnNext, so the error comes next,
+// before any further element or OnComplete.
 //
 // guard is nil unless the subscription is fused into the Bulkhead operator.
 // Then the emission loop, which owns the signals to down, calls
@@ -119,6 +121,12 @@ func (p *pull[T]) emit() {
 			if p.done.Load() {
 				return
 			}
+			if p.bad.Load() != 0 {
+				break // a Request(n <= 0) made inside OnNext: signal it next
+			}
+		}
+		if p.bad.Load() != 0 {
+			continue // the check at the top signals it, before any OnComplete
 		}
 		if p.i == p.end {
 			p.done.Store(true)

@@ -16,11 +16,15 @@ import (
 // subscription with OnError; so does an item whose value is not a T (the
 // error names both types; a nil value becomes T's zero value). Cancel
 // cancels the context, which ends the rxgo pipeline, and the goroutine
-// returns without reading further.
+// returns without reading further (a Cancel made inside OnNext is seen
+// before the next item is read); a Request after Cancel does nothing, so a
+// Request(n <= 0) then is not signalled (rule 3.6).
 //
 // The goroutine is started by the first Request, so a subscription that
 // never requests (for example one still waiting for a bulkhead permit)
-// costs none.
+// costs none. A subscriber that leaves OnNext with runtime.Goexit ends that
+// goroutine; the subscription then ends with an OnError naming the Goexit
+// (so Bulkhead gives its permit back). A panic in OnNext is not recovered.
 func FromObservable[T any](obs rxgo.Observable, opts ...rxgo.Option) Publisher[T] {
 	if obs == nil {
 		panic("flowable: FromObservable called with a nil Observable")
@@ -55,7 +59,13 @@ type observablePull[T any] struct {
 	badWake chan struct{}
 }
 
+// Request adds n to the demand and starts the pump on the first call. After
+// Cancel (or the end of the subscription) it does nothing (rule 3.6): a
+// Request(n <= 0) is not signalled then.
 func (p *observablePull[T]) Request(n int64) {
+	if p.ctx.Err() != nil {
+		return
+	}
 	if n <= 0 {
 		badRequest(&p.bad, n)
 		select {
@@ -79,11 +89,35 @@ func (p *observablePull[T]) Cancel() { p.cancel() }
 // pump runs on its own goroutine: it waits for demand, receives one item per
 // unit of demand and signals it, until the channel closes, an error item
 // arrives, a Request(n <= 0) comes (also while it waits for an item) or the
-// context is cancelled.
+// context is cancelled. It checks the context before each wait, so a Cancel
+// made inside OnNext ends it before it reads another item (its select would
+// pick a ready item or the cancellation at random).
+//
+// If the subscriber leaves OnNext with runtime.Goexit, which ends this
+// goroutine and no Request frame of the subscriber's, the pump ends the
+// subscription with OnError(errSubscriberGoexit) as it unwinds, so that an
+// operator downstream (Bulkhead) learns that the call ended. A panic in
+// OnNext goes on (it ends the program, as any panic in a goroutine does).
 func (p *observablePull[T]) pump() {
-	defer p.cancel()
+	inNext := false
+	defer func() {
+		cancelled := p.ctx.Err() != nil
+		p.cancel()
+		if !inNext {
+			return
+		}
+		if r := recover(); r != nil {
+			panic(r) // OnNext panicked: it goes on
+		}
+		if !cancelled { // no signal after Cancel (rule 3.6)
+			p.down.OnError(errSubscriberGoexit) // OnNext called runtime.Goexit
+		}
+	}()
 	ch := p.obs.Observe(append(p.opts[:len(p.opts):len(p.opts)], rxgo.WithContext(p.ctx))...)
 	for {
+		if p.ctx.Err() != nil {
+			return // cancelled, possibly inside the OnNext just signalled
+		}
 		if b := p.bad.Load(); b != 0 {
 			p.down.OnError(badErr(b))
 			return
@@ -116,7 +150,9 @@ func (p *observablePull[T]) pump() {
 				return
 			}
 			p.take()
+			inNext = true
 			p.down.OnNext(v)
+			inNext = false
 		}
 	}
 }
