@@ -242,36 +242,51 @@ func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition {
 
 // FinishCall implements bulkhead.Bulkhead: the permit of a call that ran
 // comes back; its RTT is estimated (see Bulkhead).
-func (b *Bulkhead) FinishCall() { b.finish(finishPlain, false, bulkhead.CallStart{}) }
+func (b *Bulkhead) FinishCall() { b.finish(finishPlain, nil, bulkhead.CallStart{}) }
 
 // finish is the one path by which the permit of a call that ran comes back
 // (FinishCall, FinishCallStarted, Call.Finish): record, if not nil, puts
-// its RTT in the window (see returned), overload marks the window as
-// dropped, and start is the call's start for the CallDuration of its
-// CallFinished event (zero: none). A watched bulkhead records nothing here:
-// it learns the call from the Semaphore's events.
-func (b *Bulkhead) finish(record func(b *Bulkhead, now time.Duration), overload bool, start bulkhead.CallStart) {
-	if b.watched {
-		if overload {
-			b.MarkOverload()
+// its RTT in the window (see returned), an err that Config.IsOverload
+// accepts marks the window as dropped, and start is the call's start for
+// the CallDuration of its CallFinished event (zero: none). A watched
+// bulkhead records nothing here: it learns the call from the Semaphore's
+// events.
+//
+// User code runs on the way (IsOverload, the Algorithm's Update, the
+// OnFloor listener): a panic in it goes on to the caller, but only after
+// the controller counted the call back and the permit went back to the
+// Semaphore, and with the limit applied, so no permit is lost.
+func (b *Bulkhead) finish(record func(b *Bulkhead, now time.Duration), err error, start bulkhead.CallStart) {
+	var changed bool
+	defer func() {
+		if changed {
+			defer b.apply() // also if a grant callback run by the Semaphore panics
 		}
 		b.sem.FinishCallStarted(start)
+	}()
+	if b.watched {
+		if err != nil && b.cfg.isOverload(err) {
+			b.MarkOverload()
+		}
 		return
 	}
-	if b.returned(record, overload) {
-		defer b.apply()
-	}
-	b.sem.FinishCallStarted(start)
+	overload := false
+	defer b.returned(record, &overload, &changed) // runs if IsOverload panics too
+	overload = err != nil && b.cfg.isOverload(err)
 }
 
 // ReleasePermission implements bulkhead.Bulkhead: the permit of a call that
 // did not run comes back (the semaphore publishes no event for it, so a
 // watching controller learns it here).
 func (b *Bulkhead) ReleasePermission() {
-	if b.returned(popNewest, false) {
-		defer b.apply()
-	}
-	b.sem.ReleasePermission()
+	var changed bool
+	defer func() {
+		if changed {
+			defer b.apply()
+		}
+		b.sem.ReleasePermission()
+	}()
+	b.returned(popNewest, nil, &changed)
 }
 
 // MarkOverload records that a call failed because the partner is
@@ -321,11 +336,13 @@ func finishPlain(b *Bulkhead, now time.Duration) {
 func popNewest(b *Bulkhead, _ time.Duration) { b.plain.popNewest() }
 
 // returned counts a permit coming back (record, if not nil, updates the
-// window under mu), closes the window when it is due, and reports whether
-// the limit changed. The caller then gives the permit back to the
-// Semaphore and, deferred so that it happens even if a grant callback run
-// by the Semaphore panics, calls apply.
-func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload bool) (changed bool) {
+// window under mu; *overload, if overload is not nil, marks it as
+// dropped), closes the window when it is due, and sets *changed if the
+// limit changed. The caller then gives the permit back to the Semaphore
+// and, deferred so that it happens even if a grant callback run by the
+// Semaphore panics, calls apply. A panic in the Algorithm's Update or in
+// the OnFloor listener leaves mu unlocked and *changed set as it stands.
+func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload *bool, changed *bool) {
 	now := b.now()
 	var ev FloorEvent
 	defer func() {
@@ -334,6 +351,7 @@ func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overloa
 		}
 	}()
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.inFlight > 0 || !b.watched {
 		// A watching controller may have dropped, as a release it could
 		// not see, a finish whose event was late (see reconcileLocked).
@@ -342,13 +360,11 @@ func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overloa
 	if record != nil {
 		record(b, now)
 	}
-	if overload {
+	if overload != nil && *overload {
 		b.w.drops++
 		b.overloads++
 	}
-	changed, ev = b.closeWindowLocked(now)
-	b.mu.Unlock()
-	return changed
+	*changed, ev = b.closeWindowLocked(now)
 }
 
 // closeWindowLocked turns the window into a sample if it is due (or the
@@ -391,6 +407,8 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 	b.windows++
 	w.reset(now, b.inFlight)
 
+	// User code: if Update panics, the window is spent and the limit stays
+	// (returned unlocks mu on the way out).
 	est := b.alg.Update(b.limit, s)
 	if math.IsNaN(est) || math.IsInf(est, 0) {
 		est = b.limit

@@ -39,7 +39,9 @@ type Config struct {
 	MaxCutPerSecond float64
 	// IsOverload reports whether a call error means that the partner is
 	// overloaded (a drop, for the algorithm). Nil means errors.Is(err,
-	// context.DeadlineExceeded).
+	// context.DeadlineExceeded). It is called by Call.Finish for a non-nil
+	// error; if it panics, the panic goes on to the caller of Finish once
+	// the call's permit is back (the call counts as no overload).
 	IsOverload func(err error) bool
 }
 

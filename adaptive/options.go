@@ -58,7 +58,8 @@ type FloorEvent struct {
 // and when it leaves it. f runs on the goroutine whose finishing call
 // closed the window, after the controller's lock is released and before
 // the new limit is applied to the semaphore; it may call the Bulkhead's
-// methods (Stats, say), and a panic in f goes on to that goroutine (the
+// methods (Stats, say), and a panic in f goes on to that goroutine once
+// the finishing call's permit is back and the new limit applied (the
 // controller's state is already consistent). For a Registry, every
 // partner's controller calls f.
 func OnFloor(f func(FloorEvent)) Option {

@@ -74,9 +74,13 @@ func (b *Bulkhead) onEvent(e bulkhead.Event) {
 		if d := e.CallDuration; d > 0 {
 			record = func(b *Bulkhead, _ time.Duration) { finishTimed(b, d) }
 		}
-		if b.returned(record, false) {
-			b.apply()
-		}
+		var changed bool
+		defer func() {
+			if changed {
+				b.apply()
+			}
+		}()
+		b.returned(record, nil, &changed)
 	case bulkhead.CallRejected:
 		b.countRejected()
 	}
