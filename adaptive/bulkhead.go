@@ -420,7 +420,12 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 	}
 	next = max(next, b.cutRef*(1-b.cfg.maxCut))
 	b.limit = min(max(next, float64(b.cfg.min)), float64(b.cfg.max))
-	applied := int64(math.Floor(b.limit))
+	// float64(max) may round above max (math.MaxInt becomes 2^63, which no
+	// int64 holds): a limit at the ceiling applies the int ceiling itself.
+	applied := int64(b.cfg.max)
+	if b.limit < float64(b.cfg.max) {
+		applied = min(int64(math.Floor(b.limit)), applied)
+	}
 	ev := b.floorLocked(now, int(applied))
 	if applied == b.desired.Load() {
 		return false, ev
