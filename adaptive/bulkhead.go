@@ -86,7 +86,8 @@ type Bulkhead struct {
 }
 
 // New wraps sem with an adaptive limit. It fails with a *ConfigError if cfg
-// is invalid, and panics if sem is nil. If the initial limit differs from
+// is invalid, with an error naming a nil option or WithClock(nil), and
+// panics if sem is nil. If the initial limit differs from
 // sem's MaxConcurrentCalls, it is applied at once.
 func New(sem *bulkhead.Semaphore, cfg Config, opts ...Option) (*Bulkhead, error) {
 	b, err := newBulkhead(sem, cfg, opts)
@@ -110,12 +111,9 @@ func newBulkhead(sem *bulkhead.Semaphore, cfg Config, opts []Option) (*Bulkhead,
 		}
 		return nil, err
 	}
-	o := options{clock: realClock{}}
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
-	if o.clock == nil {
-		return nil, fmt.Errorf("adaptive bulkhead %q: WithClock: clock must not be nil", sem.Name())
+	o, err := newOptions(fmt.Sprintf("adaptive bulkhead %q", sem.Name()), opts)
+	if err != nil {
+		return nil, err
 	}
 	alg := r.newAlgorithm()
 	if alg == nil {

@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/adaptive"
+	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
 // Config.Max: "the ceiling of the limit", any int >= Min. An algorithm
@@ -26,4 +28,28 @@ func TestHostileHugeEstimateUnderTheLargestCeilingAppliesTheCeiling(t *testing.T
 		assert.Equal(t, st.Limit, b.Semaphore().Config().MaxConcurrentCalls, "Max %d: the limit is applied", max)
 		assert.Greater(t, st.Limit, max/2)
 	}
+}
+
+// New, Watch, NewRegistry and WatchRegistry take options as the root
+// package's constructors do: a nil one in the list is bad input, reported
+// as an error naming its index (as WithClock(nil) is), not a crash.
+func TestHostileNilOptionFailsTheConstructorNamingIt(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	sem, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 2}, bulkhead.WithClock(clock))
+	require.NoError(t, err)
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 2}, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	require.NoError(t, err)
+	opts := []adaptive.Option{adaptive.WithClock(clock), nil}
+	for name, ctor := range map[string]func() (any, error){
+		"New":           func() (any, error) { return adaptive.New(sem, adaptive.Config{}, opts...) },
+		"Watch":         func() (any, error) { return adaptive.Watch(sem, adaptive.Config{}, opts...) },
+		"NewRegistry":   func() (any, error) { return adaptive.NewRegistry(reg, adaptive.Config{}, opts...) },
+		"WatchRegistry": func() (any, error) { return adaptive.WatchRegistry(reg, adaptive.Config{}, opts...) },
+	} {
+		var got error
+		require.NotPanics(t, func() { _, got = ctor() }, name)
+		require.Error(t, got, name)
+		assert.Contains(t, got.Error(), "opts[1] must not be nil", name)
+	}
+	assert.Equal(t, 2, sem.Config().MaxConcurrentCalls, "nothing changed the semaphore")
 }

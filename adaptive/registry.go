@@ -36,7 +36,8 @@ var ErrNotAdaptive = errors.New("adaptive: partner has no adaptive config")
 
 // NewRegistry returns a Registry over reg whose bulkheads use cfg and opts
 // (give it the clock of reg's semaphores with WithClock). It fails with a
-// *ConfigError if cfg is invalid, and panics if reg is nil.
+// *ConfigError if cfg is invalid, with an error naming a nil option or
+// WithClock(nil), and panics if reg is nil.
 func NewRegistry(reg *bulkhead.Registry, cfg Config, opts ...Option) (*Registry, error) {
 	if reg == nil {
 		panic("adaptive: NewRegistry called with a nil *bulkhead.Registry")
@@ -44,12 +45,9 @@ func NewRegistry(reg *bulkhead.Registry, cfg Config, opts ...Option) (*Registry,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := options{clock: realClock{}}
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
-	if o.clock == nil {
-		return nil, errors.New("adaptive: NewRegistry: WithClock: clock must not be nil")
+	o, err := newOptions("adaptive: NewRegistry", opts)
+	if err != nil {
+		return nil, err
 	}
 	return &Registry{reg: reg, cfg: cfg, opts: opts, items: map[string]*Bulkhead{}, onlyConfigured: o.onlyConfigured}, nil
 }
