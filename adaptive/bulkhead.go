@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 )
 
 // Bulkhead is a *bulkhead.Semaphore whose MaxConcurrentCalls follows the
@@ -116,8 +117,8 @@ func newBulkhead(sem *bulkhead.Semaphore, cfg Config, opts []Option) (*Bulkhead,
 		return nil, err
 	}
 	alg := r.newAlgorithm()
-	if alg == nil {
-		return nil, &ConfigError{Name: sem.Name(), Field: "Algorithm", Value: nil, Rule: "must return an Algorithm"}
+	if nilcheck.Is(alg) { // the nil interface, or a nil *Capacity in it
+		return nil, &ConfigError{Name: sem.Name(), Field: "Algorithm", Value: alg, Rule: "must return an Algorithm (not nil, nor a nil pointer)"}
 	}
 	if f, ok := alg.(interface{ setFloor(int) }); ok {
 		f.setFloor(r.min)

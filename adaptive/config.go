@@ -13,7 +13,9 @@ import (
 type Config struct {
 	// Algorithm makes the limit algorithm; it is called once per Bulkhead,
 	// because an algorithm keeps per-partner measurements. Nil means
-	// Capacity with its defaults.
+	// Capacity with its defaults. A func that returns nil, or a nil
+	// pointer (a nil *Capacity), makes New fail with a *ConfigError naming
+	// Algorithm.
 	Algorithm func() Algorithm
 	// Min is the floor of the limit. Zero means 1.
 	Min int

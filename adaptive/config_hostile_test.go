@@ -53,3 +53,47 @@ func TestHostileNilOptionFailsTheConstructorNamingIt(t *testing.T) {
 	}
 	assert.Equal(t, 2, sem.Config().MaxConcurrentCalls, "nothing changed the semaphore")
 }
+
+// Config.Smoothing "must be in [0, 1)", MaxCutPerSecond "must be in
+// [0, 1]": NaN and the infinities are outside, and refused naming the field.
+func TestHostileNonFiniteConfigValuesAreRefusedWithTheField(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   adaptive.Config
+		field string
+	}{
+		{adaptive.Config{Smoothing: math.NaN()}, "Smoothing"},
+		{adaptive.Config{Smoothing: math.Inf(1)}, "Smoothing"},
+		{adaptive.Config{Smoothing: math.Inf(-1)}, "Smoothing"},
+		{adaptive.Config{MaxCutPerSecond: math.NaN()}, "MaxCutPerSecond"},
+		{adaptive.Config{MaxCutPerSecond: math.Inf(1)}, "MaxCutPerSecond"},
+		{adaptive.Config{Min: math.MinInt}, "Min"},
+		{adaptive.Config{Window: adaptive.Window{MaxDuration: math.MinInt64}}, "Window.MaxDuration"},
+	} {
+		var ce *adaptive.ConfigError
+		if assert.ErrorAs(t, tc.cfg.Validate(), &ce, "%+v", tc.cfg) {
+			assert.Equal(t, tc.field, ce.Field)
+		}
+	}
+}
+
+// New: "It fails with a *ConfigError if cfg is invalid"; Config.Algorithm
+// "makes the limit algorithm". One that makes a nil pointer (a nil
+// *Capacity, say) makes no algorithm: New fails naming Algorithm, as for
+// a nil interface, instead of crashing now or at the first window.
+func TestHostileAlgorithmFuncReturningANilPointerIsRefused(t *testing.T) {
+	sem, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 2})
+	require.NoError(t, err)
+	for name, f := range map[string]func() adaptive.Algorithm{
+		"*Capacity": func() adaptive.Algorithm { return (*adaptive.Capacity)(nil) },
+		"*SetPoint": func() adaptive.Algorithm { return (*adaptive.SetPoint)(nil) },
+		"*AIMD":     func() adaptive.Algorithm { return (*adaptive.AIMD)(nil) },
+		"*fixed":    func() adaptive.Algorithm { return (*fixed)(nil) },
+	} {
+		var got error
+		require.NotPanics(t, func() { _, got = adaptive.New(sem, adaptive.Config{Algorithm: f}) }, name)
+		var ce *adaptive.ConfigError
+		if assert.ErrorAs(t, got, &ce, name) {
+			assert.Equal(t, "Algorithm", ce.Field, name)
+		}
+	}
+}
