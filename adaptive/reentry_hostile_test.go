@@ -118,3 +118,63 @@ func TestHostileQueuedCallsWithdrawnHoldNoPermitAndAreNoRejection(t *testing.T) 
 		assert.Equal(t, 0, b.Stats().InFlight)
 	})
 }
+
+// Algorithm: "the controller clamps, smooths and applies" what Update
+// returns, and MaxCutPerSecond bounds how fast the limit falls "whatever
+// the algorithm". An Update that returns a huge negative number cuts the
+// limit by at most half a second, never below Min, and the semaphore's
+// limit stays valid.
+func TestHostileNegativeEstimateIsBoundedByTheCutAndTheFloor(t *testing.T) {
+	alg := &fixed{next: -1e300}
+	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 64},
+		adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Min: 3})
+	runTyped(t, b, clock, 10, 10, 100*ms)
+	assert.Equal(t, 32, b.Stats().Limit, "half of 64 within the first second")
+	assert.Equal(t, 32, b.Semaphore().Config().MaxConcurrentCalls)
+	for range 100 {
+		runTyped(t, b, clock, 10, 3, 100*ms)
+	}
+	assert.Equal(t, 3, b.Stats().Limit, "the floor")
+	assert.Equal(t, 3, b.Semaphore().Config().MaxConcurrentCalls)
+	assert.Equal(t, -1e300, b.Stats().Estimate, "Stats shows what the algorithm said")
+}
+
+// OnFloor: f "may call the Bulkhead's methods"; for a WatchRegistry it runs
+// inside the registry's event listener. A listener that re-enters the
+// adaptive Registry (Get of another partner, whose creation applies a
+// limit and publishes events that come back to the same listener) neither
+// deadlocks nor loses a permit.
+func TestHostileOnFloorListenerThatReentersTheWatchRegistry(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 4},
+		bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	require.NoError(t, err)
+	testkit.CheckRegistry(t, reg)
+	var ar *adaptive.Registry
+	var events []adaptive.FloorEvent
+	var others []*adaptive.Bulkhead
+	ar, err = adaptive.WatchRegistry(reg, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &fixed{next: 1} }, Initial: 2, MaxCutPerSecond: 1},
+		adaptive.WithClock(clock), adaptive.OnFloor(func(e adaptive.FloorEvent) {
+			events = append(events, e)
+			other, err := ar.Get(e.Name + "-shadow") // re-enters: a new controller, its limit applied
+			assert.NoError(t, err)
+			others = append(others, other)
+			_ = other.Stats()
+		}))
+	require.NoError(t, err)
+	defer ar.Stop()
+	sem, err := reg.Get("walmart")
+	require.NoError(t, err)
+	for range 10 {
+		require.True(t, sem.TryAcquirePermission())
+		clock.Advance(20 * ms)
+		sem.FinishCall()
+	}
+	require.NotEmpty(t, events)
+	assert.Equal(t, "walmart", events[0].Name)
+	assert.True(t, events[0].AtFloor)
+	assert.Equal(t, 1, sem.Config().MaxConcurrentCalls)
+	require.NotEmpty(t, others)
+	assert.Equal(t, 2, others[0].Semaphore().Config().MaxConcurrentCalls, "the shadow partner's initial limit is applied")
+	assert.Equal(t, 0, sem.Metrics().InFlightCalls)
+}
