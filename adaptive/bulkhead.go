@@ -44,7 +44,8 @@ import (
 //     given back; it is decremented before the permit goes back to the
 //     Semaphore and incremented before the caller can see the grant (at
 //     once, or before the proxy of a queued acquisition is granted), so it
-//     is never negative.
+//     is never negative; a give-back when it is 0 is an over-release (the
+//     Semaphore panics) and counts nothing.
 //   - the newest limit wins: every window stores its limit in desired, and
 //     whoever wins the applying CAS applies desired until it stops changing,
 //     so a ChangeConfig that re-enters (through a grant callback) or runs
@@ -351,9 +352,16 @@ func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overloa
 	}()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.inFlight > 0 || !b.watched {
-		// A watching controller may have dropped, as a release it could
-		// not see, a finish whose event was late (see reconcileLocked).
+	if b.inFlight == 0 {
+		// Not watched: more permits back than were granted through this
+		// Bulkhead (a Call finished twice), which the Semaphore reports
+		// with a panic; the call never ran, so it is no sample. Watched: a
+		// finish whose event was late, dropped as a release the
+		// controller could not see (see reconcileLocked).
+		if !b.watched {
+			return
+		}
+	} else {
 		b.inFlight--
 	}
 	if record != nil {

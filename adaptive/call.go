@@ -10,7 +10,9 @@ import (
 
 // Call is one call granted through Acquire or TryAcquire. Give it back
 // exactly once, with Finish if it ran or Release if it did not; the zero
-// Call is not usable.
+// Call is not usable. Giving back more permits than the Bulkhead granted
+// (a Call finished twice) panics as the Semaphore's over-release does, and
+// the controller counts nothing of it (no sample, no change in flight).
 type Call struct {
 	b        *Bulkhead
 	start    time.Duration
