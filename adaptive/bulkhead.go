@@ -105,37 +105,62 @@ func newBulkhead(sem *bulkhead.Semaphore, cfg Config, opts []Option) (*Bulkhead,
 	if sem == nil {
 		panic("adaptive: New called with a nil *bulkhead.Semaphore")
 	}
+	p, err := prepare(sem.Name(), cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.build(sem), nil
+}
+
+// prepared is what a controller needs besides its semaphore: a config with
+// its defaults, the options and the algorithm, all checked.
+type prepared struct {
+	r   resolved
+	o   options
+	alg Algorithm
+}
+
+// prepare checks cfg and opts and makes the algorithm for the bulkhead
+// called name, before its semaphore is needed (Registry.Configure creates
+// nothing for a config that fails here).
+func prepare(name string, cfg Config, opts []Option) (prepared, error) {
 	r, err := cfg.resolve()
 	if err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) {
-			ce.Name = sem.Name()
+			ce.Name = name
 		}
-		return nil, err
+		return prepared{}, err
 	}
-	o, err := newOptions(fmt.Sprintf("adaptive bulkhead %q", sem.Name()), opts)
+	o, err := newOptions(fmt.Sprintf("adaptive bulkhead %q", name), opts)
 	if err != nil {
-		return nil, err
+		return prepared{}, err
 	}
 	alg := r.newAlgorithm()
 	if nilcheck.Is(alg) { // the nil interface, or a nil *Capacity in it
-		return nil, &ConfigError{Name: sem.Name(), Field: "Algorithm", Value: alg, Rule: "must return an Algorithm (not nil, nor a nil pointer)"}
+		return prepared{}, &ConfigError{Name: name, Field: "Algorithm", Value: alg, Rule: "must return an Algorithm (not nil, nor a nil pointer)"}
 	}
 	if f, ok := alg.(interface{ setFloor(int) }); ok {
 		f.setFloor(r.min)
 	}
+	return prepared{r: r, o: o, alg: alg}, nil
+}
+
+// build makes the controller of sem, without applying the initial limit.
+func (p prepared) build(sem *bulkhead.Semaphore) *Bulkhead {
+	r := p.r
 	initial := r.initial
 	if initial == 0 {
 		initial = sem.Config().MaxConcurrentCalls
 	}
 	initial = min(max(initial, r.min), r.max)
-	b := &Bulkhead{sem: sem, clock: o.clock, cfg: r, epoch: o.clock.Now(), alg: alg, limit: float64(initial), estimate: float64(initial),
-		cutRef: float64(initial), floorAt: -1, onFloor: o.onFloor}
+	b := &Bulkhead{sem: sem, clock: p.o.clock, cfg: r, epoch: p.o.clock.Now(), alg: p.alg, limit: float64(initial), estimate: float64(initial),
+		cutRef: float64(initial), floorAt: -1, onFloor: p.o.onFloor}
 	if initial == r.min {
 		b.floorAt = 0
 	}
 	b.desired.Store(int64(initial))
-	return b, nil
+	return b
 }
 
 // now is the clock's time as an offset from epoch.

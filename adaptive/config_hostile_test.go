@@ -97,3 +97,28 @@ func TestHostileAlgorithmFuncReturningANilPointerIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Registry.Configure: "It fails with a *ConfigError if cfg is invalid,
+// changing nothing." An Algorithm func that makes no algorithm is such a
+// config (New names it): the partner's semaphore is not created for it.
+func TestHostileConfigureWithAnAlgorithmFuncThatMakesNoneCreatesNothing(t *testing.T) {
+	reg, err := bulkhead.NewRegistry(bulkhead.Config{MaxConcurrentCalls: 2})
+	require.NoError(t, err)
+	ar, err := adaptive.NewRegistry(reg, adaptive.Config{})
+	require.NoError(t, err)
+	for _, f := range []func() adaptive.Algorithm{
+		func() adaptive.Algorithm { return nil },
+		func() adaptive.Algorithm { return (*adaptive.Capacity)(nil) },
+	} {
+		_, err = ar.Configure("walmart", adaptive.Config{Algorithm: f})
+		var ce *adaptive.ConfigError
+		if assert.ErrorAs(t, err, &ce) {
+			assert.Equal(t, "Algorithm", ce.Field)
+			assert.Equal(t, "walmart", ce.Name)
+		}
+		_, found := reg.Find("walmart")
+		assert.False(t, found, "no semaphore created")
+		_, found = ar.Find("walmart")
+		assert.False(t, found, "no controller")
+	}
+}

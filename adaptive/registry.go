@@ -94,24 +94,23 @@ func (r *Registry) Semaphores() *bulkhead.Registry { return r.reg }
 // Later Gets, and the events of a WatchRegistry, go to the new controller;
 // whoever still holds the old one should let go of it, since both would
 // set the semaphore's limit. It fails with a *ConfigError if cfg is
-// invalid, changing nothing. Meant for configuring partners at start-up,
+// invalid (Config.Algorithm included: one that makes no algorithm),
+// changing nothing. Meant for configuring partners at start-up,
 // from a configuration file for instance.
 func (r *Registry) Configure(name string, cfg Config) (*Bulkhead, error) {
-	if err := cfg.Validate(); err != nil {
+	// Everything is checked, and the algorithm made, before the semaphore
+	// is created.
+	p, err := prepare(name, cfg, r.opts)
+	if err != nil {
 		return nil, err
 	}
 	sem, err := r.reg.Get(name)
 	if err != nil {
 		return nil, err
 	}
-	var b *Bulkhead
+	b := p.build(sem)
 	if r.watched {
-		b, err = newWatched(sem, cfg, r.opts)
-	} else {
-		b, err = newBulkhead(sem, cfg, r.opts)
-	}
-	if err != nil {
-		return nil, err
+		b.watchFrom()
 	}
 	r.mu.Lock()
 	r.items[name] = b
