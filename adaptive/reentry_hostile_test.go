@@ -178,3 +178,29 @@ func TestHostileOnFloorListenerThatReentersTheWatchRegistry(t *testing.T) {
 	assert.Equal(t, 2, others[0].Semaphore().Config().MaxConcurrentCalls, "the shadow partner's initial limit is applied")
 	assert.Equal(t, 0, sem.Metrics().InFlightCalls)
 }
+
+// Watch: "Stop unsubscribes", and OnFloor's f "may call the Bulkhead's
+// methods". A listener that stops the watch from inside the event that
+// brought the limit to the floor ends it there: the limit stays at the
+// floor, later calls are not heard, and no permit is lost.
+func TestHostileOnFloorListenerThatStopsTheWatch(t *testing.T) {
+	clock := testkit.NewVirtualClock(epoch)
+	sem, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 4}, bulkhead.WithClock(clock))
+	require.NoError(t, err)
+	testkit.CheckPermits(t, sem)
+	var b *adaptive.Bulkhead
+	stops := 0
+	b, err = adaptive.Watch(sem, adaptive.Config{Algorithm: func() adaptive.Algorithm { return &fixed{next: 1} }, MaxCutPerSecond: 1},
+		adaptive.WithClock(clock), adaptive.OnFloor(func(adaptive.FloorEvent) { stops++; b.Stop() }))
+	require.NoError(t, err)
+	defer b.Stop()
+	for range 30 {
+		require.True(t, sem.TryAcquirePermission())
+		clock.Advance(20 * ms)
+		sem.FinishCall()
+	}
+	assert.Equal(t, 1, stops)
+	assert.Equal(t, 1, sem.Config().MaxConcurrentCalls, "the floor, applied")
+	assert.Equal(t, int64(1), b.Stats().Windows, "no window after the Stop")
+	assert.Equal(t, 0, sem.Metrics().InFlightCalls)
+}
