@@ -61,7 +61,10 @@ type Sample struct {
 // bulkhead needs its own value; Config.Algorithm makes one per bulkhead.
 // The controller calls Update under its lock, never concurrently. Update
 // must return a finite number for every sample (the controller treats
-// anything else as "keep the limit").
+// anything else as "keep the limit"). A panic in Update goes on to the
+// goroutine whose finishing call closed the window (for Watch, to the
+// semaphore's event listener, which recovers it): that window is spent, the
+// limit stays, and the call's permit still goes back to the semaphore.
 type Algorithm interface {
 	Update(limit float64, s Sample) float64
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/nilcheck"
 )
 
 // Bulkhead is a *bulkhead.Semaphore whose MaxConcurrentCalls follows the
@@ -43,7 +44,8 @@ import (
 //     given back; it is decremented before the permit goes back to the
 //     Semaphore and incremented before the caller can see the grant (at
 //     once, or before the proxy of a queued acquisition is granted), so it
-//     is never negative.
+//     is never negative; a give-back when it is 0 is an over-release (the
+//     Semaphore panics) and counts nothing.
 //   - the newest limit wins: every window stores its limit in desired, and
 //     whoever wins the applying CAS applies desired until it stops changing,
 //     so a ChangeConfig that re-enters (through a grant callback) or runs
@@ -86,7 +88,8 @@ type Bulkhead struct {
 }
 
 // New wraps sem with an adaptive limit. It fails with a *ConfigError if cfg
-// is invalid, and panics if sem is nil. If the initial limit differs from
+// is invalid, with an error naming a nil option or WithClock(nil), and
+// panics if sem is nil. If the initial limit differs from
 // sem's MaxConcurrentCalls, it is applied at once.
 func New(sem *bulkhead.Semaphore, cfg Config, opts ...Option) (*Bulkhead, error) {
 	b, err := newBulkhead(sem, cfg, opts)
@@ -102,40 +105,62 @@ func newBulkhead(sem *bulkhead.Semaphore, cfg Config, opts []Option) (*Bulkhead,
 	if sem == nil {
 		panic("adaptive: New called with a nil *bulkhead.Semaphore")
 	}
+	p, err := prepare(sem.Name(), cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.build(sem), nil
+}
+
+// prepared is what a controller needs besides its semaphore: a config with
+// its defaults, the options and the algorithm, all checked.
+type prepared struct {
+	r   resolved
+	o   options
+	alg Algorithm
+}
+
+// prepare checks cfg and opts and makes the algorithm for the bulkhead
+// called name, before its semaphore is needed (Registry.Configure creates
+// nothing for a config that fails here).
+func prepare(name string, cfg Config, opts []Option) (prepared, error) {
 	r, err := cfg.resolve()
 	if err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) {
-			ce.Name = sem.Name()
+			ce.Name = name
 		}
-		return nil, err
+		return prepared{}, err
 	}
-	o := options{clock: realClock{}}
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
-	if o.clock == nil {
-		return nil, fmt.Errorf("adaptive bulkhead %q: WithClock: clock must not be nil", sem.Name())
+	o, err := newOptions(fmt.Sprintf("adaptive bulkhead %q", name), opts)
+	if err != nil {
+		return prepared{}, err
 	}
 	alg := r.newAlgorithm()
-	if alg == nil {
-		return nil, &ConfigError{Name: sem.Name(), Field: "Algorithm", Value: nil, Rule: "must return an Algorithm"}
+	if nilcheck.Is(alg) { // the nil interface, or a nil *Capacity in it
+		return prepared{}, &ConfigError{Name: name, Field: "Algorithm", Value: alg, Rule: "must return an Algorithm (not nil, nor a nil pointer)"}
 	}
 	if f, ok := alg.(interface{ setFloor(int) }); ok {
 		f.setFloor(r.min)
 	}
+	return prepared{r: r, o: o, alg: alg}, nil
+}
+
+// build makes the controller of sem, without applying the initial limit.
+func (p prepared) build(sem *bulkhead.Semaphore) *Bulkhead {
+	r := p.r
 	initial := r.initial
 	if initial == 0 {
 		initial = sem.Config().MaxConcurrentCalls
 	}
 	initial = min(max(initial, r.min), r.max)
-	b := &Bulkhead{sem: sem, clock: o.clock, cfg: r, epoch: o.clock.Now(), alg: alg, limit: float64(initial), estimate: float64(initial),
-		cutRef: float64(initial), floorAt: -1, onFloor: o.onFloor}
+	b := &Bulkhead{sem: sem, clock: p.o.clock, cfg: r, epoch: p.o.clock.Now(), alg: p.alg, limit: float64(initial), estimate: float64(initial),
+		cutRef: float64(initial), floorAt: -1, onFloor: p.o.onFloor}
 	if initial == r.min {
 		b.floorAt = 0
 	}
 	b.desired.Store(int64(initial))
-	return b, nil
+	return b
 }
 
 // now is the clock's time as an offset from epoch.
@@ -242,36 +267,51 @@ func (b *Bulkhead) AcquirePermissionAsync() *bulkhead.Acquisition {
 
 // FinishCall implements bulkhead.Bulkhead: the permit of a call that ran
 // comes back; its RTT is estimated (see Bulkhead).
-func (b *Bulkhead) FinishCall() { b.finish(finishPlain, false, bulkhead.CallStart{}) }
+func (b *Bulkhead) FinishCall() { b.finish(finishPlain, nil, bulkhead.CallStart{}) }
 
 // finish is the one path by which the permit of a call that ran comes back
 // (FinishCall, FinishCallStarted, Call.Finish): record, if not nil, puts
-// its RTT in the window (see returned), overload marks the window as
-// dropped, and start is the call's start for the CallDuration of its
-// CallFinished event (zero: none). A watched bulkhead records nothing here:
-// it learns the call from the Semaphore's events.
-func (b *Bulkhead) finish(record func(b *Bulkhead, now time.Duration), overload bool, start bulkhead.CallStart) {
-	if b.watched {
-		if overload {
-			b.MarkOverload()
+// its RTT in the window (see returned), an err that Config.IsOverload
+// accepts marks the window as dropped, and start is the call's start for
+// the CallDuration of its CallFinished event (zero: none). A watched
+// bulkhead records nothing here: it learns the call from the Semaphore's
+// events.
+//
+// User code runs on the way (IsOverload, the Algorithm's Update, the
+// OnFloor listener): a panic in it goes on to the caller, but only after
+// the controller counted the call back and the permit went back to the
+// Semaphore, and with the limit applied, so no permit is lost.
+func (b *Bulkhead) finish(record func(b *Bulkhead, now time.Duration), err error, start bulkhead.CallStart) {
+	var changed bool
+	defer func() {
+		if changed {
+			defer b.apply() // also if a grant callback run by the Semaphore panics
 		}
 		b.sem.FinishCallStarted(start)
+	}()
+	if b.watched {
+		if err != nil && b.cfg.isOverload(err) {
+			b.MarkOverload()
+		}
 		return
 	}
-	if b.returned(record, overload) {
-		defer b.apply()
-	}
-	b.sem.FinishCallStarted(start)
+	overload := false
+	defer b.returned(record, &overload, &changed) // runs if IsOverload panics too
+	overload = err != nil && b.cfg.isOverload(err)
 }
 
 // ReleasePermission implements bulkhead.Bulkhead: the permit of a call that
 // did not run comes back (the semaphore publishes no event for it, so a
 // watching controller learns it here).
 func (b *Bulkhead) ReleasePermission() {
-	if b.returned(popNewest, false) {
-		defer b.apply()
-	}
-	b.sem.ReleasePermission()
+	var changed bool
+	defer func() {
+		if changed {
+			defer b.apply()
+		}
+		b.sem.ReleasePermission()
+	}()
+	b.returned(popNewest, nil, &changed)
 }
 
 // MarkOverload records that a call failed because the partner is
@@ -321,11 +361,13 @@ func finishPlain(b *Bulkhead, now time.Duration) {
 func popNewest(b *Bulkhead, _ time.Duration) { b.plain.popNewest() }
 
 // returned counts a permit coming back (record, if not nil, updates the
-// window under mu), closes the window when it is due, and reports whether
-// the limit changed. The caller then gives the permit back to the
-// Semaphore and, deferred so that it happens even if a grant callback run
-// by the Semaphore panics, calls apply.
-func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload bool) (changed bool) {
+// window under mu; *overload, if overload is not nil, marks it as
+// dropped), closes the window when it is due, and sets *changed if the
+// limit changed. The caller then gives the permit back to the Semaphore
+// and, deferred so that it happens even if a grant callback run by the
+// Semaphore panics, calls apply. A panic in the Algorithm's Update or in
+// the OnFloor listener leaves mu unlocked and *changed set as it stands.
+func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overload *bool, changed *bool) {
 	now := b.now()
 	var ev FloorEvent
 	defer func() {
@@ -334,21 +376,27 @@ func (b *Bulkhead) returned(record func(b *Bulkhead, now time.Duration), overloa
 		}
 	}()
 	b.mu.Lock()
-	if b.inFlight > 0 || !b.watched {
-		// A watching controller may have dropped, as a release it could
-		// not see, a finish whose event was late (see reconcileLocked).
+	defer b.mu.Unlock()
+	if b.inFlight == 0 {
+		// Not watched: more permits back than were granted through this
+		// Bulkhead (a Call finished twice), which the Semaphore reports
+		// with a panic; the call never ran, so it is no sample. Watched: a
+		// finish whose event was late, dropped as a release the
+		// controller could not see (see reconcileLocked).
+		if !b.watched {
+			return
+		}
+	} else {
 		b.inFlight--
 	}
 	if record != nil {
 		record(b, now)
 	}
-	if overload {
+	if overload != nil && *overload {
 		b.w.drops++
 		b.overloads++
 	}
-	changed, ev = b.closeWindowLocked(now)
-	b.mu.Unlock()
-	return changed
+	*changed, ev = b.closeWindowLocked(now)
 }
 
 // closeWindowLocked turns the window into a sample if it is due (or the
@@ -391,6 +439,8 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 	b.windows++
 	w.reset(now, b.inFlight)
 
+	// User code: if Update panics, the window is spent and the limit stays
+	// (returned unlocks mu on the way out).
 	est := b.alg.Update(b.limit, s)
 	if math.IsNaN(est) || math.IsInf(est, 0) {
 		est = b.limit
@@ -402,7 +452,12 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 	}
 	next = max(next, b.cutRef*(1-b.cfg.maxCut))
 	b.limit = min(max(next, float64(b.cfg.min)), float64(b.cfg.max))
-	applied := int64(math.Floor(b.limit))
+	// float64(max) may round above max (math.MaxInt becomes 2^63, which no
+	// int64 holds): a limit at the ceiling applies the int ceiling itself.
+	applied := int64(b.cfg.max)
+	if b.limit < float64(b.cfg.max) {
+		applied = min(int64(math.Floor(b.limit)), applied)
+	}
 	ev := b.floorLocked(now, int(applied))
 	if applied == b.desired.Load() {
 		return false, ev

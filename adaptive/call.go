@@ -10,7 +10,9 @@ import (
 
 // Call is one call granted through Acquire or TryAcquire. Give it back
 // exactly once, with Finish if it ran or Release if it did not; the zero
-// Call is not usable.
+// Call is not usable. Giving back more permits than the Bulkhead granted
+// (a Call finished twice) panics as the Semaphore's over-release does, and
+// the controller counts nothing of it (no sample, no change in flight).
 type Call struct {
 	b        *Bulkhead
 	start    time.Duration
@@ -55,12 +57,15 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Call, error) {
 
 // Finish gives the permit back after the call ran and records its RTT.
 // err is the call's outcome: an error that Config.IsOverload accepts marks
-// the window as dropped; any other error, or nil, is a normal sample.
+// the window as dropped; any other error, or nil, is a normal sample
+// (IsOverload is not called for nil). If IsOverload, the Algorithm or the
+// OnFloor listener panics, the panic goes on to the caller of Finish once
+// the permit is back.
 func (c Call) Finish(err error) {
 	c.b.finish(func(b *Bulkhead, now time.Duration) {
 		b.w.add(now - c.start)
 		b.w.callInFlight = c.inFlight
-	}, err != nil && c.b.cfg.isOverload(err), c.cs)
+	}, err, c.cs)
 }
 
 // Release gives the permit back when the call did not run: no sample.
@@ -69,8 +74,12 @@ func (c Call) Release() {
 		c.b.ReleasePermission()
 		return
 	}
-	if c.b.returned(nil, false) {
-		defer c.b.apply()
-	}
-	c.b.sem.ReleasePermission()
+	var changed bool
+	defer func() {
+		if changed {
+			defer c.b.apply()
+		}
+		c.b.sem.ReleasePermission()
+	}()
+	c.b.returned(nil, nil, &changed)
 }

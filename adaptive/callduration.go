@@ -12,5 +12,5 @@ func (b *Bulkhead) StartCall() bulkhead.CallStart { return b.sem.StartCall() }
 // FinishCallStarted implements bulkhead.CallTimer: it is FinishCall, and
 // the CallFinished event carries the call's duration from start.
 func (b *Bulkhead) FinishCallStarted(start bulkhead.CallStart) {
-	b.finish(finishPlain, false, start)
+	b.finish(finishPlain, nil, start)
 }

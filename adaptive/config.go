@@ -13,7 +13,9 @@ import (
 type Config struct {
 	// Algorithm makes the limit algorithm; it is called once per Bulkhead,
 	// because an algorithm keeps per-partner measurements. Nil means
-	// Capacity with its defaults.
+	// Capacity with its defaults. A func that returns nil, or a nil
+	// pointer (a nil *Capacity), makes New fail with a *ConfigError naming
+	// Algorithm.
 	Algorithm func() Algorithm
 	// Min is the floor of the limit. Zero means 1.
 	Min int
@@ -39,7 +41,9 @@ type Config struct {
 	MaxCutPerSecond float64
 	// IsOverload reports whether a call error means that the partner is
 	// overloaded (a drop, for the algorithm). Nil means errors.Is(err,
-	// context.DeadlineExceeded).
+	// context.DeadlineExceeded). It is called by Call.Finish for a non-nil
+	// error; if it panics, the panic goes on to the caller of Finish once
+	// the call's permit is back (the call counts as no overload).
 	IsOverload func(err error) bool
 }
 

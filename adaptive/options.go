@@ -1,18 +1,38 @@
 package adaptive
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
 )
 
-// Option configures New and NewRegistry.
+// Option configures New, Watch, NewRegistry and WatchRegistry; a nil
+// Option makes them fail with an error naming its index.
 type Option interface{ apply(*options) }
 
 type options struct {
 	clock          bulkhead.Clock
 	onlyConfigured bool
 	onFloor        func(FloorEvent)
+}
+
+// newOptions applies opts over the defaults for the constructor whose
+// errors start with prefix (`adaptive bulkhead "x"`, `adaptive:
+// NewRegistry`). A nil option, or WithClock(nil), fails it, the option
+// named by its index in opts.
+func newOptions(prefix string, opts []Option) (options, error) {
+	o := options{clock: realClock{}}
+	for i, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("%s: opts[%d] must not be nil", prefix, i)
+		}
+		opt.apply(&o)
+	}
+	if o.clock == nil {
+		return o, fmt.Errorf("%s: WithClock: clock must not be nil", prefix)
+	}
+	return o, nil
 }
 
 type optionFunc func(*options)
@@ -58,7 +78,8 @@ type FloorEvent struct {
 // and when it leaves it. f runs on the goroutine whose finishing call
 // closed the window, after the controller's lock is released and before
 // the new limit is applied to the semaphore; it may call the Bulkhead's
-// methods (Stats, say), and a panic in f goes on to that goroutine (the
+// methods (Stats, say), and a panic in f goes on to that goroutine once
+// the finishing call's permit is back and the new limit applied (the
 // controller's state is already consistent). For a Registry, every
 // partner's controller calls f.
 func OnFloor(f func(FloorEvent)) Option {

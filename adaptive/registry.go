@@ -36,7 +36,8 @@ var ErrNotAdaptive = errors.New("adaptive: partner has no adaptive config")
 
 // NewRegistry returns a Registry over reg whose bulkheads use cfg and opts
 // (give it the clock of reg's semaphores with WithClock). It fails with a
-// *ConfigError if cfg is invalid, and panics if reg is nil.
+// *ConfigError if cfg is invalid, with an error naming a nil option or
+// WithClock(nil), and panics if reg is nil.
 func NewRegistry(reg *bulkhead.Registry, cfg Config, opts ...Option) (*Registry, error) {
 	if reg == nil {
 		panic("adaptive: NewRegistry called with a nil *bulkhead.Registry")
@@ -44,12 +45,9 @@ func NewRegistry(reg *bulkhead.Registry, cfg Config, opts ...Option) (*Registry,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := options{clock: realClock{}}
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
-	if o.clock == nil {
-		return nil, errors.New("adaptive: NewRegistry: WithClock: clock must not be nil")
+	o, err := newOptions("adaptive: NewRegistry", opts)
+	if err != nil {
+		return nil, err
 	}
 	return &Registry{reg: reg, cfg: cfg, opts: opts, items: map[string]*Bulkhead{}, onlyConfigured: o.onlyConfigured}, nil
 }
@@ -96,24 +94,23 @@ func (r *Registry) Semaphores() *bulkhead.Registry { return r.reg }
 // Later Gets, and the events of a WatchRegistry, go to the new controller;
 // whoever still holds the old one should let go of it, since both would
 // set the semaphore's limit. It fails with a *ConfigError if cfg is
-// invalid, changing nothing. Meant for configuring partners at start-up,
+// invalid (Config.Algorithm included: one that makes no algorithm),
+// changing nothing. Meant for configuring partners at start-up,
 // from a configuration file for instance.
 func (r *Registry) Configure(name string, cfg Config) (*Bulkhead, error) {
-	if err := cfg.Validate(); err != nil {
+	// Everything is checked, and the algorithm made, before the semaphore
+	// is created.
+	p, err := prepare(name, cfg, r.opts)
+	if err != nil {
 		return nil, err
 	}
 	sem, err := r.reg.Get(name)
 	if err != nil {
 		return nil, err
 	}
-	var b *Bulkhead
+	b := p.build(sem)
 	if r.watched {
-		b, err = newWatched(sem, cfg, r.opts)
-	} else {
-		b, err = newBulkhead(sem, cfg, r.opts)
-	}
-	if err != nil {
-		return nil, err
+		b.watchFrom()
 	}
 	r.mu.Lock()
 	r.items[name] = b

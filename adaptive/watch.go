@@ -44,14 +44,20 @@ func newWatched(sem *bulkhead.Semaphore, cfg Config, opts []Option) (*Bulkhead, 
 	if err != nil {
 		return nil, err
 	}
+	b.watchFrom()
+	return b, nil
+}
+
+// watchFrom makes b a watching controller, before any event reaches it:
+// the calls in flight on its semaphore are counted as granted now.
+func (b *Bulkhead) watchFrom() {
 	b.watched = true
 	now := b.now()
-	for range sem.Metrics().InFlightCalls {
+	for range b.sem.Metrics().InFlightCalls {
 		b.plain.push(now)
 		b.inFlight++
 	}
 	b.w.maxInFlight = b.inFlight
-	return b, nil
 }
 
 // Stop ends a Watch: the controller hears no more events and the limit
@@ -74,9 +80,13 @@ func (b *Bulkhead) onEvent(e bulkhead.Event) {
 		if d := e.CallDuration; d > 0 {
 			record = func(b *Bulkhead, _ time.Duration) { finishTimed(b, d) }
 		}
-		if b.returned(record, false) {
-			b.apply()
-		}
+		var changed bool
+		defer func() {
+			if changed {
+				b.apply()
+			}
+		}()
+		b.returned(record, nil, &changed)
 	case bulkhead.CallRejected:
 		b.countRejected()
 	}

@@ -95,7 +95,11 @@ func NewTransport(base http.RoundTripper, reg *bulkhead.Registry, opts ...Option
 // Registry's error, which names the partner), if the bulkhead rejects the
 // request, or if the request's context ends first. If the base transport
 // panics or calls runtime.Goexit, the permit is given back (FinishCall) and
-// the panic goes on.
+// the panic goes on; if it returns a nil *http.Response with a nil error
+// (breaking the RoundTripper contract), the permit is given back and
+// RoundTrip fails with an error that says so, as http.Client.Do would. A
+// response body whose own Close panics still gives its permit back when it
+// is closed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	class := t.cfg.clientClass(req)
 	lease, err := t.acquire(req, class)
@@ -116,6 +120,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}()
 	resp, err := t.base.RoundTrip(req)
 	returned = true
+	if err == nil && resp == nil {
+		// A base that breaks the RoundTripper contract has failed all the
+		// same; net/http's Client reports it in these words.
+		err = fmt.Errorf("http: RoundTripper implementation (%T) returned a nil *Response with a nil error", t.base)
+	}
 	if err != nil {
 		lease.FinishCall()
 		return nil, err
@@ -171,10 +180,11 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close closes the base body and gives the permit back, also if the base
+// body's Close panics (the panic then goes on).
 func (b *body) Close() error {
-	err := b.rc.Close()
-	b.finish()
-	return err
+	defer b.finish()
+	return b.rc.Close()
 }
 
 // finish gives the permit back from Close or Read, and unregisters the

@@ -1,0 +1,35 @@
+package adaptive_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/adaptive"
+)
+
+// Call: "Give it back exactly once". A Call finished twice is a bug the
+// Semaphore reports (it panics naming the bulkhead: more permits released
+// than acquired); the controller's count stays as the Bulkhead's
+// invariants say ("inFlight ... is never negative"), and a later window
+// gives the algorithm no RTT of the call that never ran.
+func TestHostileCallFinishedTwicePanicsAndLeavesTheCountAlone(t *testing.T) {
+	alg := &fixed{next: 4}
+	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 4},
+		adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }})
+	c, ok := b.TryAcquire()
+	require.True(t, ok)
+	clock.Advance(20 * ms)
+	c.Finish(nil)
+	assert.PanicsWithValue(t, `bulkhead "partner": released more permits than were acquired`, func() { c.Finish(nil) })
+	assert.PanicsWithValue(t, `bulkhead "partner": released more permits than were acquired`, func() { b.FinishCall() })
+	assert.PanicsWithValue(t, `bulkhead "partner": released more permits than were acquired`, func() { c.Release() })
+	assert.Equal(t, 0, b.Stats().InFlight)
+	runTyped(t, b, clock, 8, 1, 20*ms) // ten finishes in 180 ms, were the bad ones counted
+	assert.Empty(t, alg.samples, "only nine calls finished")
+	runTyped(t, b, clock, 1, 1, 20*ms)
+	require.Len(t, alg.samples, 1)
+	assert.Equal(t, 10, alg.samples[0].N)
+}
