@@ -12,18 +12,18 @@ import (
 // once per subscription (pool.Submit). A blocking fn blocks a worker of
 // p, never the subscriber.
 //
-// Subscribe calls OnSubscribe, then submits fn at once; the value is
-// delivered (OnNext, then OnComplete) when fn has returned and at least one
-// element has been requested, on whichever goroutine made the second of
-// those happen (the pool's worker or the one calling Request). An error of
-// fn, a rejection (*bulkhead.FullError, pool.ErrClosed) or a panic
-// (*pool.PanicError) is signalled with OnError without waiting for
-// demand. A subscriber that leaves OnNext with runtime.Goexit gets an
-// OnError naming it instead of OnComplete (so Bulkhead gives its permit
-// back when the value was delivered on the worker). Cancel withdraws a queued task (fn never runs) or cancels the
-// context of a running one; no signal follows, not even the OnComplete
-// after a Cancel made inside OnNext. Request(n <= 0) signals
-// OnError citing rule 3.9 and cancels the task.
+// Subscribe calls OnSubscribe, then submits fn at once; the value is delivered
+// (OnNext, then OnComplete) when fn has returned and at least one element has
+// been requested, on whichever goroutine made the second of those happen (the
+// pool's worker or the one calling Request). An error of fn, a rejection
+// (*bulkhead.FullError, pool.ErrClosed) or a panic (*pool.PanicError) is
+// signalled with OnError without waiting for demand. A subscriber that leaves
+// OnNext with runtime.Goexit gets an OnError naming it instead of OnComplete (so
+// Bulkhead gives its permit back when the value was delivered on the worker).
+// Cancel withdraws a queued task (fn never runs) or cancels the context of a
+// running one; no signal follows, not even the OnComplete after a Cancel made
+// inside OnNext. Request(n <= 0) signals OnError citing rule 3.9 and cancels the
+// task.
 //
 // FromPool panics if p or fn is nil; Subscribe panics if s is nil.
 func FromPool[T any](p *pool.Pool, fn func(ctx context.Context) (T, error)) Publisher[T] {

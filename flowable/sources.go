@@ -19,11 +19,12 @@ func (f publisherFunc[T]) Subscribe(s Subscriber[T]) {
 // completes. Each subscription replays all of vs.
 func Just[T any](vs ...T) Publisher[T] { return FromSlice(vs) }
 
-// FromSlice returns a Publisher that emits the elements of items in order,
-// as requested, then completes. Elements are emitted on the goroutine that
-// calls Request. A Request(n <= 0), even one made inside OnNext, is
-// signalled with OnError right after the OnNext in progress, instead of
-// further elements (rule 3.9); Range and Just behave the same. items is not copied: do not modify it while subscribed.
+// FromSlice returns a Publisher that emits the elements of items in order, as
+// requested, then completes. Elements are emitted on the goroutine that calls
+// Request. A Request(n <= 0), even one made inside OnNext, is signalled with
+// OnError right after the OnNext in progress, instead of further elements (rule
+// 3.9); Range and Just behave the same. items is not copied: do not modify it
+// while subscribed.
 func FromSlice[T any](items []T) Publisher[T] {
 	return pullPublisher[T]{n: len(items), at: func(i int) T { return items[i] }}
 }

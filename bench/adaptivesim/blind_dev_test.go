@@ -46,17 +46,17 @@ var blindDefaults = blindParams{Gain: 9, Stale: 3 * time.Second, Probe: 0.5, Pro
 // takes its calls' mean RTT as an upper bound of S while none exists, and
 // the next probe may come 1 s later.
 //
-// C: with S, C is fitted as givenSHinge fits it, on the levels up to the
-// limit (those above it are from before a cut); a rise that does not beat
-// a flat line at S by RiseGain variances is no queue. With Above calls
-// above the fit the estimate moves half way there (at once beyond 25 %,
-// forgetting the levels' RTTs, which are from before the change and would
-// show the joint fit a false flat part) and the limit is Target × it; with no queue in sight, a reached limit
-// grows by Grow (GrowN calls at the top level), and a limit not reached
-// leaves room for Room × the epoch's top level; Censored calls given up in
-// an epoch cut it to Target × the fit, or by 30 %. Measured with the
-// shipped contenders, 20 seeds (the figures are in the Adaptive limits
-// notes of docs/benchmarks.md):
+// C: with S, C is fitted as givenSHinge fits it, on the levels up to the limit
+// (those above it are from before a cut); a rise that does not beat a flat line
+// at S by RiseGain variances is no queue. With Above calls above the fit the
+// estimate moves half way there (at once beyond 25 %, forgetting the levels'
+// RTTs, which are from before the change and would show the joint fit a false
+// flat part) and the limit is Target × it; with no queue in sight, a reached
+// limit grows by Grow (GrowN calls at the top level), and a limit not reached
+// leaves room for Room × the epoch's top level; Censored calls given up in an
+// epoch cut it to Target × the fit, or by 30 %. Measured with the shipped
+// contenders, 20 seeds (the figures are in the Adaptive limits notes of
+// docs/benchmarks.md):
 //
 //	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^(setpoint|capacity|hinge .blind.)$' -dev.seeds 20 -v
 type blindHinge struct {
