@@ -157,34 +157,63 @@ func TestCreateEmitterErrorWithANilErrorPanicsNamingIt(t *testing.T) {
 }
 
 // Promise (Bulkhead): each subscription "gives [its permit] back exactly
-// once". FromObservable signals on a goroutine of its own, so a subscriber
-// that leaves OnNext with runtime.Goexit (t.FailNow) ends that goroutine,
-// not the one that requested: no Request unwinds through the operator to
-// cancel the subscription. FromObservable then ends the subscription with
-// an OnError naming the Goexit, so the permit goes back (with FinishCall:
-// an element was delivered); it used to stay held for ever.
-func TestFromObservableSubscriberGoexitInOnNextGivesThePermitBack(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newBulkhead(t, queueing)
-		ev := testkit.RecordEvents(t, b)
-		pub := flowable.Bulkhead(b, flowable.FromObservable[int](rxgo.Range(0, 3)))
-		var seen []int
-		var errs []error
-		pub.Subscribe(flowable.Funcs[int]{
-			Next: func(v int) {
-				seen = append(seen, v)
-				runtime.Goexit()
-			},
-			Error: func(err error) { errs = append(errs, err) },
+// once". FromObservable signals on a goroutine of its own, and FromPool
+// delivers its value on the pool's worker when the demand came first: a
+// subscriber that leaves OnNext with runtime.Goexit (t.FailNow) ends that
+// goroutine (or the worker's call), not one of the subscriber's, so no
+// Request unwinds through the operator to cancel the subscription, and the
+// OnComplete that would give the permit back never comes. The source then
+// ends the subscription with an OnError naming the Goexit, so the permit
+// goes back (with FinishCall: an element was delivered); it used to stay
+// held for ever.
+func TestSubscriberGoexitInOnNextGivesThePermitBack(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		src  func(t *testing.T) flowable.Publisher[int]
+		want int
+		// ownGoroutine: subscribe on a goroutine of its own. FromPool
+		// needs it: if fn returns before FromPool registers its
+		// callback, the value is delivered on the subscribing
+		// goroutine, which the Goexit then ends.
+		ownGoroutine bool
+	}{
+		{"FromObservable", func(*testing.T) flowable.Publisher[int] {
+			return flowable.FromObservable[int](rxgo.Range(0, 3))
+		}, 0, false},
+		{"FromPool", func(t *testing.T) flowable.Publisher[int] {
+			p := sftpPool(t, pool.Config{MaxWorkers: 1})
+			return flowable.FromPool(p, func(context.Context) (int, error) { return 7, nil })
+		}, 7, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBulkhead(t, queueing)
+				ev := testkit.RecordEvents(t, b)
+				pub := flowable.Bulkhead(b, c.src(t))
+				var seen []int
+				var errs []error
+				sub := flowable.Funcs[int]{
+					Next: func(v int) {
+						seen = append(seen, v)
+						runtime.Goexit()
+					},
+					Error: func(err error) { errs = append(errs, err) },
+				}
+				if c.ownGoroutine {
+					go pub.Subscribe(sub)
+				} else {
+					pub.Subscribe(sub)
+				}
+				synctest.Wait()
+				if m := b.Metrics(); m.InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
+					t.Fatalf("after Goexit in OnNext: %+v, events %v; want the permit back with FinishCall", m, ev.Strings())
+				}
+				if !slices.Equal(seen, []int{c.want}) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "runtime.Goexit") {
+					t.Fatalf("OnNext saw %v, OnError got %v; want [%d] and one error naming runtime.Goexit", seen, errs, c.want)
+				}
+			})
 		})
-		synctest.Wait()
-		if m := b.Metrics(); m.InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
-			t.Fatalf("after Goexit in OnNext: %+v, events %v; want the permit back with FinishCall", m, ev.Strings())
-		}
-		if !slices.Equal(seen, []int{0}) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "runtime.Goexit") {
-			t.Fatalf("OnNext saw %v, OnError got %v; want [0] and one error naming runtime.Goexit", seen, errs)
-		}
-	})
+	}
 }
 
 // Promise (Subscription.Cancel; rule 3.6): no signal after Cancel. A
@@ -207,41 +236,6 @@ func TestFromObservableSubscriberGoexitAfterCancelSignalsNothing(t *testing.T) {
 		synctest.Wait()
 		if len(errs) != 0 || b.Metrics().InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
 			t.Fatalf("Cancel then Goexit in OnNext: OnError got %v, events %v", errs, ev.Strings())
-		}
-	})
-}
-
-// Promise (Bulkhead): each subscription "gives [its permit] back exactly
-// once". FromPool delivers its value on the pool's worker when the demand
-// came first; a subscriber that leaves that OnNext with runtime.Goexit ends
-// the worker's call, not a goroutine of the subscriber's, and the
-// OnComplete that would give the permit back never comes. FromPool then
-// ends the subscription with an OnError naming the Goexit; the permit used
-// to stay held for ever.
-func TestFromPoolSubscriberGoexitInOnNextGivesThePermitBack(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newBulkhead(t, queueing)
-		ev := testkit.RecordEvents(t, b)
-		p := sftpPool(t, pool.Config{MaxWorkers: 1})
-		pub := flowable.Bulkhead(b, flowable.FromPool(p, func(context.Context) (int, error) { return 7, nil }))
-		var seen []int
-		var errs []error
-		// Subscribe on a goroutine of its own: if fn returns before
-		// FromPool registers its callback, the value is delivered on the
-		// subscribing goroutine, which the Goexit then ends.
-		go pub.Subscribe(flowable.Funcs[int]{
-			Next: func(v int) {
-				seen = append(seen, v)
-				runtime.Goexit()
-			},
-			Error: func(err error) { errs = append(errs, err) },
-		})
-		synctest.Wait()
-		if m := b.Metrics(); m.InFlightCalls != 0 || ev.Count(bulkhead.CallFinished) != 1 {
-			t.Fatalf("after Goexit in OnNext: %+v, events %v; want the permit back with FinishCall", m, ev.Strings())
-		}
-		if !slices.Equal(seen, []int{7}) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "runtime.Goexit") {
-			t.Fatalf("OnNext saw %v, OnError got %v; want [7] and one error naming runtime.Goexit", seen, errs)
 		}
 	})
 }
