@@ -125,13 +125,10 @@ func within(t *testing.T, ch <-chan error, what string) error {
 	}
 }
 
-// A signal handler's Close and a deferred Close at shutdown, followed by
-// the client's Close: the second Close must not return while the first is
-// still giving the leases back, or the client closes under it and the
-// leases stay in Redis until LeaseTTL.
-func TestASecondCloseReturnsOnlyOnceTheFirstHasGivenTheLeasesBack(t *testing.T) {
-	h := newGiveBackHold()
-	s, _, c, check := closeHeldStore(t, h)
+// holdFirstClose arms h, starts the first Close of s and waits until its
+// give-back is held in h's hook; the Close's result comes on the channel.
+func holdFirstClose(t *testing.T, s *rxredis.Store, h *giveBackHold) <-chan error {
+	t.Helper()
 	h.armed.Store(true)
 	first := startClose(s)
 	select {
@@ -141,14 +138,33 @@ func TestASecondCloseReturnsOnlyOnceTheFirstHasGivenTheLeasesBack(t *testing.T) 
 	case <-time.After(holdTimeout):
 		t.Fatalf("the first Close's give-back did not reach the hook within %v", holdTimeout)
 	}
-	second := startClose(s)
+	return first
+}
+
+// notWhileHeld checks that what (a Close whose result comes on ch) has not
+// returned 300 ms into the first Close's held give-back; if it has, it
+// releases the hold, waits for first and fails the test.
+func notWhileHeld(t *testing.T, h *giveBackHold, ch, first <-chan error, what string) {
+	t.Helper()
 	select {
-	case err := <-second:
+	case err := <-ch:
 		close(h.release)
 		within(t, first, "the first Close")
-		t.Fatalf("the second Close returned (%v) while the first was still giving the leases back", err)
+		t.Fatalf("%s returned (%v) while the first Close was still giving the leases back", what, err)
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+// A signal handler's Close and a deferred Close at shutdown, followed by
+// the client's Close: the second Close must not return while the first is
+// still giving the leases back, or the client closes under it and the
+// leases stay in Redis until LeaseTTL.
+func TestASecondCloseReturnsOnlyOnceTheFirstHasGivenTheLeasesBack(t *testing.T) {
+	h := newGiveBackHold()
+	s, _, c, check := closeHeldStore(t, h)
+	first := holdFirstClose(t, s, h)
+	second := startClose(s)
+	notWhileHeld(t, h, second, first, "the second Close")
 	close(h.release)
 	if err := within(t, second, "the second Close"); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -173,13 +189,7 @@ func TestASecondCloseReturnsTheErrorOfTheFirst(t *testing.T) {
 	h := newGiveBackHold()
 	h.fail = errors.New("give-back refused by the test")
 	s, _, _, _ := closeHeldStore(t, h)
-	h.armed.Store(true)
-	first := startClose(s)
-	select {
-	case <-h.entered:
-	case <-time.After(holdTimeout):
-		t.Fatalf("the first Close's give-back did not reach the hook within %v", holdTimeout)
-	}
+	first := holdFirstClose(t, s, h)
 	second := startClose(s)
 	close(h.release)
 	err1 := within(t, first, "the first Close")
@@ -211,20 +221,8 @@ func TestACloseFromTheRejectionCallbackOfAWaiterReturnsWithTheGiveBack(t *testin
 	fromCallback := make(chan error, 1)
 	waiter.Acquisition().OnDone(func(error) { fromCallback <- s.Close() })
 	eventually(t, outcomeTimeout, "waiter queued", func() bool { m, _ := b.FleetMetrics(context.Background()); return m.QueuedCalls == 1 })
-	h.armed.Store(true)
-	first := startClose(s)
-	select {
-	case <-h.entered:
-	case <-time.After(holdTimeout):
-		t.Fatalf("the first Close's give-back did not reach the hook within %v", holdTimeout)
-	}
-	select {
-	case err := <-fromCallback:
-		close(h.release)
-		within(t, first, "the first Close")
-		t.Fatalf("the Close of the rejection callback returned (%v) while the give-back was held", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	first := holdFirstClose(t, s, h)
+	notWhileHeld(t, h, fromCallback, first, "the Close of the rejection callback")
 	close(h.release)
 	if err := within(t, fromCallback, "the Close of the rejection callback"); err != nil {
 		t.Errorf("Close of the rejection callback: %v", err)
