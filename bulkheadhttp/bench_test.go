@@ -292,7 +292,7 @@ func BenchmarkPendingClientRequests(b *testing.B) {
 	}
 }
 
-func pendingClientCost(b *testing.B, async bool, n int) (before, after cost) {
+func pendingClientCost(b testing.TB, async bool, n int) (before, after cost) {
 	release, arrived := make(chan struct{}), make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
@@ -339,7 +339,7 @@ func pendingClientCost(b *testing.B, async bool, n int) (before, after cost) {
 	}
 	bh, _ := reg.Find(srv.Listener.Addr().String())
 	for bh.Metrics().QueuedCalls != n {
-		time.Sleep(time.Millisecond) // the Do goroutines are still starting
+		runtime.Gosched() // the Do goroutines are still starting
 	}
 	after = liveCost()
 	cancel()

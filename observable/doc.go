@@ -89,7 +89,7 @@
 //
 // An observation waiting for its permit holds no goroutine: Observe (and
 // Run) requests the permit and returns; the bulkhead's queue record and
-// the subscription's state (about 750 B in all, see docs/guide.md) are all
+// the subscription's state (about 770 B in all, see docs/guide.md) are all
 // it costs until the grant, which starts one goroutine that forwards src's
 // items. Given rxgo options (WithContext, WithBufferedChannel), Observe
 // first lets rxgo evaluate them: one short-lived goroutine of rxgo.Defer

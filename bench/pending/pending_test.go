@@ -137,23 +137,44 @@ func cost(b *testing.B, k kind, pending int) {
 	s := full(b)
 	call := k.build(s)
 	withdraws := make([]func(), pending)
+	timer := func(on bool) {
+		if on {
+			b.StartTimer()
+		} else {
+			b.StopTimer()
+		}
+	}
 	for b.Loop() {
-		b.StopTimer()
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		g0 := runtime.NumGoroutine()
-		b.StartTimer()
-		end := batch(b, call, s, withdraws)
-		b.StopTimer()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(runtime.NumGoroutine()-g0)/float64(pending), "goroutines/pending")
-		mem := int64(after.HeapAlloc+after.StackInuse) - int64(before.HeapAlloc+before.StackInuse)
-		b.ReportMetric(float64(mem)/float64(pending), "B/pending")
+		g, bytes, end := footprint(b, call, s, withdraws, timer)
+		b.ReportMetric(g, "goroutines/pending")
+		b.ReportMetric(bytes, "B/pending")
 		end()
-		clear(withdraws) // the next "before" must not count this batch
 		b.StartTimer()
+	}
+}
+
+// footprint queues len(withdraws) calls on s and returns the goroutines
+// and bytes (live heap + stacks, after a GC) each holds, and the func that
+// withdraws them all. timer(true) starts and timer(false) stops the
+// timing of the queueing; it is stopped when footprint returns.
+func footprint(tb testing.TB, call func(context.Context) func(), s *bulkhead.Semaphore, withdraws []func(), timer func(on bool)) (goroutines, bytes float64, end func()) {
+	tb.Helper()
+	timer(false)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
+	timer(true)
+	withdrawAll := batch(tb, call, s, withdraws)
+	timer(false)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	n := float64(len(withdraws))
+	goroutines = float64(runtime.NumGoroutine()-g0) / n
+	bytes = float64(int64(after.HeapAlloc+after.StackInuse)-int64(before.HeapAlloc+before.StackInuse)) / n
+	return goroutines, bytes, func() {
+		withdrawAll()
+		clear(withdraws) // the next "before" must not count this batch
 	}
 }
 
