@@ -86,11 +86,13 @@ const (
 	NameGradient2 = "gradient2"
 	NameCapacity  = "capacity"
 	NameSetPoint  = "setpoint"
+	NameHinge     = "hinge"
 )
 
 // ByName returns a constructor of the built-in algorithm called name
-// (NameAIMD, NameVegas, NameGradient2, NameCapacity or NameSetPoint), each with its
-// defaults, and false for any other name.
+// (NameAIMD, NameVegas, NameGradient2, NameCapacity, NameSetPoint or
+// NameHinge), each with its defaults, and false for any other name. Hinge
+// needs Window.PerCall (see Hinge).
 func ByName(name string) (func() Algorithm, bool) {
 	switch name {
 	case NameAIMD:
@@ -103,13 +105,15 @@ func ByName(name string) (func() Algorithm, bool) {
 		return func() Algorithm { return &Capacity{} }, true
 	case NameSetPoint:
 		return func() Algorithm { return &SetPoint{} }, true
+	case NameHinge:
+		return func() Algorithm { return &Hinge{} }, true
 	}
 	return nil, false
 }
 
 // Names lists the built-in algorithms in the order ByName knows them.
 func Names() []string {
-	return []string{NameAIMD, NameVegas, NameGradient2, NameCapacity, NameSetPoint}
+	return []string{NameAIMD, NameVegas, NameGradient2, NameCapacity, NameSetPoint, NameHinge}
 }
 
 // rttNanos is s.RTT in nanoseconds as a float, at least 1.
