@@ -36,10 +36,20 @@ type Sample struct {
 	// (Dropped is Drops > 0).
 	Drops int
 	// Elapsed is how long the window lasted, from its start to the finish
-	// that closed it (0 for a per-call sample), so that N/Elapsed is the
-	// rate at which calls finished: with a no-load RTT, the partner's
-	// busy servers by Little's law (SetPoint uses it).
+	// that closed it, so that N/Elapsed is the rate at which calls
+	// finished: with a no-load RTT, the partner's busy servers by Little's
+	// law (SetPoint uses it). For a per-call sample it is the time since
+	// the previous sample was taken (for the first: since the Bulkhead was
+	// made), so the sum of the samples' Elapsed is the time since the start
+	// (an algorithm fed per-call samples reads its clock from it, as Hinge
+	// does) and N/Elapsed is still the finish rate. It may be 0 (two
+	// finishes at the same instant).
 	Elapsed time.Duration
+	// PerCall reports a per-call sample (Window.PerCall): one call, N = 1,
+	// and InFlight that call's level rather than a window's most. Capacity
+	// and SetPoint take no rate from per-call samples' Elapsed (one call's
+	// gap is no rate), as before it was set for them.
+	PerCall bool
 	// Matched reports that the window's RTTs were matched to grants, not
 	// measured: calls made through the plain methods or watched (Watch).
 	// FinishCall does not say which call finished, so RTT is still the
@@ -76,11 +86,13 @@ const (
 	NameGradient2 = "gradient2"
 	NameCapacity  = "capacity"
 	NameSetPoint  = "setpoint"
+	NameHinge     = "hinge"
 )
 
 // ByName returns a constructor of the built-in algorithm called name
-// (NameAIMD, NameVegas, NameGradient2, NameCapacity or NameSetPoint), each with its
-// defaults, and false for any other name.
+// (NameAIMD, NameVegas, NameGradient2, NameCapacity, NameSetPoint or
+// NameHinge), each with its defaults, and false for any other name. Hinge
+// needs Window.PerCall (see Hinge).
 func ByName(name string) (func() Algorithm, bool) {
 	switch name {
 	case NameAIMD:
@@ -93,13 +105,15 @@ func ByName(name string) (func() Algorithm, bool) {
 		return func() Algorithm { return &Capacity{} }, true
 	case NameSetPoint:
 		return func() Algorithm { return &SetPoint{} }, true
+	case NameHinge:
+		return func() Algorithm { return &Hinge{} }, true
 	}
 	return nil, false
 }
 
 // Names lists the built-in algorithms in the order ByName knows them.
 func Names() []string {
-	return []string{NameAIMD, NameVegas, NameGradient2, NameCapacity, NameSetPoint}
+	return []string{NameAIMD, NameVegas, NameGradient2, NameCapacity, NameSetPoint, NameHinge}
 }
 
 // rttNanos is s.RTT in nanoseconds as a float, at least 1.

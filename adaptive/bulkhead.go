@@ -413,6 +413,9 @@ func (b *Bulkhead) closeWindowLocked(now time.Duration) (bool, FloorEvent) {
 		}
 		s = w.sample()
 		s.InFlight = max(1, w.callInFlight)
+		// the window started at the previous sample (at 0, the
+		// Bulkhead's start, for the first)
+		s.Elapsed, s.PerCall = now-w.start, true
 		if b.watched {
 			b.reconcileLocked()
 		}

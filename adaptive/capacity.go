@@ -179,8 +179,8 @@ type epoch struct {
 	sum, sumSq  float64 // of RTTs (ns), rebuilt from each window's mean and deviation
 	maxInFlight int
 	drops       int
-	elapsed     float64 // ns, of the windows pooled (0 if a sample had none)
-	timed       float64 // calls of the windows that had an Elapsed
+	elapsed     float64 // ns, of the windows pooled (0 if a sample had none or was per-call)
+	timed       float64 // calls of the windows that had an Elapsed (not per-call)
 }
 
 // epochSummary is what an epoch showed.
@@ -204,7 +204,7 @@ func (e *epoch) add(s Sample) {
 	e.sumSq += (n-1)*d*d + n*m*m
 	e.maxInFlight = max(e.maxInFlight, s.InFlight)
 	e.drops += s.Drops
-	if s.Elapsed > 0 {
+	if s.Elapsed > 0 && !s.PerCall {
 		e.elapsed += float64(s.Elapsed)
 		e.timed += n - float64(min(s.Drops, s.N))
 	}

@@ -68,8 +68,10 @@ type Window struct {
 	// MinSamples 10, this is that WindowedLimit).
 	DiscardShort bool
 	// PerCall gives every finished call to the algorithm as a sample of
-	// its own (N = 1), as Netflix's SimpleLimiter does with a limit that
-	// is not windowed; the durations and MinSamples are then unused.
+	// its own (N = 1, Sample.PerCall set), as Netflix's SimpleLimiter does
+	// with a limit that is not windowed; the durations and MinSamples are
+	// then unused. A per-call sample's Elapsed is the time since the
+	// previous sample (see Sample.Elapsed).
 	PerCall bool
 }
 

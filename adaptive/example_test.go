@@ -3,6 +3,7 @@ package adaptive_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
@@ -123,7 +124,7 @@ func ExampleByName() {
 	cfg := adaptive.Config{Algorithm: newAlgorithm, Min: 5, Max: 200}
 	fmt.Println(cfg.Validate())
 	// Output:
-	// true [aimd vegas gradient2 capacity setpoint]
+	// true [aimd vegas gradient2 capacity setpoint hinge]
 	// <nil>
 }
 
@@ -236,4 +237,31 @@ func ExampleRegistry_Configure() {
 	fmt.Println(walmart.Stats().Limit, walmart.Semaphore().Config().MaxConcurrentCalls)
 	// Output:
 	// 10 10
+}
+
+// Hinge driven by hand with per-call samples, as the controller gives them
+// with Window.PerCall: a partner that serves 30 calls at once in 50 ms and
+// queues the rest, calls at every level up to the limit (a call granted as
+// the k-th in flight takes 50 ms × max(1, k/30)), each sample's Elapsed the
+// gap since the previous one. From 150 it measures the no-load RTT on a
+// probe at half the limit, fits the hinge at 30 and holds Target (1.1) ×
+// it. A Bulkhead uses it through Config.Algorithm, with Window.PerCall
+// and typed calls (TryAcquire or Acquire, Call.Finish).
+func ExampleHinge() {
+	var h adaptive.Hinge
+	limit := 150.0
+	for i := range 40000 {
+		held := max(1, int(limit))
+		level := 1 + i%held
+		noise := 1 + 0.1*math.Sin(float64(i)) // a deterministic spread
+		rtt := time.Duration(float64(50*time.Millisecond) * max(1, float64(level)/30) * noise)
+		elapsed := 50 * time.Millisecond / time.Duration(min(held, 30)) // the partner's finish rate
+		limit = h.Update(limit, adaptive.Sample{RTT: rtt, N: 1, InFlight: level, Elapsed: elapsed, PerCall: true})
+	}
+	fmt.Printf("limit %.0f, estimated capacity %.0f, no-load RTT %v\n", limit, h.EstimatedCapacity(),
+		time.Duration(h.NoLoadRTT()).Round(time.Millisecond))
+	_ = adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.Hinge{} },
+		Window: adaptive.Window{PerCall: true}, MaxCutPerSecond: 1}
+	// Output:
+	// limit 33, estimated capacity 30, no-load RTT 50ms
 }

@@ -115,10 +115,41 @@ func TestPerCallGivesEveryCallToTheAlgorithm(t *testing.T) {
 	clock.Advance(5 * ms)
 	c3.Finish(errDeadline)
 	assert.Equal(t, []adaptive.Sample{
-		{RTT: 10 * ms, N: 1, InFlight: 1},
-		{RTT: 20 * ms, N: 1, InFlight: 2},
-		{RTT: 5 * ms, N: 1, InFlight: 1, Dropped: true, Drops: 1},
+		{RTT: 10 * ms, N: 1, InFlight: 1, Elapsed: 10 * ms, PerCall: true},
+		{RTT: 20 * ms, N: 1, InFlight: 2, Elapsed: 10 * ms, PerCall: true},
+		{RTT: 5 * ms, N: 1, InFlight: 1, Dropped: true, Drops: 1, Elapsed: 5 * ms, PerCall: true},
 	}, alg.samples)
+}
+
+// A per-call sample's Elapsed is the time since the previous sample (the
+// first: since the Bulkhead was made), so the samples' Elapsed add up to
+// the time since the start, idle gaps and calls that gave their permit
+// back unfinished included.
+func TestPerCallElapsedIsTheTimeSinceThePreviousSample(t *testing.T) {
+	alg := &fixed{next: 10}
+	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 10},
+		adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{PerCall: true}})
+	clock.Advance(300 * ms) // idle since the start
+	c1, _ := b.TryAcquire()
+	clock.Advance(40 * ms)
+	c1.Finish(nil)
+	unrun, _ := b.TryAcquire()
+	clock.Advance(70 * ms)
+	unrun.Release() // no sample: its time goes to the next one
+	c2, _ := b.TryAcquire()
+	c3, _ := b.TryAcquire()
+	clock.Advance(25 * ms)
+	c2.Finish(nil)
+	c3.Finish(nil) // at the same instant
+	var sum time.Duration
+	var got []time.Duration
+	for _, s := range alg.samples {
+		assert.True(t, s.PerCall)
+		got = append(got, s.Elapsed)
+		sum += s.Elapsed
+	}
+	assert.Equal(t, []time.Duration{340 * ms, 95 * ms, 0}, got)
+	assert.Equal(t, 435*ms, sum, "the time since the start")
 }
 
 func TestPerCallPlainCallsCountInFlightAtTheFinish(t *testing.T) {
@@ -130,7 +161,8 @@ func TestPerCallPlainCallsCountInFlightAtTheFinish(t *testing.T) {
 	clock.Advance(10 * ms)
 	b.FinishCall()
 	b.FinishCall()
-	assert.Equal(t, []adaptive.Sample{{RTT: 10 * ms, N: 1, InFlight: 2, Matched: true}, {RTT: 10 * ms, N: 1, InFlight: 1, Matched: true}}, alg.samples)
+	assert.Equal(t, []adaptive.Sample{{RTT: 10 * ms, N: 1, InFlight: 2, Matched: true, Elapsed: 10 * ms, PerCall: true},
+		{RTT: 10 * ms, N: 1, InFlight: 1, Matched: true, PerCall: true}}, alg.samples)
 }
 
 func TestDiscardShortDropsAWindowWithTooFewCalls(t *testing.T) {

@@ -22,7 +22,8 @@ import "math"
 //     upper bound (plus two standard errors): the partner's busy servers.
 //     A C estimated too low feeds on itself (fewer calls, a lower rate), one
 //     too high only costs a queue, so the bound errs high. Samples without
-//     an Elapsed (Window.PerCall) use in-flight × no-load RTT / RTT.
+//     an Elapsed, and per-call ones (Sample.PerCall), use in-flight ×
+//     no-load RTT / RTT.
 //   - A queue shows when the epoch's mean RTT, less one standard error of
 //     it and of the no-load RTT, exceeds Tolerance (1.05) × the no-load RTT
 //     at a reached limit (90 % of it in flight), or is proved beyond

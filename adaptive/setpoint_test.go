@@ -1,6 +1,7 @@
 package adaptive_test
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -85,4 +86,26 @@ func TestSetPointUndoesCutsThatDoNotLowerTheRTT(t *testing.T) {
 	assert.GreaterOrEqual(t, lowest, 13.0, "the cuts went on past one halving")
 	assert.GreaterOrEqual(t, limit, 30.0, "the cuts were not undone")
 	assert.LessOrEqual(t, limit, 34.0)
+}
+
+// Per-call samples carry an Elapsed (the gap since the previous sample)
+// since Sample.PerCall exists; SetPoint and Capacity take no rate from
+// them, so they decide as they did when a per-call sample had none: the
+// same samples with and without Elapsed give the same limits.
+func TestSetPointAndCapacityTakeNoRateFromPerCallSamples(t *testing.T) {
+	for _, name := range []string{adaptive.NameSetPoint, adaptive.NameCapacity} {
+		newAlg, _ := adaptive.ByName(name)
+		timed, untimed := newAlg(), newAlg()
+		rng := rand.New(rand.NewPCG(1, 2))
+		l1, l2 := 6.0, 6.0
+		for i := range 20000 {
+			level := 1 + rng.IntN(int(l1))
+			rtt := time.Duration(float64(50*ms) * max(1, float64(level)/30) * (0.8 + 0.4*rng.Float64()))
+			s := adaptive.Sample{RTT: rtt, N: 1, InFlight: level, Dropped: i%500 == 0, Drops: min(1, 1-min(1, i%500))}
+			l2 = max(1, untimed.Update(l2, s))
+			s.Elapsed, s.PerCall = time.Duration(float64(rtt)/max(1, float64(level))), true
+			l1 = max(1, timed.Update(l1, s))
+			require.Equal(t, l2, l1, "%s, sample %d", name, i)
+		}
+	}
 }

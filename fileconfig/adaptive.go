@@ -22,7 +22,9 @@ import (
 // entry adaptive with every default.
 type AdaptiveSpec struct {
 	// Algorithm is one of adaptive.Names(): aimd, vegas, gradient2,
-	// capacity, setpoint. Empty: inherit, or capacity (adaptive.Config's default).
+	// capacity, setpoint, hinge. Empty: inherit, or capacity
+	// (adaptive.Config's default). hinge also sets the configuration
+	// adaptive.Hinge needs: Window.PerCall and MaxCutPerSecond 1.
 	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
 	// Min overrides adaptive.Config.Min (0: 1).
 	Min *int `json:"min,omitempty" yaml:"min,omitempty"`
@@ -60,6 +62,11 @@ var adaptiveField = specField{
 		if a.Algorithm != "" {
 			next.Algorithm = strings.ToLower(a.Algorithm)
 			next.Config.Algorithm, _ = adaptive.ByName(next.Algorithm)
+			// what the algorithm needs, not inherited from another one
+			next.Config.Window, next.Config.MaxCutPerSecond = adaptive.Window{}, 0
+			if next.Algorithm == adaptive.NameHinge {
+				next.Config.Window.PerCall, next.Config.MaxCutPerSecond = true, 1
+			}
 		}
 		if a.Min != nil {
 			next.Config.Min = *a.Min

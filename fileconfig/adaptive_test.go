@@ -49,9 +49,38 @@ func TestAdaptiveSectionResolvesWithInheritance(t *testing.T) {
 	}
 }
 
+// hinge needs per-call samples and unbounded cuts (see adaptive.Hinge): a
+// file naming it gets them, and an entry that names another algorithm
+// over an inherited hinge does not keep them.
+func TestAdaptiveHingeSetsPerCallAndMaxCutAndAnotherAlgorithmResetsThem(t *testing.T) {
+	f, err := decodeAdaptiveJSON(t, `{
+	  "configs": {"hinged": {"adaptive": {"algorithm": "Hinge", "max": 300}}},
+	  "instances": {"walmart": {"baseConfig": "hinged"},
+	                "kroger": {"baseConfig": "hinged", "adaptive": {"algorithm": "aimd"}}}
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Instances["walmart"].Adaptive
+	if w == nil || w.Algorithm != adaptive.NameHinge || !w.Config.Window.PerCall || w.Config.MaxCutPerSecond != 1 || w.Config.Max != 300 {
+		t.Fatalf("walmart: %+v", w)
+	}
+	if _, ok := w.Config.Algorithm().(*adaptive.Hinge); !ok {
+		t.Fatalf("walmart's algorithm is %T", w.Config.Algorithm())
+	}
+	k := res.Instances["kroger"].Adaptive
+	if k == nil || k.Algorithm != adaptive.NameAIMD || k.Config.Window.PerCall || k.Config.MaxCutPerSecond != 0 || k.Config.Max != 300 {
+		t.Fatalf("kroger: %+v", k)
+	}
+}
+
 func TestAdaptiveSectionErrorsNameTheSubkey(t *testing.T) {
 	for text, want := range map[string]string{
-		`{"instances": {"walmart": {"adaptive": {"algorithm": "pid"}}}}`:        `bulkhead "walmart": adaptive.algorithm "pid": unknown algorithm (known: aimd, vegas, gradient2, capacity, setpoint)`,
+		`{"instances": {"walmart": {"adaptive": {"algorithm": "pid"}}}}`:        `bulkhead "walmart": adaptive.algorithm "pid": unknown algorithm (known: aimd, vegas, gradient2, capacity, setpoint, hinge)`,
 		`{"instances": {"walmart": {"adaptive": {"min": -1}}}}`:                 `bulkhead "walmart": adaptive.min -1: want an integer >= 0, got a number`,
 		`{"instances": {"walmart": {"adaptive": {"min": 10, "max": 5}}}}`:       `bulkhead "walmart": adaptive.max 5: must be >= Min (10)`,
 		`{"instances": {"walmart": {"adaptive": {"step": 1}}}}`:                 `bulkhead "walmart": adaptive.step: unknown key (known: algorithm, initial, max, min)`,

@@ -14,12 +14,15 @@ import (
 //	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^given S' -dev.seeds 20 -v
 //
 // The third, hinge (blind), is the hinge that measures S itself
-// (blindHinge).
+// (blindHinge), which adaptive.Hinge (the contender hinge) ports; hinge
+// (max cut 0.5) is that port under the controller's default
+// MaxCutPerSecond.
 func devContenders() []Contender {
 	return append(Contenders(),
 		Contender{Name: "given S: Little", New: func(sc Scenario) Limiter { return newGivenSLittle(sc) }},
 		Contender{Name: "given S: hinge", New: func(sc Scenario) Limiter { return newGivenSHinge(sc) }},
 		Contender{Name: "hinge (blind)", New: func(sc Scenario) Limiter { return newBlindHinge(sc, blindDefaults) }},
+		hingeHalfCut,
 	)
 }
 
@@ -218,3 +221,11 @@ func (o *givenSHinge) Done(tok any, timedOut bool) {
 	o.sum[c.level] += float64(o.now - c.sent)
 	o.n[c.level]++
 }
+
+// hingeHalfCut is the hinge contender under the controller's default
+// MaxCutPerSecond (0.5), to measure what the bound costs it.
+var hingeHalfCut = Contender{Name: "hinge (max cut 0.5)", New: func(sc Scenario) Limiter {
+	cfg := hingeConfig
+	cfg.MaxCutPerSecond = 0
+	return NewAdaptive(cfg, Typed, sc.Initial)
+}}
