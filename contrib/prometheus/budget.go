@@ -84,7 +84,8 @@ type budgetDescs struct {
 // counting their events. Register it with a prometheus.Registerer; call
 // Close when it is no longer used. It panics if there is no budget, a
 // budget is nil, two budgets share a name (their series would collide), an
-// option is nil, or WithWaitBuckets is given bad bounds.
+// option is nil, or WithWaitBuckets is given bad bounds; the message names
+// a nil budget or option by its index.
 func NewBudgetCollector(budgets []*bulkhead.Budget, opts ...Option) *BudgetCollector {
 	if len(budgets) == 0 {
 		panic("bulkhead/contrib/prometheus: NewBudgetCollector called without a budget")

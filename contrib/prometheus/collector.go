@@ -99,8 +99,8 @@ type Collector struct {
 // bulkheads, present and future. A *bulkhead.Registry is a MetricsSource;
 // so are pool.Registry.MetricsSource() and the fleet's Registry. Register
 // the Collector with a prometheus.Registerer; call Close when it is no
-// longer used. It panics if src or an option is nil, or if a bucket option
-// is given bad bounds.
+// longer used. It panics if src or an option is nil (the message names the
+// option's index in opts), or if a bucket option is given bad bounds.
 func NewCollector(src bulkhead.MetricsSource, opts ...Option) *Collector {
 	if isNil(src) {
 		panic("bulkhead/contrib/prometheus: NewCollector called with a nil bulkhead.MetricsSource")
