@@ -21,7 +21,9 @@ import (
 //
 // Register it next to a Collector over the same bulkhead.Registry, which
 // reports the permits and the calls. Every adaptive bulkhead the registry
-// has created at scrape time is reported. It is safe for concurrent use.
+// has created at scrape time is reported, except one whose name is not
+// valid UTF-8 (a label value Prometheus refuses), left out as the Collector
+// leaves it out. It is safe for concurrent use.
 type AdaptiveCollector struct {
 	reg                  *adaptive.Registry
 	limit, estimate, rtt *prometheus.Desc
@@ -59,9 +61,13 @@ func (c *AdaptiveCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.floorTime
 }
 
-// Collect reports every adaptive bulkhead, in name order.
+// Collect reports every adaptive bulkhead, in name order, but for one whose
+// name is not valid UTF-8 (see AdaptiveCollector).
 func (c *AdaptiveCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.reg.All() {
+		if !validLabel(b.Name()) {
+			continue
+		}
 		st := b.Stats()
 		ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(st.Limit), b.Name())
 		ch <- prometheus.MustNewConstMetric(c.estimate, prometheus.GaugeValue, st.Estimate, b.Name())

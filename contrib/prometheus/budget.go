@@ -57,6 +57,10 @@ import (
 // dropped by ChangeConfig leaves the scrape). Per partner, use the
 // Collector of the partners' registry.
 //
+// A budget, class or group whose name is not valid UTF-8, which Prometheus
+// refuses as a label value, is left out of the scrape (a budget with all
+// its series), which goes on with the others.
+//
 // Gauges are read from Budget.Metrics and Budget.Config at each scrape;
 // counts and waits come from the budget's events (Budget.OnEvent), from
 // NewBudgetCollector on. A BudgetCollector is safe for concurrent use. Its
@@ -80,7 +84,8 @@ type budgetDescs struct {
 // counting their events. Register it with a prometheus.Registerer; call
 // Close when it is no longer used. It panics if there is no budget, a
 // budget is nil, two budgets share a name (their series would collide), an
-// option is nil, or WithWaitBuckets is given bad bounds.
+// option is nil, or WithWaitBuckets is given bad bounds; the message names
+// a nil budget or option by its index.
 func NewBudgetCollector(budgets []*bulkhead.Budget, opts ...Option) *BudgetCollector {
 	if len(budgets) == 0 {
 		panic("bulkhead/contrib/prometheus: NewBudgetCollector called without a budget")
@@ -156,14 +161,18 @@ func (c *BudgetCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reports every budget, in the order given to NewBudgetCollector,
-// its classes in priority order and its groups in config order. After
-// Close it reports the gauges only.
+// its classes in priority order and its groups in config order, but for
+// the names that are not valid UTF-8 (see BudgetCollector). After Close it
+// reports the gauges only.
 func (c *BudgetCollector) Collect(ch chan<- prometheus.Metric) {
 	closed := c.closed.Load()
 	d := &c.d
 	for _, w := range c.watches {
 		b := w.Budget
 		name := b.Name()
+		if !validLabel(name) {
+			continue
+		}
 		m := b.Metrics()
 		cfg := b.Config()
 		gauge := func(desc *prometheus.Desc, v int, labels ...string) {
@@ -174,6 +183,9 @@ func (c *BudgetCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(d.maxQueued, m.MaxQueuedCalls, name)
 		gauge(d.partners, m.Partners, name)
 		for _, cm := range m.Classes {
+			if !validLabel(cm.Name) {
+				continue
+			}
 			gauge(d.inUse, cm.InUse, name, cm.Name)
 			gauge(d.queued, cm.Queued, name, cm.Name)
 			if !closed {
@@ -181,6 +193,9 @@ func (c *BudgetCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		for i, gm := range m.Groups {
+			if !validLabel(gm.Name) {
+				continue
+			}
 			nominal := 0
 			if i < len(cfg.Groups) && cfg.Groups[i].Name == gm.Name { // a ChangeConfig between the two reads
 				nominal = cfg.Groups[i].Nominal

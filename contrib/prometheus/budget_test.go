@@ -256,7 +256,7 @@ func TestNewBudgetCollectorPanicsNamingTheBadArgument(t *testing.T) {
 		{"no budget", func() { bulkheadprom.NewBudgetCollector(nil) }, "bulkhead/contrib/prometheus: NewBudgetCollector called without a budget"},
 		{"nil budget", func() { bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{b, nil}) }, "bulkhead/contrib/prometheus: NewBudgetCollector called with a nil *bulkhead.Budget at index 1"},
 		{"same name", func() { bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{b, b}) }, "bulkhead/contrib/prometheus: NewBudgetCollector called with two budgets named hub"},
-		{"nil option", func() { bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{b}, nil) }, "bulkhead/contrib/prometheus: NewBudgetCollector called with a nil Option"},
+		{"nil option", func() { bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{b}, nil) }, "bulkhead/contrib/prometheus: NewBudgetCollector called with a nil Option at index 0"},
 		{"bad buckets", func() {
 			bulkheadprom.NewBudgetCollector([]*bulkhead.Budget{b}, bulkheadprom.WithWaitBuckets(time.Second, time.Millisecond))
 		},

@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -63,7 +64,11 @@ import (
 // AdaptiveCollector's.
 //
 // Every bulkhead a source holds at scrape time is reported (its
-// AllMetrics), including those created after the Collector. Gauges are read
+// AllMetrics), including those created after the Collector, except one
+// whose name is not valid UTF-8, which Prometheus refuses as a label value
+// (a key taken from a peer's request, say): it is left out of the scrape,
+// which goes on with the others, and counts only in
+// bulkhead_registry_bulkheads. Gauges are read
 // at scrape time. Counters and histograms come from the events (the
 // source's OnEvent): a bulkhead that exists when NewCollector is called is
 // counted from then on, and one created later from its creation, so no
@@ -94,8 +99,8 @@ type Collector struct {
 // bulkheads, present and future. A *bulkhead.Registry is a MetricsSource;
 // so are pool.Registry.MetricsSource() and the fleet's Registry. Register
 // the Collector with a prometheus.Registerer; call Close when it is no
-// longer used. It panics if src or an option is nil, or if a bucket option
-// is given bad bounds.
+// longer used. It panics if src or an option is nil (the message names the
+// option's index in opts), or if a bucket option is given bad bounds.
 func NewCollector(src bulkhead.MetricsSource, opts ...Option) *Collector {
 	if isNil(src) {
 		panic("bulkhead/contrib/prometheus: NewCollector called with a nil bulkhead.MetricsSource")
@@ -112,11 +117,15 @@ func NewCollector(src bulkhead.MetricsSource, opts ...Option) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) { c.describe(ch) }
 
 // Collect reports every bulkhead of the sources, source after source, each
-// in name order. After Close it reports the gauges only.
+// in name order, but for a bulkhead whose name is not valid UTF-8 (see
+// Collector). After Close it reports the gauges only.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	closed := c.closed.Load()
 	c.collectRegistry(ch, callstats.SumStats(c.watches))
 	callstats.Each(c.watches, func(w *callstats.Watch, name string, m bulkhead.Metrics) {
+		if !validLabel(name) {
+			return
+		}
 		c.collectGauges(ch, name, m)
 		if !closed {
 			c.collectCalls(ch, name, w.Get(name), m.ShadowMode)
@@ -134,3 +143,8 @@ func (c *Collector) Close() {
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
+
+// validLabel reports whether s may be a label value: client_golang refuses
+// a value that is not valid UTF-8, and MustNewConstMetric would panic in
+// the middle of the scrape, failing it for every bulkhead after s.
+func validLabel(s string) bool { return utf8.ValidString(s) }

@@ -194,7 +194,7 @@ func TestNewCollectorPanicsOnANilSource(t *testing.T) {
 		}()
 	}
 	defer func() {
-		if r := recover(); r != "bulkhead/contrib/prometheus: WithSources called with a nil bulkhead.MetricsSource" {
+		if r := recover(); r != "bulkhead/contrib/prometheus: WithSources called with a nil bulkhead.MetricsSource at index 0" {
 			t.Fatalf("WithSources(nil) recovered %v", r)
 		}
 	}()

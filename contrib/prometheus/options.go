@@ -10,7 +10,11 @@ import (
 	"github.com/rxbulkhead/bulkhead/pool"
 )
 
-// Option configures NewCollector.
+// Option configures NewCollector (and NewBudgetCollector, to which only
+// WithWaitBuckets applies). The constructors return no error: a nil Option
+// is a programming error they panic on, as client_golang's Must functions
+// do, with a message naming its index in opts (contrib/otel's Start, which
+// returns an error, fails with the same words instead).
 type Option interface{ apply(*options) }
 
 type options struct {
@@ -67,12 +71,12 @@ func WithResilience4jNames() Option {
 // (two series cannot share a name and labels): name them apart. The
 // registry-wide metrics are the sums over the sources. A source given
 // twice (here, to NewCollector or WithPools) is reported once. NewCollector
-// panics if a source is nil.
+// panics if a source is nil (or a nil pointer), naming its index in srcs.
 func WithSources(srcs ...bulkhead.MetricsSource) Option {
 	return optionFunc(func(o *options) {
-		for _, s := range srcs {
+		for i, s := range srcs {
 			if isNil(s) {
-				panic("bulkhead/contrib/prometheus: WithSources called with a nil bulkhead.MetricsSource")
+				panic(fmt.Sprintf("bulkhead/contrib/prometheus: WithSources called with a nil bulkhead.MetricsSource at index %d", i))
 			}
 		}
 		o.sources = append(o.sources, srcs...)
@@ -93,9 +97,9 @@ func WithPools(preg *pool.Registry) Option {
 
 func newOptions(caller string, opts []Option) options {
 	o := options{waitBuckets: callstats.DefaultWaitBuckets, durationBuckets: callstats.DefaultDurationBuckets}
-	for _, opt := range opts {
+	for i, opt := range opts {
 		if opt == nil {
-			panic(fmt.Sprintf("bulkhead/contrib/prometheus: %s called with a nil Option", caller))
+			panic(fmt.Sprintf("bulkhead/contrib/prometheus: %s called with a nil Option at index %d", caller, i))
 		}
 		opt.apply(&o)
 	}

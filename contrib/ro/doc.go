@@ -23,7 +23,10 @@
 //     completes or fails (before the subscriber receives the Complete or
 //     the Error), and on Unsubscribe after the grant with FinishCall if a
 //     value had been delivered, ReleasePermission if not (src is
-//     unsubscribed).
+//     unsubscribed). An observer built by ro (ro.NewObserver) whose Next
+//     panics receives the panic as its Error, but ro leaves src subscribed:
+//     the permit stays held until src ends or the subscription is
+//     unsubscribed, as for any src still running.
 //
 // # Which goroutine subscribes the source
 //
