@@ -27,11 +27,11 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
 	}
-	// The parallel tests (the Cluster and Sentinel ones) each run servers
-	// and processes of their own and spend their time waiting on them: all
-	// three run at once unless -parallel is given (its default, GOMAXPROCS,
-	// ran two and made the third wait for one of them: 13 s more of make
-	// test on 2 cores).
+	// The parallel tests (the Cluster and Sentinel ones, and the process
+	// test) run servers and processes of their own and spend their time
+	// waiting on them: all four run at once unless -parallel is given (its
+	// default, GOMAXPROCS, ran two and made the others wait: 13 s more of
+	// make test on 2 cores).
 	flag.Parse()
 	parallelSet := false
 	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
