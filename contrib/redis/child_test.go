@@ -54,6 +54,11 @@ type childParams struct {
 	// KillAt (Unix ns): hammer: when the parent kills a server; the child
 	// reports when callers saw the fleet again after it.
 	KillAt int64
+	// AfterKill, with KillAt: the hammer stops AfterKill after its first
+	// grant after the kill (the fleet is back: AfterKill of calls on the
+	// recovered fleet) instead of running all of Duration, which bounds a
+	// run that never sees the fleet again.
+	AfterKill time.Duration
 	// MinGrants, if set: the hammer goes on after Duration until it has
 	// made MinGrants grants, one wait timeout and one cancel, for at most
 	// Duration + outcomeTimeout, so that a test asserting every outcome
@@ -203,8 +208,13 @@ func hammerChild(p childParams) (childResult, error) {
 	ctx := context.Background()
 	stop := time.Now().Add(p.Duration)
 	hardStop := stop.Add(outcomeTimeout)
+	var recovered atomic.Int64 // Unix ns of the first grant after KillAt
 	running := func() bool {
 		now := time.Now()
+		if p.AfterKill > 0 {
+			r := recovered.Load()
+			return now.Before(stop) && (r == 0 || now.UnixNano() < r+p.AfterKill.Nanoseconds())
+		}
 		if now.Before(stop) {
 			return true
 		}
@@ -261,6 +271,7 @@ func hammerChild(p childParams) (childResult, error) {
 						overMu.Lock()
 						if grantsAfter++; firstAfter == 0 || now < firstAfter {
 							firstAfter = now
+							recovered.CompareAndSwap(0, now)
 						}
 						overMu.Unlock()
 					}

@@ -31,6 +31,11 @@ func fleetIdle(t *testing.T, c *goredis.Client, prefix, name string, within time
 }
 
 func TestSeveralProcessesNeverHoldMoreThanTheFleetLimit(t *testing.T) {
+	// Keys of its own and processes that wait on Redis, and nothing it
+	// checks depends on time (counts; the children go on until they have
+	// exercised every outcome): it runs beside the Cluster and Sentinel
+	// tests, after the rest (make test's time budget).
+	t.Parallel()
 	srv := sharedServer(t)
 	c := srv.client(t)
 	prefix := prefixFor(t)

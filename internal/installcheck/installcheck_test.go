@@ -90,6 +90,10 @@ func TestReadmeInstallSectionNamesEveryPublishedModule(t *testing.T) {
 // TestEveryPublishedModuleInstallsFromAProxy is the check itself, over the
 // working tree: publish it, then install each published module on its own
 // (a user who wants contrib/redis asks for it alone) in a consumer of its own.
+// The consumers are independent (a directory each; the module cache they
+// share is safe for concurrent go commands, which lock what they extract), so
+// they run in parallel: most of a run is the go command waiting on files and
+// on its own child processes.
 func TestEveryPublishedModuleInstallsFromAProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("vets every published package in consumer modules")
@@ -109,6 +113,7 @@ func TestEveryPublishedModuleInstallsFromAProxy(t *testing.T) {
 			continue
 		}
 		t.Run(m.Dir, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), installTimeout)
 			defer cancel()
 			c, err := installcheck.Consume(ctx, goBin(t), proxy, work, modCache, installcheck.ReleaseVersion, m)
