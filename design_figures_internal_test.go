@@ -2,33 +2,24 @@ package bulkhead
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/rxbulkhead/bulkhead/internal/docfigures"
 )
 
 // designFigure returns the number the first submatch of re finds in
 // docs/design.md's text (its lines joined, as a reader sees them).
 func designFigure(t *testing.T, re *regexp.Regexp) float64 {
 	t.Helper()
-	b, err := os.ReadFile("docs/design.md")
+	v, err := docfigures.Find("docs/design.md", re)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := regexp.MustCompile(`\s*\n\s*`).ReplaceAllString(string(b), " ")
-	m := re.FindStringSubmatch(text)
-	if m == nil {
-		t.Fatalf("docs/design.md does not say %v", re)
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return v[0]
 }
 
 // TestDesignMdSaysWhatAnIdleBulkheadCosts checks design.md's figures of an

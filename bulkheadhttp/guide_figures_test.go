@@ -4,15 +4,14 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/bulkheadhttp"
+	"github.com/rxbulkhead/bulkhead/internal/docfigures"
 )
 
 // TestTheGuidesCostOfACancellableRequestIsTheMeasuredOne checks what the
@@ -22,18 +21,11 @@ import (
 // BenchmarkTransportRoundTripInMemory measures for each: the allocations
 // exactly (rounded), the bytes within 8 B. The time is not checked.
 func TestTheGuidesCostOfACancellableRequestIsTheMeasuredOne(t *testing.T) {
-	b, err := os.ReadFile("../docs/guide.md")
+	doc, err := docfigures.Find("../docs/guide.md", regexp.MustCompile(`pays about [\d.]+ µs, (\d+) allocations and (\d+) B more for the `+"`context.AfterFunc`"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := regexp.MustCompile(`\s*\n\s*`).ReplaceAllString(string(b), " ")
-	re := regexp.MustCompile(`pays about [\d.]+ µs, (\d+) allocations and (\d+) B more for the ` + "`context.AfterFunc`")
-	m := re.FindStringSubmatch(text)
-	if m == nil {
-		t.Fatalf("docs/guide.md does not say %v", re)
-	}
-	docAllocs, _ := strconv.Atoi(m[1])
-	docBytes, _ := strconv.ParseFloat(m[2], 64)
+	docAllocs, docBytes := int(doc[0]), doc[1]
 
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil

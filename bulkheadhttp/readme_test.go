@@ -4,16 +4,16 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rxbulkhead/bulkhead/internal/pendingtable"
+	"github.com/rxbulkhead/bulkhead/internal/docfigures"
 )
 
 // TestTheREADMEsCostOfAWaitingGoRequestIsTheMeasuredOne measures a request
 // waiting in Transport.Go as BenchmarkPendingClientRequests does and checks
 // the README's row (bench/pending checks the other rows): no goroutine, and
-// the bytes within pendingtable.Row.Check's tolerance (the median of three
+// the bytes within docfigures.PendingRow.Check's tolerance (the median of three
 // batches).
 func TestTheREADMEsCostOfAWaitingGoRequestIsTheMeasuredOne(t *testing.T) {
-	rows, err := pendingtable.Read("../README.md")
+	rows, err := docfigures.PendingTable("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

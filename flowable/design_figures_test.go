@@ -1,15 +1,14 @@
 package flowable_test
 
 import (
-	"os"
 	"regexp"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/flowable"
+	"github.com/rxbulkhead/bulkhead/internal/docfigures"
 )
 
 // TestDesignMdSaysWhatAPendingSubscriptionCosts checks docs/design.md's
@@ -19,18 +18,11 @@ import (
 // within 1 % (or 4 B). It fails on the page as it was before 1caf56a
 // (288 B, for 304).
 func TestDesignMdSaysWhatAPendingSubscriptionCosts(t *testing.T) {
-	b, err := os.ReadFile("../docs/design.md")
+	doc, err := docfigures.Find("../docs/design.md", regexp.MustCompile(`closure: (\d+) B and (\d+) goroutines`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := regexp.MustCompile(`\s*\n\s*`).ReplaceAllString(string(b), " ")
-	re := regexp.MustCompile(`closure: (\d+) B and (\d+) goroutines`)
-	m := re.FindStringSubmatch(text)
-	if m == nil {
-		t.Fatalf("docs/design.md does not say %v", re)
-	}
-	docBytes, _ := strconv.ParseFloat(m[1], 64)
-	docGoroutines, _ := strconv.Atoi(m[2])
+	docBytes, docGoroutines := doc[0], int(doc[1])
 
 	const n = 30_000
 	bh, err := bulkhead.New("figures", bulkhead.Config{MaxConcurrentCalls: 1, MaxWaitDuration: time.Hour, MaxQueuedCalls: bulkhead.Unbounded})

@@ -1,54 +1,36 @@
 package observable_test
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"regexp"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/reactivex/rxgo/v2"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/docfigures"
 	"github.com/rxbulkhead/bulkhead/observable"
 )
 
-// guideJustRow starts the row of docs/guide.md's "What it costs" table
-// (part 3) that gives what observing and draining Just(1) costs.
-const guideJustRow = "| observe + drain `Just(1)` |"
+// guideJustRow is the row of docs/guide.md's "What it costs" table (part
+// 3) that gives what observing and draining Just(1) costs: bare rxgo, with
+// one Map, through observable.Bulkhead, and that with rxgo.WithContext.
+var guideJustRow = regexp.MustCompile("\\| observe \\+ drain `Just\\(1\\)` \\| (\\d+) B, (\\d+) allocs \\| (\\d+) B, (\\d+) allocs \\| " +
+	"(\\d+) B, (\\d+) allocs \\(with `rxgo.WithContext`: (\\d+) B, (\\d+) allocs\\) \\|")
 
-// guideCosts returns the "N B, M allocs" figures of the guide's row, in the
-// order the row gives them.
+// guideCosts returns the row's bytes and allocations, in its order.
 func guideCosts(t *testing.T) [][2]int {
 	t.Helper()
-	f, err := os.Open("../docs/guide.md")
+	doc, err := docfigures.Find("../docs/guide.md", guideJustRow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	cost := regexp.MustCompile(`(\d+) B, (\d+) allocs`)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, guideJustRow) {
-			continue
-		}
-		var out [][2]int
-		for _, m := range cost.FindAllStringSubmatch(line, -1) {
-			b, _ := strconv.Atoi(m[1])
-			a, _ := strconv.Atoi(m[2])
-			out = append(out, [2]int{b, a})
-		}
-		return out
+	var out [][2]int
+	for i := 0; i < len(doc); i += 2 {
+		out = append(out, [2]int{int(doc[i]), int(doc[i+1])})
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Fatalf("docs/guide.md has no row starting %q", guideJustRow)
-	return nil
+	return out
 }
 
 // observeCost returns the bytes and allocations one observe-and-drain of
@@ -72,8 +54,9 @@ func observeCost(n int, observe func()) (bytes, allocs float64) {
 // BenchmarkObserveJust measures (bare rxgo, bare rxgo with one Map, through
 // observable.Bulkhead, and with rxgo.WithContext) and checks the guide's
 // table against it: the allocations exactly (rounded), the bytes within
-// 3 % (a goroutine of the previous run may still allocate during the
-// next). It failed when the guide still said 960 B, 15 allocs for what
+// 5 % (a goroutine of the previous run may still allocate during the
+// next, and under -race rxgo's Map allocates about 3 % more: 683 B for
+// the guide's 665). It failed when the guide still said 960 B, 15 allocs for what
 // costs 664 B, 8 allocs.
 func TestTheGuidesCostOfObservingJustOneIsTheMeasuredOne(t *testing.T) {
 	doc := guideCosts(t)
@@ -113,8 +96,8 @@ func TestTheGuidesCostOfObservingJustOneIsTheMeasuredOne(t *testing.T) {
 		if a := int(allocs + 0.5); a != wantA {
 			t.Errorf("%s: %.2f allocs per observation, the guide says %d", c.name, allocs, wantA)
 		}
-		if d := bytes - float64(wantB); d > 0.03*float64(wantB) || d < -0.03*float64(wantB) {
-			t.Errorf("%s: %.1f B per observation, the guide says %d B (±3 %%)", c.name, bytes, wantB)
+		if d := bytes - float64(wantB); d > 0.05*float64(wantB) || d < -0.05*float64(wantB) {
+			t.Errorf("%s: %.1f B per observation, the guide says %d B (±5 %%)", c.name, bytes, wantB)
 		}
 	}
 }

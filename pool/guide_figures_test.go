@@ -1,16 +1,13 @@
 package pool_test
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"regexp"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
 	bulkhead "github.com/rxbulkhead/bulkhead"
+	"github.com/rxbulkhead/bulkhead/internal/docfigures"
 	"github.com/rxbulkhead/bulkhead/pool"
 )
 
@@ -21,30 +18,11 @@ var guideQueuedTask = regexp.MustCompile(`a (\d+)-byte record in the task queue 
 
 func guideTaskCosts(t *testing.T) (record, cancellable float64) {
 	t.Helper()
-	f, err := os.Open("../docs/guide.md")
+	doc, err := docfigures.Find("../docs/guide.md", guideQueuedTask)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "| a waiting call costs |") {
-			continue
-		}
-		m := guideQueuedTask.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("docs/guide.md's row %q does not match %v", line, guideQueuedTask)
-		}
-		record, _ = strconv.ParseFloat(m[1], 64)
-		cancellable, _ = strconv.ParseFloat(m[2], 64)
-		return record, cancellable
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Fatal("docs/guide.md has no row starting \"| a waiting call costs |\"")
-	return 0, 0
+	return doc[0], doc[1]
 }
 
 // queuedTaskHeap queues n tasks behind one busy worker, as

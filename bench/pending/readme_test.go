@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rxbulkhead/bulkhead/internal/pendingtable"
+	"github.com/rxbulkhead/bulkhead/internal/docfigures"
 )
 
 // readmeRow is the row of the README's pending-cost table each kind is
@@ -24,10 +24,10 @@ var readmeRow = map[string]string{
 // TestTheREADMEsCostOfAWaitingCallIsTheMeasuredOne measures every kind as
 // BenchmarkPending does and checks the README's table against it: the
 // goroutines exactly, the bytes of a pipeline that holds no goroutine
-// within pendingtable.Row.Check's tolerance. A change that makes a waiting
+// within docfigures.PendingRow.Check's tolerance. A change that makes a waiting
 // call heavier or lighter fails here until the README says so.
 func TestTheREADMEsCostOfAWaitingCallIsTheMeasuredOne(t *testing.T) {
-	rows, err := pendingtable.Read("../../README.md")
+	rows, err := docfigures.PendingTable("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pendingtable
+package docfigures
 
 import (
 	"os"
@@ -31,12 +31,12 @@ What one call waiting for its permit costs, per pipeline (measured):
 | x | y |
 `
 
-func TestReadParsesEveryRowOfThePendingTableAndStopsAtItsEnd(t *testing.T) {
-	rows, err := Read(write(t, table))
+func TestPendingTableParsesEveryRowOfThePendingTableAndStopsAtItsEnd(t *testing.T) {
+	rows, err := PendingTable(write(t, table))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Row{"`a`": {0, 112, false}, "`b`": {0, 750, true}, "`c`": {1, 3900, true}}
+	want := map[string]PendingRow{"`a`": {0, 112, false}, "`b`": {0, 750, true}, "`c`": {1, 3900, true}}
 	if len(rows) != len(want) {
 		t.Fatalf("rows %v, want %v", rows, want)
 	}
@@ -47,21 +47,21 @@ func TestReadParsesEveryRowOfThePendingTableAndStopsAtItsEnd(t *testing.T) {
 	}
 }
 
-func TestReadFailsNamingTheRowThatDoesNotParse(t *testing.T) {
-	_, err := Read(write(t, strings.Replace(table, "about 750", "seven hundred", 1)))
+func TestPendingTableFailsNamingTheRowThatDoesNotParse(t *testing.T) {
+	_, err := PendingTable(write(t, strings.Replace(table, "about 750", "seven hundred", 1)))
 	if err == nil || !strings.Contains(err.Error(), "row `b`") {
 		t.Fatalf("err %v, want one naming row `b`", err)
 	}
-	if _, err := Read(write(t, "# no table\n")); err == nil {
+	if _, err := PendingTable(write(t, "# no table\n")); err == nil {
 		t.Fatal("a README without the table read without error")
 	}
 }
 
 func TestCheckHoldsWithinTheToleranceAndNamesTheGapBeyondIt(t *testing.T) {
-	exact, about, busy := Row{0, 112, false}, Row{0, 750, true}, Row{1, 3900, true}
+	exact, about, busy := PendingRow{0, 112, false}, PendingRow{0, 750, true}, PendingRow{1, 3900, true}
 	for _, c := range []struct {
 		name       string
-		r          Row
+		r          PendingRow
 		g, b       float64
 		wantAgrees bool
 	}{

@@ -1,8 +1,4 @@
-// Package pendingtable reads the README's table of what one call waiting
-// for its permit costs, per pipeline, so that the tests that measure those
-// costs (bench/pending, bulkheadhttp) fail when the table and the
-// measurement part.
-package pendingtable
+package docfigures
 
 import (
 	"bufio"
@@ -12,8 +8,9 @@ import (
 	"strings"
 )
 
-// Row is one pipeline's documented cost.
-type Row struct {
+// PendingRow is one pipeline's row of the README's table of what one call
+// waiting for its permit costs.
+type PendingRow struct {
 	// Goroutines is the goroutines one waiting call holds.
 	Goroutines int
 	// Bytes is the bytes one waiting call holds (a KB is 1,000 B).
@@ -26,16 +23,16 @@ type Row struct {
 // heading starts the paragraph the table follows.
 const heading = "What one call waiting for its permit costs"
 
-// Read returns the rows of the table in the README at path, keyed by the
-// first cell as the README writes it (backquotes included). It fails if
-// the table is missing or a row's cells do not parse.
-func Read(path string) (map[string]Row, error) {
+// PendingTable returns the rows of that table in the README at path, keyed
+// by the first cell as the README writes it (backquotes included). It
+// fails if the table is missing or a row's cells do not parse.
+func PendingTable(path string) (map[string]PendingRow, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	rows := map[string]Row{}
+	rows := map[string]PendingRow{}
 	in := false // after the heading, before the end of the table
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -74,8 +71,8 @@ func Read(path string) (map[string]Row, error) {
 
 // parseRow parses a row's goroutines ("0", "1 (rxgo's own Map)") and bytes
 // ("112", "about 750", "about 3.9 KB (mostly its stack)").
-func parseRow(goroutines, bytes string) (Row, error) {
-	var r Row
+func parseRow(goroutines, bytes string) (PendingRow, error) {
+	var r PendingRow
 	g, _, _ := strings.Cut(strings.TrimSpace(goroutines), " ")
 	n, err := strconv.Atoi(g)
 	if err != nil {
@@ -106,7 +103,7 @@ func parseRow(goroutines, bytes string) (Row, error) {
 // goroutine must be within 1 % (or 4 B) of the measured ones, within 5 %
 // for an approximate row; the bytes of a row with goroutines are not
 // checked: stacks vary with the run and the race detector.
-func (r Row) Check(goroutines, bytes float64) string {
+func (r PendingRow) Check(goroutines, bytes float64) string {
 	if goroutines != float64(r.Goroutines) {
 		return fmt.Sprintf("%.2f goroutines per waiting call, the README says %d", goroutines, r.Goroutines)
 	}
