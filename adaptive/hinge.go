@@ -83,8 +83,8 @@ import (
 // (the fits sum the levels on each side of a knee as the grid passes
 // them): about 55 µs with 1000 levels filled, 1.5 µs with 20; a sample
 // that decides nothing about 50 to 90 ns (BenchmarkHingeUpdate). The
-// state is at most 1001 levels. The zero Hinge is ready to use; like every Algorithm, a
-// Hinge serves one bulkhead.
+// state is at most 1001 levels. The zero Hinge is ready to use; like
+// every Algorithm, a Hinge serves one bulkhead.
 type Hinge struct {
 	// Target is the limit as a multiple of the estimated capacity. Zero
 	// means 1.1; values not above 1 are replaced by 1.1.
