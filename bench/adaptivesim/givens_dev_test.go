@@ -3,6 +3,8 @@ package adaptivesim
 import (
 	"math"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/adaptive"
 )
 
 // devContenders are the matrix's contenders and two dev-only limiters that
@@ -16,13 +18,20 @@ import (
 // The third, hinge (blind), is the hinge that measures S itself
 // (blindHinge), which adaptive.Hinge (the contender hinge) ports; hinge
 // (max cut 0.5) is that port under the controller's default
-// MaxCutPerSecond.
+// MaxCutPerSecond; hinge (plain interface) and hinge (watched) are the
+// port fed as the operators and Watch feed it (a call's level at its
+// finish, RTTs matched to grants), the wirings it would meet as the
+// default:
+//
+//	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^hinge' -dev.seeds 20 -v
 func devContenders() []Contender {
 	return append(Contenders(),
 		Contender{Name: "given S: Little", New: func(sc Scenario) Limiter { return newGivenSLittle(sc) }},
 		Contender{Name: "given S: hinge", New: func(sc Scenario) Limiter { return newGivenSHinge(sc) }},
 		Contender{Name: "hinge (blind)", New: func(sc Scenario) Limiter { return newBlindHinge(sc, blindDefaults) }},
 		hingeHalfCut,
+		adaptiveContender(adaptive.NameHinge+" (plain interface)", hingeConfig, Plain),
+		adaptiveContender(adaptive.NameHinge+" (watched)", hingeConfig, Watched),
 	)
 }
 
