@@ -10,9 +10,10 @@
 // this package's own, built to settle on the partner's capacity without
 // acting on noise; SetPoint, an option, holds a set point above the
 // capacity it estimates instead of probing; Hinge, an option for per-call
-// samples, fits the RTT of each level of concurrency to find the capacity
-// (docs/benchmarks.md, "Adaptive limits", compares them with static limits
-// and failsafe-go on a matrix of simulated partners). Whatever the
+// samples of typed calls only, fits the RTT of each level of concurrency
+// to find the capacity (docs/benchmarks.md, "Adaptive limits", compares
+// them with static limits and failsafe-go on a matrix of simulated
+// partners). Whatever the
 // algorithm, Config.MaxCutPerSecond bounds how fast the limit falls, and
 // OnFloor and Stats report a limit that sits at its floor.
 //

@@ -76,8 +76,12 @@ import (
 // InFlight level (its calls given up as Drops calls there): it runs, but
 // the levels it sees are the windows' peaks, so the fits are rough. Plain
 // and watched calls give the level at the finish, not at the grant (see
-// Sample.InFlight), which blurs the hinge as well. Probes stay at or above
-// the controller's floor (Config.Min).
+// Sample.InFlight), and that undoes it: fed by the plain bulkhead.Bulkhead
+// methods or through Watch, it met every goal in 40 of the matrix's 1,800
+// runs (typed: 322; Capacity through the same wirings: 181 and 199), with
+// a worst p99 of 7.93× and 1.2 s at the floor. Use it with typed calls
+// only (fileconfig.WatchAdaptive refuses it). Probes stay at or above the
+// controller's floor (Config.Min).
 //
 // A decision costs time in proportion to the levels seen plus the grid
 // (the fits sum the levels on each side of a knee as the grid passes

@@ -2,6 +2,7 @@ package fileconfig
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -24,7 +25,9 @@ type AdaptiveSpec struct {
 	// Algorithm is one of adaptive.Names(): aimd, vegas, gradient2,
 	// capacity, setpoint, hinge. Empty: inherit, or capacity
 	// (adaptive.Config's default). hinge also sets the configuration
-	// adaptive.Hinge needs: Window.PerCall and MaxCutPerSecond 1.
+	// adaptive.Hinge needs: Window.PerCall and MaxCutPerSecond 1; it needs
+	// typed calls too, so WatchAdaptive refuses it (use Resolve's entry
+	// with adaptive.NewRegistry and its Acquire or TryAcquire).
 	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
 	// Min overrides adaptive.Config.Min (0: 1).
 	Min *int `json:"min,omitempty" yaml:"min,omitempty"`
@@ -135,12 +138,22 @@ func adaptiveCount(field func(*AdaptiveSpec) **int) func(v any, a *AdaptiveSpec)
 //
 // reg is typically the result of NewRegistry(f): WatchAdaptive does not
 // apply the file's static settings itself.
+//
+// It refuses algorithm hinge, naming the bulkhead (or the default
+// config): adaptive.Hinge needs typed calls, the level of each call at its
+// grant, and watched semaphores give the level at the finish, where it met
+// every goal in 40 of the 1,800 runs of the adaptive matrix (capacity:
+// 199; docs/benchmarks.md). Build an adaptive.NewRegistry from Resolve's
+// entries and call it with Acquire or TryAcquire to use hinge.
 func WatchAdaptive(reg *bulkhead.Registry, f File, opts ...adaptive.Option) (*adaptive.Registry, error) {
 	if reg == nil {
 		panic("fileconfig: WatchAdaptive called with a nil *bulkhead.Registry")
 	}
 	res, err := f.Resolve()
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseWatchedHinge(res); err != nil {
 		return nil, err
 	}
 	def := res.Configs[bulkhead.DefaultConfigName].Adaptive
@@ -163,4 +176,24 @@ func WatchAdaptive(reg *bulkhead.Registry, f File, opts ...adaptive.Option) (*ad
 		}
 	}
 	return ar, nil
+}
+
+// refuseWatchedHinge returns an error naming the first bulkhead (the
+// default config first, then the instances by name) whose adaptive section
+// asks for hinge, which WatchAdaptive's watched semaphores cannot feed.
+func refuseWatchedHinge(res Resolved) error {
+	names := []string{bulkhead.DefaultConfigName}
+	entries := []*AdaptiveEntry{res.Configs[bulkhead.DefaultConfigName].Adaptive}
+	for _, name := range slices.Sorted(maps.Keys(res.Instances)) {
+		names = append(names, name)
+		entries = append(entries, res.Instances[name].Adaptive)
+	}
+	for i, a := range entries {
+		if a != nil && a.Algorithm == adaptive.NameHinge {
+			return fmt.Errorf("bulkhead %q: adaptive.algorithm %q needs typed calls (adaptive.Bulkhead's Acquire or TryAcquire and Call.Finish), "+
+				"and WatchAdaptive learns from the semaphores' events: choose another algorithm, or build an adaptive.NewRegistry from Resolve's entries",
+				names[i], adaptive.NameHinge)
+		}
+	}
+	return nil
 }
