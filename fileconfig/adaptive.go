@@ -182,17 +182,20 @@ func WatchAdaptive(reg *bulkhead.Registry, f File, opts ...adaptive.Option) (*ad
 // default config first, then the instances by name) whose adaptive section
 // asks for hinge, which WatchAdaptive's watched semaphores cannot feed.
 func refuseWatchedHinge(res Resolved) error {
-	names := []string{bulkhead.DefaultConfigName}
-	entries := []*AdaptiveEntry{res.Configs[bulkhead.DefaultConfigName].Adaptive}
-	for _, name := range slices.Sorted(maps.Keys(res.Instances)) {
-		names = append(names, name)
-		entries = append(entries, res.Instances[name].Adaptive)
+	refused := func(name string, a *AdaptiveEntry) error {
+		if a == nil || a.Algorithm != adaptive.NameHinge {
+			return nil
+		}
+		return fmt.Errorf("bulkhead %q: adaptive.algorithm %q needs typed calls (adaptive.Bulkhead's Acquire or TryAcquire and Call.Finish), "+
+			"and WatchAdaptive learns from the semaphores' events: choose another algorithm, or build an adaptive.NewRegistry from Resolve's entries",
+			name, adaptive.NameHinge)
 	}
-	for i, a := range entries {
-		if a != nil && a.Algorithm == adaptive.NameHinge {
-			return fmt.Errorf("bulkhead %q: adaptive.algorithm %q needs typed calls (adaptive.Bulkhead's Acquire or TryAcquire and Call.Finish), "+
-				"and WatchAdaptive learns from the semaphores' events: choose another algorithm, or build an adaptive.NewRegistry from Resolve's entries",
-				names[i], adaptive.NameHinge)
+	if err := refused(bulkhead.DefaultConfigName, res.Configs[bulkhead.DefaultConfigName].Adaptive); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(res.Instances)) {
+		if err := refused(name, res.Instances[name].Adaptive); err != nil {
+			return err
 		}
 	}
 	return nil
