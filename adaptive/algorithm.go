@@ -24,9 +24,10 @@ type Sample struct {
 	// sample).
 	N int
 	// InFlight is the most calls that held a permit at once during the
-	// window (for a per-call sample: the calls in flight when it was
-	// granted, itself included, for typed calls; when it finished, itself
-	// included, for plain and watched ones). It is at least 1.
+	// window. For a per-call sample it is the call's level: the calls in
+	// flight once it was granted, itself included; for plain and watched
+	// calls, whose finish does not say which call it is, the level of the
+	// grant it is matched with (see Bulkhead and Watch). It is at least 1.
 	InFlight int
 	// Dropped reports that a call of the window ended in overload: marked by
 	// the caller (Call.Finish with an error that Config.IsOverload accepts,

@@ -66,7 +66,7 @@ type Bulkhead struct {
 	limit     float64 // the smoothed, clamped limit
 	estimate  float64 // the algorithm's last output
 	w         window
-	plain     grants // grant times of plain calls in flight
+	plain     grants // grants of plain (or watched) calls in flight
 	lastRTT   time.Duration
 	lastMin   time.Duration // shortest RTT of the last window
 	windows   int64
@@ -332,8 +332,8 @@ func (b *Bulkhead) countRejected() {
 }
 
 // granted counts a grant and returns its time and the calls in flight,
-// itself included; the grant time of a plain call is queued for matching
-// (see grants).
+// itself included (its level); the grant of a plain call is queued for
+// matching (see grants).
 func (b *Bulkhead) granted(plain bool) (time.Duration, int) {
 	now := b.now()
 	b.mu.Lock()
@@ -341,19 +341,19 @@ func (b *Bulkhead) granted(plain bool) (time.Duration, int) {
 	n := b.inFlight
 	b.w.maxInFlight = max(b.w.maxInFlight, n)
 	if plain {
-		b.plain.push(now)
+		b.plain.push(now, n)
 	}
 	b.mu.Unlock()
 	return now, n
 }
 
-// finishPlain records a plain call's RTT, matched with the oldest grant;
-// its in-flight count is the one at its finish, itself included.
+// finishPlain records a plain call's RTT and level, matched with the
+// oldest grant (see grants).
 func finishPlain(b *Bulkhead, now time.Duration) {
-	if start, ok := b.plain.popOldest(); ok {
-		b.w.add(now - start)
+	if g, ok := b.plain.popOldest(); ok {
+		b.w.add(now - g.at)
 		b.w.matched = true
-		b.w.callInFlight = b.inFlight + 1
+		b.w.callInFlight = g.level
 	}
 }
 

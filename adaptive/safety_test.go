@@ -152,19 +152,6 @@ func TestPerCallElapsedIsTheTimeSinceThePreviousSample(t *testing.T) {
 	assert.Equal(t, 435*ms, sum, "the time since the start")
 }
 
-func TestPerCallPlainCallsCountInFlightAtTheFinish(t *testing.T) {
-	alg := &fixed{next: 10}
-	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 10},
-		adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{PerCall: true}})
-	require.True(t, b.AcquirePermissionAsync().Granted())
-	require.True(t, b.AcquirePermissionAsync().Granted())
-	clock.Advance(10 * ms)
-	b.FinishCall()
-	b.FinishCall()
-	assert.Equal(t, []adaptive.Sample{{RTT: 10 * ms, N: 1, InFlight: 2, Matched: true, Elapsed: 10 * ms, PerCall: true},
-		{RTT: 10 * ms, N: 1, InFlight: 1, Matched: true, PerCall: true}}, alg.samples)
-}
-
 func TestDiscardShortDropsAWindowWithTooFewCalls(t *testing.T) {
 	alg := &fixed{next: 10}
 	b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 10},

@@ -54,8 +54,8 @@ func (b *Bulkhead) watchFrom() {
 	b.watched = true
 	now := b.now()
 	for range b.sem.Metrics().InFlightCalls {
-		b.plain.push(now)
 		b.inFlight++
+		b.plain.push(now, b.inFlight)
 	}
 	b.w.maxInFlight = b.inFlight
 }
@@ -78,7 +78,7 @@ func (b *Bulkhead) onEvent(e bulkhead.Event) {
 	case bulkhead.CallFinished:
 		record := finishPlain
 		if d := e.CallDuration; d > 0 {
-			record = func(b *Bulkhead, _ time.Duration) { finishTimed(b, d) }
+			record = func(b *Bulkhead, now time.Duration) { finishTimed(b, now, d) }
 		}
 		var changed bool
 		defer func() {
@@ -93,12 +93,12 @@ func (b *Bulkhead) onEvent(e bulkhead.Event) {
 }
 
 // finishTimed records the RTT d that a watched call's CallFinished event
-// measured: exact, not matched. The oldest grant goes, as for a matched
-// finish, so that the grants left match the calls in flight.
-func finishTimed(b *Bulkhead, d time.Duration) {
-	if _, ok := b.plain.popOldest(); ok {
+// measured (exact, not matched) and the level of the grant nearest to its
+// start, now − d, which it takes (see grants).
+func finishTimed(b *Bulkhead, now, d time.Duration) {
+	if g, ok := b.plain.take(now - d); ok {
 		b.w.add(d)
-		b.w.callInFlight = b.inFlight + 1
+		b.w.callInFlight = g.level
 	}
 }
 

@@ -19,9 +19,10 @@ import (
 // (blindHinge), which adaptive.Hinge (the contender hinge) ports; hinge
 // (max cut 0.5) is that port under the controller's default
 // MaxCutPerSecond; hinge (plain interface) and hinge (watched) are the
-// port fed as the operators and Watch feed it (a call's level at its
-// finish, RTTs matched to grants), the wirings it would meet as the
-// default:
+// port fed as the operators and Watch feed it (RTTs and levels matched to
+// the oldest grant), and hinge (watched keyed registry, Lease) as a keyed
+// integration feeds it (each finish carries its duration, which finds the
+// call's own grant): the wirings it would meet as the default:
 //
 //	cd bench && go test ./adaptivesim -run '^TestDev$' -dev.only '^hinge' -dev.seeds 20 -v
 func devContenders() []Contender {
@@ -32,6 +33,7 @@ func devContenders() []Contender {
 		hingeHalfCut,
 		adaptiveContender(adaptive.NameHinge+" (plain interface)", hingeConfig, Plain),
 		adaptiveContender(adaptive.NameHinge+" (watched)", hingeConfig, Watched),
+		Contender{Name: adaptive.NameHinge + " (watched keyed registry, Lease)", New: func(sc Scenario) Limiter { return NewLeased(hingeConfig, sc.Initial) }},
 	)
 }
 
