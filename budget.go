@@ -83,6 +83,11 @@ type Budget struct {
 	// callbacks of one pass may run on several goroutines in any order.
 	decidedHook func(*Acquisition)
 
+	// before holds the budgets whose permits a call can hold while it
+	// waits for this one's: those of the partners its partners are built
+	// on, at any depth (budget_chain.go). Guarded by budgetOrderMu, not mu.
+	before []*Budget
+
 	mu      sync.Mutex
 	cfg     BudgetConfig // validated, owns its slices
 	held    int
@@ -471,45 +476,35 @@ type PartnerOptions struct {
 // budget's partner built on one of them, at any depth): such a call would
 // wait for b while holding b's permits, and for itself once b is full. It
 // fails with a *ConfigError if opts names an unknown group or class, or
-// another group than the partner joined with first. A partner of another
-// budget is a partner like any other (its calls take that budget's
-// permits, then b's); Partner does not look for two budgets that are each
-// other's partners, which can wait for each other.
+// another group than the partner joined with first.
+//
+// A partner of another budget a (or one built on it, at any depth) is a
+// partner like any other: its calls take a's permits, then b's, so they
+// hold a while they wait for b. Partner records that order and refuses a
+// join that would break it: if calls holding b's permits can already wait
+// for a (some partner of a is built on a partner of b, or of a budget that
+// waits for b, at any depth and through any number of budgets), the two
+// orders could wait for each other, each budget full of calls waiting for
+// the other, and Partner fails with an error naming b, bh and a and the
+// path of budgets from b to a. Budgets joined in one order, however many
+// chains lead from one to the other, are accepted. The order is recorded
+// only by a join that succeeds and is kept as long as the budgets (a
+// partner cannot leave its budget); Partner may be called concurrently,
+// on one budget or several: the joins that use other budgets' partners are
+// checked and recorded one at a time, so two of them that would each close
+// half of a cycle cannot both succeed.
 func (b *Budget) Partner(bh Bulkhead, opts PartnerOptions) (*BudgetPartner, error) {
 	if nilcheck.Is(bh) {
 		return nil, fmt.Errorf("budget %q: Partner called with a nil Bulkhead", b.name)
 	}
-	if b.takenBy(bh) {
+	chain := chainBudgets(bh)
+	if containsBudget(chain, b) {
 		return nil, fmt.Errorf("budget %q: Partner called with a bulkhead (%q) whose calls take permits of this budget already: they would wait for it holding its permits", b.name, bh.Name())
 	}
-	return b.join(bh.Name(), bh, opts)
-}
-
-// takenBy reports whether a call of bh takes permits of b: bh is a partner
-// of b (a BudgetPartner, a BudgetCall or a *BudgetCall of one), or of
-// another budget whose partner's bulkhead is, down the chain.
-func (b *Budget) takenBy(bh Bulkhead) bool {
-	for bh != nil {
-		var p *BudgetPartner
-		switch x := bh.(type) {
-		case *BudgetPartner:
-			p = x
-		case BudgetCall:
-			p = x.p
-		case *BudgetCall:
-			if x != nil {
-				p = x.p
-			}
-		}
-		if p == nil {
-			return false
-		}
-		if p.b == b {
-			return true
-		}
-		bh = p.part
+	if len(chain) > 0 {
+		return b.partnerInOrder(bh, chain, opts)
 	}
-	return false
+	return b.join(bh.Name(), bh, opts)
 }
 
 // Flow is Partner for calls that need the budget only: the returned

@@ -440,7 +440,10 @@ func TestBudgetPartnerRefusesABulkheadThatTakesTheBudgetsOwnPermits(t *testing.T
 	p, _ := newPartner(t, b, clk, "walmart", 5, bulkhead.PartnerOptions{})
 	flow := mustFlow(t, b, "edi", bulkhead.PartnerOptions{})
 	call := p.Call(bulkhead.Class{}, 1)
-	viaOther, err := other.Partner(p, bulkhead.PartnerOptions{})
+	// a third budget: b's calls wait for other below, which must not
+	// wait for b (TestBudgetPartnerRefusesTwoBudgetsThatWouldWaitForEachOther)
+	third := newBudget(t, budgetConfig(1, 0, class("only", 0, 0)), clk)
+	viaOther, err := third.Partner(p, bulkhead.PartnerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
