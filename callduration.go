@@ -2,8 +2,9 @@ package bulkhead
 
 import (
 	"fmt"
-	"math"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/internal/callstart"
 )
 
 // How a call's duration (Event.CallDuration) is measured with no clock
@@ -37,13 +38,12 @@ import (
 // the permit is granted, and give it back with FinishCallStarted. The zero
 // CallStart is an unknown start (StartCall returns it while no listener is
 // registered), which FinishCallStarted treats as FinishCall does. A
-// CallStart is a small value (two words) that means something only to the
-// Semaphore that returned it: FinishCallStarted of another Semaphore
-// refuses it.
-type CallStart struct {
-	ep *time.Time // the epoch of the stamps of the Semaphore that returned it
-	at int64      // a stamp: an offset from *ep plus one; 0 for the zero CallStart
-}
+// CallStart is a small value (two words), comparable, with no exported
+// fields, that means something only to the Bulkhead that returned it:
+// FinishCallStarted of another Semaphore refuses it. (It is an alias of a
+// type internal to this module, so that adaptive.Bulkhead, which wraps a
+// Semaphore, can return starts of its own.)
+type CallStart = callstart.Start
 
 // CallTimer is a Bulkhead whose CallFinished events can carry the call's
 // duration (Event.CallDuration): *Semaphore implements it, and so does
@@ -80,7 +80,7 @@ func (s *Semaphore) StartCall() CallStart {
 	if at == 0 {
 		return CallStart{}
 	}
-	return CallStart{s.events.epoch.Load(), at} // set before any stamp
+	return callstart.Make(s.events.epoch.Load(), at) // set before any stamp
 }
 
 // FinishCallStarted gives back the permit of a call that ran, as
@@ -93,7 +93,7 @@ func (s *Semaphore) StartCall() CallStart {
 // start was returned by another Semaphore.
 func (s *Semaphore) FinishCallStarted(start CallStart) {
 	s.release(true, start)
-	if start.ep != nil && start.ep != s.events.epoch.Load() {
+	if ep := callstart.Epoch(start); ep != nil && ep != s.events.epoch.Load() {
 		panic(fmt.Sprintf("bulkhead %q: FinishCallStarted given the CallStart of another bulkhead", s.name))
 	}
 }
@@ -112,7 +112,7 @@ func (st *stamps) stamp(t time.Time) {
 	if ep == nil {
 		ep = st.setEpoch(t)
 	}
-	v := offset(t, *ep)
+	v := callstart.Offset(t, *ep)
 	for old := st.last.Load(); v > old; old = st.last.Load() {
 		if st.last.CompareAndSwap(old, v) {
 			return
@@ -133,21 +133,10 @@ func (st *stamps) setEpoch(t time.Time) *time.Time {
 // and for one of another Semaphore (whose epoch is not these stamps'), and
 // never negative.
 func (st *stamps) since(start CallStart, now time.Time) time.Duration {
-	if start.at == 0 || start.ep != st.epoch.Load() {
+	if callstart.Epoch(start) != st.epoch.Load() {
 		return 0
 	}
-	return time.Duration(max(offset(now, *start.ep)-start.at, 0))
-}
-
-// offset encodes t as a stamp: its offset from epoch plus one, at least
-// one (t before epoch: a goroutine that read the clock before the one that
-// set the epoch), saturating rather than wrapping around.
-func offset(t, epoch time.Time) int64 {
-	v := int64(t.Sub(epoch))
-	if v < math.MaxInt64 {
-		v++
-	}
-	return max(v, 1)
+	return callstart.Since(start, now)
 }
 
 // StartCall takes the start of l's call now (Semaphore.StartCall), for

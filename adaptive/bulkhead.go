@@ -23,11 +23,14 @@ import (
 //     Finish measures the RTT exactly and classifies the call's error
 //     (Config.IsOverload). Use them when you call the bulkhead yourself.
 //   - The plain bulkhead.Bulkhead methods (AcquirePermissionAsync,
-//     FinishCall, ReleasePermission), which the operators use, carry no
-//     per-call identity: each FinishCall is matched with the oldest grant
-//     still in flight, which makes a window's mean RTT exact when calls
-//     finish in the order they started and nearly so otherwise (see the
-//     accuracy note on grants). MarkOverload reports an overload for them.
+//     FinishCall, ReleasePermission), which the operators use. The
+//     operators take each call's start right after its grant (StartCall)
+//     and give it back (FinishCallStarted), which times the call exactly.
+//     A bare FinishCall carries no per-call identity: it is matched with
+//     the oldest grant still in flight, which makes a window's mean RTT
+//     exact when calls finish in the order they started and nearly so
+//     otherwise (see the accuracy note on grants). MarkOverload reports an
+//     overload for them.
 //
 // Both may be mixed. No goroutine and no timer are started: windows close on
 // the goroutine of the call that finishes them, and the time is read from
@@ -80,6 +83,10 @@ type Bulkhead struct {
 
 	desired  atomic.Int64
 	applying atomic.Bool
+	// lastGrant is the newest plain grant's time, as an offset from epoch
+	// plus one (callstart.Offset; 0: none yet), for StartCall. Written
+	// under mu, never made smaller.
+	lastGrant atomic.Int64
 
 	// Set by Watch, before any event can arrive; read-only afterwards.
 	watched bool
@@ -342,6 +349,9 @@ func (b *Bulkhead) granted(plain bool) (time.Duration, int) {
 	b.w.maxInFlight = max(b.w.maxInFlight, n)
 	if plain {
 		b.plain.push(now, n)
+		if at := max(int64(now)+1, 1); at > b.lastGrant.Load() {
+			b.lastGrant.Store(at)
+		}
 	}
 	b.mu.Unlock()
 	return now, n

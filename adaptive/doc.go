@@ -20,8 +20,9 @@
 // New wraps one Semaphore; NewRegistry wraps a *bulkhead.Registry so that
 // every partner adapts on its own. A Bulkhead implements bulkhead.Bulkhead,
 // so the operators take it unchanged; its Acquire and TryAcquire return a
-// Call that measures its RTT exactly, while the plain interface's calls are
-// matched with the oldest grant in flight (see Bulkhead). Watch and
+// Call that measures its RTT exactly, and so do the operators, which give
+// each call's start back (StartCall, FinishCallStarted), while a bare
+// FinishCall is matched with the oldest grant in flight (see Bulkhead). Watch and
 // WatchRegistry learn from the semaphores' events instead, for integrations
 // that hold the *Semaphore or the *Registry themselves (bulkheadhttp,
 // contrib/grpc); a call that finishes with its start (a Lease,

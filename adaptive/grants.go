@@ -17,9 +17,11 @@ import "time"
 // grant times equals the sum of the true ones. What remains is an error at
 // the window's edges, of the order of the service-time spread times the
 // number of calls reordered across the edge, divided by the window's
-// calls. A watched call whose CallFinished event carries its duration d
-// is matched with the grant nearest to now − d instead (take), which is its
-// own unless two grants were closer together than the clock's resolution.
+// calls. A call whose finish says when it started (FinishCallStarted, as
+// the operators finish; or, watched, a CallFinished event carrying its
+// duration d) is matched with the grant nearest to its start, now − d,
+// instead (take), which is its own unless two grants were closer together
+// than the clock's resolution.
 // ReleasePermission (a call that did not run, typically given back right
 // after its grant) takes the newest grant. See TestPlainRTTEstimate* and
 // TestPlainLevel* for the measured accuracy.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rxbulkhead/bulkhead"
 	"github.com/rxbulkhead/bulkhead/adaptive"
+	"github.com/rxbulkhead/bulkhead/flowable"
 	"github.com/rxbulkhead/bulkhead/testkit"
 )
 
@@ -79,4 +80,47 @@ func TestWatchedTimedCallsCarryTheLevelOfTheirOwnGrant(t *testing.T) {
 	assert.Equal(t, []int{3, 1, 4, 2}, levels)
 	assert.Equal(t, []time.Duration{20 * ms, 45 * ms, 15 * ms, 40 * ms}, rtts)
 	assert.Equal(t, 0, b.Stats().InFlight)
+}
+
+// Calls made through an operator on a Bulkhead made by New (StartCall after
+// the grant, FinishCallStarted at the end) are timed from their own start,
+// not matched with the oldest grant: a call that overtakes an older one
+// still has its exact RTT and its grant's level. Both with no listener on
+// the semaphore (the controller's own starts) and with one (the
+// semaphore's, whose CallFinished then carries the duration).
+func TestPlainOperatorCallsAreTimedFromTheirOwnStart(t *testing.T) {
+	for _, listener := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no listener", true: "listener"}[listener], func(t *testing.T) {
+			alg := &fixed{next: 10}
+			b, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 10},
+				adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{PerCall: true}})
+			var ev *testkit.EventLog
+			if listener {
+				ev = testkit.RecordEvents(t, b.Semaphore())
+			}
+			var subs []*testkit.TestSubscriber[int]
+			var emits []flowable.Emitter[int]
+			for range 3 { // levels 1 to 3, granted 10 ms apart
+				sub := testkit.NewTestSubscriber[int]()
+				flowable.Bulkhead(b, flowable.Create(func(e flowable.Emitter[int]) { emits = append(emits, e) })).Subscribe(sub)
+				subs = append(subs, sub)
+				clock.Advance(10 * ms)
+			}
+			// now 30 ms: the third finishes first, then the first, then the second
+			for _, i := range []int{2, 0, 1} {
+				emits[i].Complete()
+				subs[i].AssertResult(t)
+				clock.Advance(5 * ms)
+			}
+			levels, rtts := perCallLevels(t, alg)
+			assert.Equal(t, []int{3, 1, 2}, levels)
+			assert.Equal(t, []time.Duration{10 * ms, 35 * ms, 30 * ms}, rtts)
+			for _, s := range alg.samples {
+				assert.False(t, s.Matched, "a timed call's sample is not Matched")
+			}
+			if listener {
+				assert.Equal(t, []time.Duration{10 * ms, 35 * ms, 30 * ms}, finishedDurations(ev))
+			}
+		})
+	}
 }
