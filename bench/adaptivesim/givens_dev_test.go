@@ -18,9 +18,11 @@ import (
 // The third, hinge (blind), is the hinge that measures S itself
 // (blindHinge), which adaptive.Hinge (the contender hinge) ports; hinge
 // (max cut 0.5) is that port under the controller's default
-// MaxCutPerSecond; hinge (plain interface) and hinge (watched) are the
-// port fed as the operators and Watch feed it (RTTs and levels matched to
-// the oldest grant), and hinge (watched keyed registry, Lease) as a keyed
+// MaxCutPerSecond; hinge (plain interface) is the port fed as the
+// operators feed it (each call's start given back: exact RTTs), hinge
+// (bare FinishCall) and hinge (watched) as code calling FinishCall itself
+// and Watch of a bare Semaphore.FinishCall feed it (RTTs and levels matched
+// to the oldest grant), and hinge (watched keyed registry, Lease) as a keyed
 // integration feeds it (each finish carries its duration, which finds the
 // call's own grant): the wirings it would meet as the default:
 //
@@ -32,6 +34,7 @@ func devContenders() []Contender {
 		Contender{Name: "hinge (blind)", New: func(sc Scenario) Limiter { return newBlindHinge(sc, blindDefaults) }},
 		hingeHalfCut,
 		adaptiveContender(adaptive.NameHinge+" (plain interface)", hingeConfig, Plain),
+		adaptiveContender(adaptive.NameHinge+" (bare FinishCall)", hingeConfig, Matched),
 		adaptiveContender(adaptive.NameHinge+" (watched)", hingeConfig, Watched),
 		Contender{Name: adaptive.NameHinge + " (watched keyed registry, Lease)", New: func(sc Scenario) Limiter { return NewLeased(hingeConfig, sc.Initial) }},
 	)

@@ -38,9 +38,14 @@ type API int
 const (
 	// Typed: Bulkhead.TryAcquire and Call.Finish (exact RTTs).
 	Typed API = iota
-	// Plain: the bulkhead.Bulkhead methods, as the operators call them
-	// (RTTs matched to grants), and MarkOverload.
+	// Plain: the bulkhead.Bulkhead methods as the operators call them
+	// (bulkhead.CallTimer's StartCall right after the grant,
+	// FinishCallStarted at the end: exact RTTs), and MarkOverload.
 	Plain
+	// Matched: the bulkhead.Bulkhead methods as code that calls them itself
+	// may (a bare FinishCall: RTTs matched to the oldest grant), and
+	// MarkOverload.
+	Matched
 	// Watched: the *bulkhead.Semaphore itself, as an integration holding
 	// it does, with adaptive.Watch learning from its events.
 	Watched
@@ -86,6 +91,11 @@ func (a *Adaptive) Try() (any, bool) {
 		return c, ok
 	case Watched:
 		return nil, a.sem.TryAcquirePermission()
+	case Plain:
+		if !a.b.AcquirePermissionAsync().Granted() {
+			return nil, false
+		}
+		return a.b.StartCall(), true
 	}
 	return nil, a.b.AcquirePermissionAsync().Granted()
 }
@@ -108,6 +118,10 @@ func (a *Adaptive) Done(token any, timedOut bool) {
 	}
 	if timedOut {
 		a.b.MarkOverload()
+	}
+	if a.api == Plain {
+		a.b.FinishCallStarted(token.(bulkhead.CallStart))
+		return
 	}
 	a.b.FinishCall()
 }
