@@ -15,10 +15,13 @@ import (
 // than Capacity and SetPoint and has the best worst-case goodput and p99
 // of the three, at the price of probes that halve the limit now and then.
 //
-// It needs per-call samples of typed calls: Window.PerCall and calls made
-// with Bulkhead.TryAcquire or Acquire and finished with Call.Finish (the
-// level of a call is its Sample.InFlight at the grant). Its clock is the
-// running sum of the samples' Elapsed. Configure it as
+// It needs per-call samples of calls whose finish says which call it is:
+// Window.PerCall, and calls made with Bulkhead.TryAcquire or Acquire and
+// finished with Call.Finish, or made through the operators (which give
+// each call's start back), or, watched, finished with their duration (a
+// Lease, FinishCallStarted): the level of a call is its Sample.InFlight at
+// its grant. Its clock is the running sum of the samples' Elapsed.
+// Configure it as
 //
 //	adaptive.Config{Algorithm: func() adaptive.Algorithm { return &adaptive.Hinge{} },
 //		Window: adaptive.Window{PerCall: true}, MaxCutPerSecond: 1}
@@ -75,15 +78,21 @@ import (
 // With windowed samples (PerCall off) a window counts as N calls at its
 // InFlight level (its calls given up as Drops calls there): it runs, but
 // the levels it sees are the windows' peaks, so the fits are rough. A
-// plain or watched call is given the level of the grant it is matched
-// with (see Sample.InFlight): a watched call whose finish carries its
-// duration (a Lease, the operators over a watched semaphore) finds its own
-// grant and does as well as typed calls on the matrix (every goal in 322
-// runs, worst goodput 0.77×, worst p99 3.14×), but one matched with the
-// oldest grant (the plain methods, Semaphore.FinishCall) meets every goal
-// in 191 runs, with a worst goodput of 0.46×. Use it with typed calls
-// only (fileconfig.WatchAdaptive refuses it). Probes stay at or above the
-// controller's floor (Config.Min).
+// call whose finish says when it started (the operators over a Bulkhead
+// made by New; watched, a Lease or FinishCallStarted) finds its own grant
+// and does exactly as typed calls on the 20 seeds of the matrix (every
+// goal in 322 runs, worst goodput 0.77×, worst p99 3.14×), but one given
+// back with a bare FinishCall is matched with the oldest grant and meets
+// every goal in 191 runs, with a worst goodput of 0.46×. Probes stay at or
+// above the controller's floor (Config.Min).
+//
+// It reads the capacity from calls queued in order inside the partner (the
+// matrix's M/G/c partners), whose RTT grows with their level. On a partner
+// whose calls all slow down together when it is overloaded (processor
+// sharing: every call in at once, sharing the CPUs), the levels' RTTs stay
+// flat and it sees no queue: on ExampleNew's partner, whose C drops from
+// 40 to 8, it holds 52 permits where Capacity goes from 40 to 8. That is
+// why it is not the default.
 //
 // A decision costs time in proportion to the levels seen plus the grid
 // (the fits sum the levels on each side of a knee as the grid passes

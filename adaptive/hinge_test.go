@@ -240,3 +240,30 @@ func TestHingeSurvivesHostileSamples(t *testing.T) {
 	assert.Equal(t, 1.0, limit, "every call given up: the limit goes down to 1")
 	assert.LessOrEqual(t, adaptive.HingeLevels(h), 1001)
 }
+
+// Hinge's doc says why it is not the default: on a partner whose calls all
+// slow down together (ExampleNew's: every call of a window takes
+// 100 ms × max(n, C)/C), the levels' RTTs are flat, so it sees no queue
+// and holds 52 permits once C drops from 40 to 8, where Capacity follows C.
+func TestHingesDocSaysWhatItDoesOnAProcessorSharingPartner(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		cfg       adaptive.Config
+		at40, at8 int
+	}{
+		{"hinge", hingeConfig(&adaptive.Hinge{}), 52, 52},
+		{"capacity", adaptive.Config{}, 40, 8},
+	} {
+		c.cfg.Min, c.cfg.Max = 2, 200
+		clock := testkit.NewVirtualClock(epoch)
+		sem, err := bulkhead.New("walmart", bulkhead.Config{MaxConcurrentCalls: 10}, bulkhead.WithClock(clock))
+		require.NoError(t, err)
+		b, err := adaptive.New(sem, c.cfg, adaptive.WithClock(clock))
+		require.NoError(t, err)
+		saturate(b, clock, 40, 60)
+		assert.Equal(t, c.at40, sem.Config().MaxConcurrentCalls, "%s at C = 40", c.name)
+		saturate(b, clock, 8, 150)
+		assert.Equal(t, c.at8, sem.Config().MaxConcurrentCalls, "%s at C = 8", c.name)
+		testkit.CheckPermits(t, b)
+	}
+}

@@ -2,7 +2,6 @@ package fileconfig
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -25,9 +24,9 @@ type AdaptiveSpec struct {
 	// Algorithm is one of adaptive.Names(): aimd, vegas, gradient2,
 	// capacity, setpoint, hinge. Empty: inherit, or capacity
 	// (adaptive.Config's default). hinge also sets the configuration
-	// adaptive.Hinge needs: Window.PerCall and MaxCutPerSecond 1; it needs
-	// typed calls too, so WatchAdaptive refuses it (use Resolve's entry
-	// with adaptive.NewRegistry and its Acquire or TryAcquire).
+	// adaptive.Hinge needs: Window.PerCall and MaxCutPerSecond 1. It needs
+	// each call's start too, which WatchAdaptive's controllers get from
+	// every integration of this module (see WatchAdaptive).
 	Algorithm string `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
 	// Min overrides adaptive.Config.Min (0: 1).
 	Min *int `json:"min,omitempty" yaml:"min,omitempty"`
@@ -139,21 +138,20 @@ func adaptiveCount(field func(*AdaptiveSpec) **int) func(v any, a *AdaptiveSpec)
 // reg is typically the result of NewRegistry(f): WatchAdaptive does not
 // apply the file's static settings itself.
 //
-// It refuses algorithm hinge, naming the bulkhead (or the default
-// config): adaptive.Hinge needs typed calls, the level of each call at its
-// grant, and watched semaphores give the level at the finish, where it met
-// every goal in 40 of the 1,800 runs of the adaptive matrix (capacity:
-// 199; docs/benchmarks.md). Build an adaptive.NewRegistry from Resolve's
-// entries and call it with Acquire or TryAcquire to use hinge.
+// Algorithm hinge needs each call's start, to find the call's own grant
+// and level: every integration of this module gives it (a Lease, the
+// reactive operators, iterate, bulkheadhttp, contrib/grpc finish with the
+// call's duration in its CallFinished event), and with it adaptive.Hinge
+// does as well as with typed calls on the adaptive matrix
+// (docs/benchmarks.md). Code that gives permits back with a bare
+// Semaphore.FinishCall has its calls matched with the oldest grant, where
+// hinge does worse (see adaptive.Hinge).
 func WatchAdaptive(reg *bulkhead.Registry, f File, opts ...adaptive.Option) (*adaptive.Registry, error) {
 	if reg == nil {
 		panic("fileconfig: WatchAdaptive called with a nil *bulkhead.Registry")
 	}
 	res, err := f.Resolve()
 	if err != nil {
-		return nil, err
-	}
-	if err := refuseWatchedHinge(res); err != nil {
 		return nil, err
 	}
 	def := res.Configs[bulkhead.DefaultConfigName].Adaptive
@@ -176,27 +174,4 @@ func WatchAdaptive(reg *bulkhead.Registry, f File, opts ...adaptive.Option) (*ad
 		}
 	}
 	return ar, nil
-}
-
-// refuseWatchedHinge returns an error naming the first bulkhead (the
-// default config first, then the instances by name) whose adaptive section
-// asks for hinge, which WatchAdaptive's watched semaphores cannot feed.
-func refuseWatchedHinge(res Resolved) error {
-	refused := func(name string, a *AdaptiveEntry) error {
-		if a == nil || a.Algorithm != adaptive.NameHinge {
-			return nil
-		}
-		return fmt.Errorf("bulkhead %q: adaptive.algorithm %q needs typed calls (adaptive.Bulkhead's Acquire or TryAcquire and Call.Finish), "+
-			"and WatchAdaptive learns from the semaphores' events: choose another algorithm, or build an adaptive.NewRegistry from Resolve's entries",
-			name, adaptive.NameHinge)
-	}
-	if err := refused(bulkhead.DefaultConfigName, res.Configs[bulkhead.DefaultConfigName].Adaptive); err != nil {
-		return err
-	}
-	for _, name := range slices.Sorted(maps.Keys(res.Instances)) {
-		if err := refused(name, res.Instances[name].Adaptive); err != nil {
-			return err
-		}
-	}
-	return nil
 }

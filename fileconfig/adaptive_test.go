@@ -3,7 +3,6 @@ package fileconfig_test
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -167,31 +166,47 @@ func TestWatchAdaptiveWithAnAdaptiveDefaultAdaptsEveryBulkhead(t *testing.T) {
 	}
 }
 
-// WatchAdaptive's controllers learn from the semaphores' events, where a
-// call's level is the one at its finish: Hinge, which needs the level at
-// the grant, met every goal in 40 of the matrix's 1,800 runs that way
-// (Capacity: 199). A file that asks for it there is refused, naming the
-// bulkhead, and nothing is watched.
-func TestWatchAdaptiveRefusesHingeNamingTheBulkhead(t *testing.T) {
-	for name, text := range map[string]string{
-		`"walmart"`: `{"instances": {"walmart": {"adaptive": {"algorithm": "hinge"}}, "kroger": {"adaptive": {}}}}`,
-		`"default"`: `{"configs": {"default": {"maxConcurrentCalls": 10, "adaptive": {"algorithm": "Hinge"}}}}`,
-	} {
-		f, err := decodeAdaptiveJSON(t, text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg, err := fileconfig.NewRegistry(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ar, err := fileconfig.WatchAdaptive(reg, f)
-		if err == nil {
-			ar.Stop()
-			t.Fatalf("%s: WatchAdaptive accepted hinge", name)
-		}
-		if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "typed calls") {
-			t.Errorf("%s: err %q, want one naming the bulkhead and what hinge needs", name, err)
-		}
+// WatchAdaptive takes algorithm hinge, with the configuration it needs
+// (per-call samples): a Lease's finish carries its duration, so a call that
+// overtakes an older one is timed from its own grant (20 ms here), not
+// matched with the oldest (which would give 30 ms).
+func TestWatchAdaptiveFeedsHingeEachLeasesOwnRTT(t *testing.T) {
+	f, err := decodeAdaptiveJSON(t, `{"configs": {"default": {"maxConcurrentCalls": 10}},
+	  "instances": {"walmart": {"adaptive": {"algorithm": "hinge"}}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	reg, err := fileconfig.NewRegistry(f, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckRegistry(t, reg)
+	ar, err := fileconfig.WatchAdaptive(reg, f, adaptive.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Stop()
+	first, err := reg.TryAcquirePermission("walmart", bulkhead.CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Millisecond)
+	second, err := reg.TryAcquirePermission("walmart", bulkhead.CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(20 * time.Millisecond)
+	second.FinishCall()
+	b, err := ar.Get("walmart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.Windows != 1 || st.RTT != 20*time.Millisecond {
+		t.Errorf("after the second call: %d samples, RTT %v; want 1 per-call sample of 20ms", st.Windows, st.RTT)
+	}
+	first.FinishCall()
+	if st := b.Stats(); st.Windows != 2 || st.RTT != 30*time.Millisecond {
+		t.Errorf("after the first call: %d samples, RTT %v; want 2, 30ms", st.Windows, st.RTT)
 	}
 }
