@@ -36,7 +36,7 @@ func (b *Bulkhead) StartCall() bulkhead.CallStart {
 // rather than matching the call with the oldest grant; the CallFinished
 // event carries the call's duration if start is the semaphore's. The zero
 // CallStart makes it FinishCall. A start the controller cannot place (one
-// of another semaphore, which the semaphore refuses with a panic once the
+// of another Bulkhead, which the semaphore refuses with a panic once the
 // permit is back; or the semaphore's read on another clock than the one
 // given with WithClock) is matched with the oldest grant.
 func (b *Bulkhead) FinishCallStarted(start bulkhead.CallStart) {
@@ -48,10 +48,12 @@ func (b *Bulkhead) FinishCallStarted(start bulkhead.CallStart) {
 		b.finish(func(b *Bulkhead, now time.Duration) {
 			finishStarted(b, now, now-time.Duration(callstart.At(start)-1))
 		}, nil, bulkhead.CallStart{})
-	default: // the semaphore's
+	case ep == callstart.Epoch(b.sem.StartCall()): // the semaphore's
 		b.finish(func(b *Bulkhead, now time.Duration) {
 			finishStarted(b, now, callstart.Since(start, b.epoch.Add(now)))
 		}, nil, start)
+	default: // another's, which the semaphore refuses
+		b.finish(finishPlain, nil, start)
 	}
 }
 

@@ -33,3 +33,27 @@ func TestHostileCallFinishedTwicePanicsAndLeavesTheCountAlone(t *testing.T) {
 	require.Len(t, alg.samples, 1)
 	assert.Equal(t, 10, alg.samples[0].N)
 }
+
+// CallStart "means something only to the Bulkhead that returned it": a
+// start from another adaptive Bulkhead given to FinishCallStarted is
+// refused by the semaphore with a panic once the permit is back, and the
+// controller counts the call back; the algorithm gets no sample timed from
+// the other controller's clock.
+func TestHostileStartOfAnotherBulkheadPanicsAndLosesNoPermit(t *testing.T) {
+	other, clock := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1}, adaptive.Config{})
+	alg := &fixed{next: 1}
+	b, _ := newBulkhead(t, bulkhead.Config{MaxConcurrentCalls: 1},
+		adaptive.Config{Algorithm: func() adaptive.Algorithm { return alg }, Window: adaptive.Window{PerCall: true}})
+	require.True(t, other.AcquirePermissionAsync().Granted())
+	foreign := other.StartCall()
+	require.NotEqual(t, bulkhead.CallStart{}, foreign)
+	clock.Advance(10 * ms)
+	require.True(t, b.AcquirePermissionAsync().Granted())
+	assert.PanicsWithValue(t, `bulkhead "partner": FinishCallStarted given the CallStart of another bulkhead`,
+		func() { b.FinishCallStarted(foreign) })
+	assert.Equal(t, 0, b.Stats().InFlight)
+	assert.Equal(t, 0, b.Metrics().InFlightCalls)
+	require.Len(t, alg.samples, 1)
+	assert.True(t, alg.samples[0].Matched, "matched with the oldest grant, not timed from the other's start")
+	other.FinishCallStarted(foreign)
+}
