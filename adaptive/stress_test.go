@@ -45,8 +45,9 @@ type errStressPanic struct{}
 // re-entrantly from grant callbacks), for stressOps operations and at least
 // stressWindows windows.
 // Workers mix typed calls (TryAcquire/Acquire + Finish or Release, some as
-// overload), plain async acquisitions kept open and later finished,
-// released or cancelled, blocking Acquire whose context another worker
+// overload), plain async acquisitions kept open and later finished (with
+// FinishCall, or with StartCall and FinishCallStarted as the operators
+// do), released or cancelled, blocking Acquire whose context another worker
 // cancels, and OnDone callbacks that finish their call at once, spin
 // (block) for a while, or panic after giving their permit back. A
 // dedicated goroutine advances the virtual clock without pause, so waits
@@ -153,6 +154,7 @@ func stressRun(t *testing.T, watch bool) {
 		if granted && rng.IntN(3) == 0 {
 			kind = 2
 		}
+		started := rng.IntN(2) == 0 // finish as the operators do
 		return func(err error) {
 			ran.Add(1)
 			if err != nil {
@@ -160,7 +162,11 @@ func stressRun(t *testing.T, watch bool) {
 			}
 			switch kind {
 			case 0: // re-enter: finish at once (may close a window, change the limit)
-				b.FinishCall()
+				if started {
+					b.FinishCallStarted(b.StartCall())
+				} else {
+					b.FinishCall()
+				}
 			case 1: // block for a while, then give the permit back unused
 				for range 20 {
 					runtime.Gosched()
@@ -186,9 +192,12 @@ func stressRun(t *testing.T, watch bool) {
 			}
 			<-a.Done()
 			if a.Err() == nil {
-				if rng.IntN(2) == 0 {
+				switch rng.IntN(3) {
+				case 0:
 					b.FinishCall()
-				} else {
+				case 1: // as the operators do (a late start: another grant's, maybe)
+					b.FinishCallStarted(b.StartCall())
+				default:
 					b.ReleasePermission()
 				}
 			}
