@@ -53,7 +53,8 @@ call is rejected at once). The goals, checked per seed:
 - *floor*: never at a limit of 1 for more than 1 s (every partner here is healthy).
 
 The contenders: capacity, the default, through typed calls (Bulkhead.TryAcquire and Call.Finish),
-through the plain bulkhead.Bulkhead interface the operators use (RTTs matched to grants), and
+through the plain bulkhead.Bulkhead interface as the operators call it (StartCall after the grant,
+FinishCallStarted at the end, which times each call from its own start), and
 through a watched keyed registry (adaptive.WatchRegistry over a *bulkhead.Registry, calls taken
 with Registry.TryAcquirePermission and given back with Lease.FinishCall, whose CallFinished event
 carries the call's exact duration; TestLeaseWiringLearnsWhatTypedCallsLearn checks that it takes
@@ -99,14 +100,13 @@ Where each limiter wins, from the tables:
   load, and by 1.5-2.8× elsewhere (the probes above C queue); and at 0.5× load after a step or a
   ramp it rejects calls in 13 cells while its limit, cut during the low-capacity phase, grows
   back.
-- *capacity (plain interface)*, the same algorithm fed by the bulkhead.Bulkhead methods whose
-  RTTs are matched to the oldest grant, no longer sits at the floor (it did for up to 25.6 s in 15
-  cells): a matched window says its spread is unknown (Sample.Matched) and Capacity estimates it
-  from consecutive windows. It is still behind typed calls (goodput and p99 together in 28 cells,
-  worst goodput 0.48×, p99 missed in 54 cells): it decides on a spread estimated from the means
-  of windows, not measured call by call. Use typed calls (Acquire/TryAcquire with
-  Call.Finish) where you can; Watch and WatchRegistry get exact RTTs from calls that finish with
-  their start (a Lease).
+- *capacity (plain interface)*, the same algorithm fed by the bulkhead.Bulkhead methods as the
+  operators call them, takes the same limits as typed calls in every run: the operators give each
+  call's start back (StartCall, FinishCallStarted), so the controller times it exactly. Before
+  they did, every finish was matched with the oldest grant, and the plain interface kept goodput
+  and p99 together in 28 cells instead of 42, worst goodput 0.48×. Code that gives permits back
+  with a bare FinishCall still gets that matching (Sample.Matched: Capacity then estimates the
+  spread from consecutive windows).
 - *capacity (watched keyed registry, Lease)*, the default as a keyed integration runs it
   (adaptive.WatchRegistry learning from the registry's events, every call a Lease), has the same
   row as typed calls, cell by cell: a Lease's CallFinished event carries the call's exact
