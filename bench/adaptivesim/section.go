@@ -57,8 +57,8 @@ through the plain bulkhead.Bulkhead interface as the operators call it (StartCal
 FinishCallStarted at the end, which times each call from its own start), and
 through a watched keyed registry (adaptive.WatchRegistry over a *bulkhead.Registry, calls taken
 with Registry.TryAcquirePermission and given back with Lease.FinishCall, whose CallFinished event
-carries the call's exact duration; TestLeaseWiringLearnsWhatTypedCallsLearn checks that it takes
-the same limits as typed calls); setpoint, the set-point controller adaptive.SetPoint (not the
+carries the call's exact duration; TestLeaseAndOperatorWiringsLearnWhatTypedCallsLearn checks that
+this wiring and the operators' take the same limits as typed calls); setpoint, the set-point controller adaptive.SetPoint (not the
 default), through typed calls; hinge, adaptive.Hinge (not the default), through typed calls with
 per-call samples and MaxCutPerSecond 1, the configuration its doc comment asks for; AIMD,
 Vegas and Gradient2 with Netflix concurrency-limits' defaults in the two wirings Netflix users run
