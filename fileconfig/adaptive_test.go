@@ -19,6 +19,25 @@ func decodeAdaptiveJSON(t *testing.T, text string) (fileconfig.File, error) {
 	return f, err
 }
 
+// watchAdaptiveOnVirtualTime makes f's registry and WatchAdaptive's
+// controllers on one virtual clock, checked for leaked permits and
+// stopped at the end of the test.
+func watchAdaptiveOnVirtualTime(t *testing.T, f fileconfig.File) (*bulkhead.Registry, *adaptive.Registry, *testkit.VirtualClock) {
+	t.Helper()
+	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	reg, err := fileconfig.NewRegistry(f, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckRegistry(t, reg)
+	ar, err := fileconfig.WatchAdaptive(reg, f, adaptive.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ar.Stop)
+	return reg, ar, clock
+}
+
 func TestAdaptiveSectionResolvesWithInheritance(t *testing.T) {
 	f, err := decodeAdaptiveJSON(t, `{
 	  "configs": {"default": {"maxConcurrentCalls": 20},
@@ -108,17 +127,7 @@ func TestWatchAdaptiveAdaptsOnlyTheInstancesThatSayso(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	reg, err := fileconfig.NewRegistry(f, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testkit.CheckRegistry(t, reg)
-	ar, err := fileconfig.WatchAdaptive(reg, f, adaptive.WithClock(clock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ar.Stop()
+	reg, ar, clock := watchAdaptiveOnVirtualTime(t, f)
 	for range 3 { // three windows with every permit in use
 		for _, name := range []string{"walmart", "target", "kroger"} {
 			sem, _ := reg.Get(name)
@@ -176,17 +185,7 @@ func TestWatchAdaptiveFeedsHingeEachLeasesOwnRTT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := testkit.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	reg, err := fileconfig.NewRegistry(f, bulkhead.WithSemaphoreOptions(bulkhead.WithClock(clock)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testkit.CheckRegistry(t, reg)
-	ar, err := fileconfig.WatchAdaptive(reg, f, adaptive.WithClock(clock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ar.Stop()
+	reg, ar, clock := watchAdaptiveOnVirtualTime(t, f)
 	first, err := reg.TryAcquirePermission("walmart", bulkhead.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
