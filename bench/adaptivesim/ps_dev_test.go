@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rxbulkhead/bulkhead/adaptive"
 )
 
 // The PS dev harness: the matrix's cells, goals and contenders on a
@@ -235,4 +237,83 @@ func TestDevPSTrace(t *testing.T) {
 		}
 		fmt.Println(b.String())
 	}
+}
+
+// hingeLog wraps a Hinge and prints, every 250 ms of its clock (the sum
+// of the samples' Elapsed, as Hinge keeps it), the limit, Hinge's S and C,
+// the mean RTT of the calls granted in each quarter of the limit's levels
+// (flat on PS, bent at C on the queue), the calls given up, and C by
+// Little's law from the finish rate and S (finishes per second × S).
+type hingeLog struct {
+	h                *adaptive.Hinge
+	now, t0          time.Duration
+	from, lastLimit  float64
+	n, drops         int
+	sum, cnt         [4]float64
+	changes          int
+	lowLimit, hiLimt float64
+}
+
+func (l *hingeLog) Update(limit float64, s adaptive.Sample) float64 {
+	l.now += s.Elapsed
+	if l.cnt == [4]float64{} && l.n == 0 {
+		l.from, l.lowLimit, l.hiLimt = limit, limit, limit
+	}
+	l.n += s.N
+	l.drops += s.Drops
+	if s.Drops == 0 {
+		q := min(3, max(0, int(4*float64(s.InFlight-1)/max(limit, 1))))
+		l.sum[q] += float64(s.RTT)
+		l.cnt[q]++
+	}
+	next := l.h.Update(limit, s)
+	if next != limit {
+		l.changes++
+	}
+	l.lowLimit, l.hiLimt = min(l.lowLimit, next), max(l.hiLimt, next)
+	if l.now-l.t0 >= 250*time.Millisecond {
+		var qs strings.Builder
+		for q := range 4 {
+			if l.cnt[q] == 0 {
+				qs.WriteString("     -")
+				continue
+			}
+			fmt.Fprintf(&qs, " %5.1f", l.sum[q]/l.cnt[q]/1e6)
+		}
+		rate := float64(l.n) / (l.now - l.t0).Seconds()
+		fmt.Printf("%6.2fs limit %5.1f -> %5.1f (range %5.1f-%5.1f, %d changes) S %5.1fms C %5.1f  RTT ms by level quarter%s  given up %3d  Little rate×S %5.1f\n",
+			l.now.Seconds(), l.from, next, l.lowLimit, l.hiLimt, l.changes, l.h.NoLoadRTT()/1e6, l.h.EstimatedCapacity(), qs.String(), l.drops, rate*l.h.NoLoadRTT()/1e9)
+		*l = hingeLog{h: l.h, now: l.now, t0: l.now, from: next, lowLimit: next, hiLimt: next}
+		l.n = -1 // printed: the next sample opens the next epoch
+	}
+	if l.n < 0 {
+		l.n = 0
+	}
+	return next
+}
+
+// TestDevPSHingeLog prints hingeLog for the matrix's hinge contender on
+// the cell -dev.trace, seed -dev.seed: on the processor-sharing partner
+// with -dev.ps, on the queue without.
+//
+//	cd bench && go test ./adaptivesim -run '^TestDevPSHingeLog$' -dev.trace 'σ 0.3, load 1.5×, step, start C/5' -dev.ps -v
+func TestDevPSHingeLog(t *testing.T) {
+	if *devTrace == "" {
+		t.Skip()
+	}
+	c, ok := cellNamed(*devTrace)
+	if !ok {
+		t.Fatal("no cell")
+	}
+	sc := c.Scenario(uint64(*devSeed))
+	cfg := hingeConfig
+	cfg.Algorithm = func() adaptive.Algorithm { return &hingeLog{h: &adaptive.Hinge{}} }
+	sim := Simulate
+	if *devPS {
+		sim = SimulatePS
+	}
+	fmt.Println("mean service", sc.Partner.Mean(), "PS", *devPS)
+	run := sim(sc, "hinge", NewAdaptive(cfg, Typed, sc.Initial))
+	r := Measure(sc, run, c.Band(), c.Partner.UnloadedP99())
+	fmt.Printf("goodput %.1f p99 %.2f conv %v\n", r.Goodput, r.P99, r.Converge)
 }
