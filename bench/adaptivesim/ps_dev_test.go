@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -316,4 +317,70 @@ func TestDevPSHingeLog(t *testing.T) {
 	run := sim(sc, "hinge", NewAdaptive(cfg, Typed, sc.Initial))
 	r := Measure(sc, run, c.Band(), c.Partner.UnloadedP99())
 	fmt.Printf("goodput %.1f p99 %.2f conv %v\n", r.Goodput, r.P99, r.Converge)
+}
+
+var devRatio = flag.Bool("dev.ratio", false, "TestDevRatio: where each contender holds its limit, relative to C")
+
+// TestDevRatio prints, per contender (-dev.only, default psContenders but
+// failsafe-go), the 10th, 50th and 90th percentiles of its limit's 1 s
+// average over C, over the time the convergence goal looks at (overloaded,
+// from Settle after a change) in every cell (-dev.cells) and seed: on the
+// processor-sharing partner with -dev.ps, on the queue without.
+//
+//	cd bench && go test ./adaptivesim -run '^TestDevRatio$' -dev.ratio -dev.ps -dev.seeds 5 -v
+func TestDevRatio(t *testing.T) {
+	if !*devRatio {
+		t.Skip()
+	}
+	sel := *devOnly
+	if sel == "" {
+		sel = psContenders
+	}
+	only := regexp.MustCompile(sel)
+	cre := regexp.MustCompile(*devCells)
+	sim := Simulate
+	if *devPS {
+		sim = SimulatePS
+	}
+	for _, ct := range devContenders() {
+		if !only.MatchString(ct.Name) || ct.Bubble {
+			continue
+		}
+		var cells []Cell
+		for _, c := range Cells() {
+			if cre.MatchString(c.String()) {
+				cells = append(cells, c)
+			}
+		}
+		ratios := make([][]float64, len(cells)*(*devSeeds))
+		var jobs []func()
+		for i, c := range cells {
+			for s := range *devSeeds {
+				jobs = append(jobs, func() {
+					sc := c.Scenario(uint64(s + 1))
+					run := sim(sc, ct.Name, ct.New(sc))
+					avg := movingAverage(run.Limits, int(time.Second/sc.Trace))
+					mean := sc.Partner.Mean()
+					var rs []float64
+					for k, l := range avg {
+						tt := time.Duration(k) * sc.Trace
+						seg := sc.segment(tt)
+						if tt-sc.lastChange(tt) < Settle || !overloaded(seg, mean) {
+							continue
+						}
+						rs = append(rs, l/float64(seg.Capacity))
+					}
+					ratios[i*(*devSeeds)+s] = rs
+				})
+			}
+		}
+		parallel(jobs)
+		var all []float64
+		for _, rs := range ratios {
+			all = append(all, rs...)
+		}
+		slices.Sort(all)
+		q := func(p float64) float64 { return all[int(p*float64(len(all)-1))] }
+		fmt.Printf("%-40s limit / C (1 s average, overloaded steady state): p10 %.2f  median %.2f  p90 %.2f\n", ct.Name, q(0.1), q(0.5), q(0.9))
+	}
 }
