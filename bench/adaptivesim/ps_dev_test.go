@@ -31,7 +31,10 @@ var (
 
 // psContenders are the contenders measured on PS by default: the default
 // algorithm typed and plain, setpoint, hinge, the reference algorithms in
-// both wirings, failsafe-go and the oracle.
+// both wirings, failsafe-go and the oracle. On 20 seeds, hinge met every
+// goal in 198 of the 1,800 runs on PS (322 on the queue) and p99 in 513
+// (1,706), its limit's median 2.44 × C; capacity 200 (199) and 1,387
+// (1,688), 1.30 × C; setpoint 274 (282) and 1,346 (1,664).
 const psContenders = `^(capacity|capacity \(plain interface\)|setpoint|hinge|(aimd|vegas|gradient2) \((per call|1 s windows)\)|failsafe-go.*|oracle.*)$`
 
 // psStatic returns the best static limit of each cell on PS (the sweep of
