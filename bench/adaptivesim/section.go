@@ -271,4 +271,20 @@ twenty seeds find a bad one in four of them. Its first version, which grew a rea
 and left room for twice the top level while a rise was not yet proved, fitted C on levels from
 before a cut and kept them after a change, met every goal in 4 cells on the same 20 seeds (goodput
 missed in 30, p99 in 43).
+
+### A partner that shares its capacity (processor sharing)
+
+Every partner above queues calls in order: a call granted as the k-th in flight waits behind k − C
+others. A server that runs every request at once and shares its CPUs among them behaves otherwise:
+with n > C calls in, each progresses at C/n, so every call slows down together. The dev harness
+runs the same cells, seeds, goals and contenders on such a partner (a call given up leaves it and
+frees its share; measured on 2026-12-05 with cd bench && go test ./adaptivesim -run '^TestDevPS$'
+-dev.ps -dev.seeds 20 -v, not part of the published matrix). Runs meeting every goal, of 1,800, on
+the processor-sharing partner (on the queue): capacity 200 (199), worst goodput 0.78× (0.63×), the
+limit's 1 s average at a median 1.30 × C (1.26 × C) in the overloaded steady state; setpoint 274
+(282); hinge 198 (322), its p99 goal met in 513 runs (1,706), the limit at a median 2.44 × C and
+10 × C at the 90th percentile; AIMD per call 200 (200); the oracle 1,568 (1,568). Capacity and
+SetPoint estimate C from the RTT of a whole epoch (Little's law), which does not care how the
+partner orders its calls; Hinge reads C from the RTT per level, which is flat on such a partner, so
+its S creeps up with the shared RTT and it sees no queue. That is why it is not the default.
 `
