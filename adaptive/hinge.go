@@ -59,7 +59,10 @@ import (
 //     sample: the floor goal allows 1 s); a probe whose
 //     levels are all queued halves again. A probe that measures nothing
 //     takes its calls' mean RTT as an upper bound of S while none exists,
-//     and the next probe may come 1 s later.
+//     and as S when it is held at the controller's floor (Config.Min: it
+//     cannot go lower, so an older S cannot be checked, and read against
+//     a latency that rose, it showed a queue no cut could shorten), and
+//     the next probe may come 1 s later.
 //   - C: with S, C is fitted on the levels up to the limit in force (those
 //     above it are from before a cut); a rise that does not beat a flat
 //     line at S by 12 per-call variances is no queue. With 30 calls above
@@ -481,7 +484,12 @@ func (h *Hinge) endProbe() {
 				n += h.lv[k].n
 			}
 		}
-		if h.s == 0 && n > 0 {
+		// a probe held at the floor cannot go lower to check S: the RTT
+		// there is the lowest the bulkhead can see, so it replaces S
+		// (kept, an S from before a rise of the partner's latency read as
+		// a queue that no cut could shorten: the limit stayed at the
+		// floor, FuzzAlgorithms corpus entry hinge_floor_keeps_an_old_s)
+		if (h.s == 0 || float64(h.probeLvl) <= math.Max(1, h.floor)) && n > 0 {
 			h.s = sum / n
 		}
 		h.sAt = h.now - hingeStale + float64(time.Second)
