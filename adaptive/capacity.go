@@ -47,12 +47,12 @@ import (
 //     MaxCutPerSecond bounds how fast any cut goes.
 //   - At the controller's floor (Config.Min) the limit cannot be cut, so
 //     the RTT there is the lowest the bulkhead can see, and the floor rule
-//     (which needs cuts of 20 %) cannot check the no-load RTT: two epochs
-//     in a row at the floor that ask for a cut it holds back (one that
-//     cannot take a permit off), without timeouts, and agree within 10 %
-//     make the RTT at the floor the no-load RTT (the capacity is
-//     forgotten), and an epoch at the floor with no
-//     queueing proved over 10 × MinCalls calls refines the no-load RTT
+//     (which needs cuts of 20 %) cannot check the no-load RTT. Two epochs
+//     at the floor (the limit not leaving it in between) that ask for a
+//     cut it holds back (one that cannot take a permit off), without
+//     timeouts and agreeing within 10 %, make the RTT at the floor the
+//     no-load RTT (the capacity is forgotten); an epoch at the floor with
+//     no queueing proved over 10 × MinCalls calls refines the no-load RTT
 //     whatever the capacity estimate. So a no-load RTT learned from a
 //     burst of near-instant answers (cached responses, a fast error path),
 //     or from before the partner's latency rose, cannot keep the limit at
@@ -434,8 +434,9 @@ func (c *Capacity) setFloor(minLimit int) { c.floor = float64(minLimit) }
 // whose queue asks for a cut that the floor holds back (it cannot take a
 // permit off): such a cut changes nothing, so the RTT cannot fall with it,
 // and the floor rule, which looks at the limit, never sees it. When two
-// such epochs in a row, without timeouts, agree (the RTT at the floor is
-// stable), that RTT becomes the no-load RTT and the capacity is forgotten,
+// such epochs without timeouts, the limit not leaving the floor in
+// between, agree (the RTT at the floor is stable), that RTT becomes the
+// no-load RTT and the capacity is forgotten,
 // as the floor rule does; heldAtFloor then reports true (no cut). Without
 // it, a partner whose latency rose while the limit was at the floor, or a
 // no-load RTT learned from a burst of near-instant answers (cached

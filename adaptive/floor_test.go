@@ -155,3 +155,22 @@ func TestSetPointLeavesTheFloorAfterAnOutage(t *testing.T) {
 	assert.True(t, i >= 0 && i <= 100, "left the floor at round %d: %v", i, limits)
 	assert.Equal(t, 16, limits[len(limits)-1], "back at Max: %v", limits)
 }
+
+// SetPoint under Min 12, with a partner that serves 12 calls at once in
+// 96 ms: the set point holds the limit at 13. Three rounds of timeouts
+// take it to the floor, and the partner comes back 4 % slower (100 ms, no
+// queue): within Tolerance (no queue shows), but above the no-load RTT's
+// upper bound (no growth either), so the estimate stays at 12 × 96/100
+// and the set point asks for 12.5 permits, the floor, for good. Two such
+// epochs at the floor now make 100 ms the no-load RTT.
+func TestSetPointLeavesTheFloorWhenTheRTTIsJustAboveTheNoLoadRTT(t *testing.T) {
+	r := newFloorRun(t, func() adaptive.Algorithm { return &adaptive.SetPoint{} }, 12, 16)
+	limits := r.run(300, all, queued(96*time.Millisecond, 12), nil)
+	require.Equal(t, 13, limits[len(limits)-1], "the set point: %v", limits)
+	r.run(3, all, queued(10*time.Second, 1000), context.DeadlineExceeded)
+	limits = r.run(100, all, queued(100*time.Millisecond, 1000), nil)
+	require.Equal(t, 12, limits[0], "the timeouts took the limit to the floor")
+	i := leaves(limits, 12)
+	assert.True(t, i >= 0 && i <= 30, "left the floor at round %d: %v", i, limits)
+	assert.Equal(t, 16, limits[len(limits)-1], "back at Max: %v", limits)
+}
