@@ -45,6 +45,18 @@ import (
 //     the no-load RTT. So the limit cannot stay far below a level at which
 //     the partner answered at its healthy latency; the controller's
 //     MaxCutPerSecond bounds how fast any cut goes.
+//   - At the controller's floor (Config.Min) the limit cannot be cut, so
+//     the RTT there is the lowest the bulkhead can see, and the floor rule
+//     (which needs cuts of 20 %) cannot check the no-load RTT. Two epochs
+//     at the floor (the limit not leaving it in between) that ask for a
+//     cut it holds back (one that cannot take a permit off), without
+//     timeouts and agreeing within 10 %, make the RTT at the floor the
+//     no-load RTT (the capacity is forgotten); an epoch at the floor with
+//     no queueing proved over 10 × MinCalls calls refines the no-load RTT
+//     whatever the capacity estimate. So a no-load RTT learned from a
+//     burst of near-instant answers (cached responses, a fast error path),
+//     or from before the partner's latency rose, cannot keep the limit at
+//     the floor.
 //   - Growth needs no proof (it is cheap to take back), but waits until the
 //     epoch could have shown a queue of its size: with the RTT within
 //     Tolerance and the limit saturated, the limit doubles while no
@@ -101,6 +113,10 @@ type Capacity struct {
 	// sp, when set, replaces the cuts and probes once the no-load RTT is
 	// known by a set point (see SetPoint)
 	sp *setPointState
+	// held is the last epoch at the floor whose cut the floor held back
+	// (nil: none since the limit was last above it), for the rule at the
+	// floor (heldAtFloor)
+	held *epochSummary
 }
 
 // noLoadMeanVar is the variance of the no-load RTT as an estimate: one
@@ -242,6 +258,9 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		// recovered (FuzzAlgorithms, corpus entry
 		// capacity_cut_below_min_keeps_its_epoch: Min 49, 4000 healthy
 		// windows at the floor).
+		if !c.atTheFloor(limit) {
+			c.held = nil
+		}
 		skip := math.Max(c.ep.limit, limit)
 		c.restart(limit)
 		c.ep.skip = skip - float64(max(s.N, 1))
@@ -336,6 +355,9 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		}
 		c.sinceCut = 0
 		c.step = 0
+		if c.atTheFloor(limit) && c.atTheFloor(next) && c.heldAtFloor(e) {
+			return c.restart(limit)
+		}
 		return c.change(next)
 	case saturated && e.mean <= tol*c.noLoad+err/2:
 		// No queueing shown: grow (a growth is cheap to take back), once
@@ -377,11 +399,15 @@ func (c *Capacity) Update(limit float64, s Sample) float64 {
 		c.cutFrom = nil
 		c.step = step
 		return c.change(next)
-	case e.mean <= tol*c.noLoad || c.ep.n >= 10*minCalls && (c.capacity == 0 || limit <= c.capacity):
+	case e.mean <= tol*c.noLoad || c.ep.n >= 10*minCalls && (c.capacity == 0 || limit <= c.capacity || c.atTheFloor(limit)):
 		// A lull, or no queueing proved over many calls at a limit not
-		// above the capacity: refine the no-load RTT with this epoch
-		// (which undoes a no-load RTT that came out low), and start over.
-		if c.capacity == 0 || float64(e.inFlight) <= c.capacity {
+		// above the capacity, or at the floor (no cut goes below it; kept
+		// out, an epoch at the floor above a capacity estimated from an
+		// uncertain no-load RTT never refined it, FuzzAlgorithms corpus
+		// entries capacity_floor_uncertain_no_load_rtt*): refine the
+		// no-load RTT with this epoch (which undoes a no-load RTT that
+		// came out low), and start over.
+		if c.capacity == 0 || float64(e.inFlight) <= c.capacity || c.atTheFloor(limit) {
 			c.setNoLoad(e, c.ep.n, c.verified)
 		}
 		return c.restart(limit)
@@ -403,6 +429,38 @@ const descentFloor = 4
 // a limit under Min forever, the controller kept Min, and the limit never
 // left the floor.
 func (c *Capacity) setFloor(minLimit int) { c.floor = float64(minLimit) }
+
+// heldAtFloor applies the rule at the floor to epoch e, at the floor,
+// whose queue asks for a cut that the floor holds back (it cannot take a
+// permit off): such a cut changes nothing, so the RTT cannot fall with it,
+// and the floor rule, which looks at the limit, never sees it. When two
+// such epochs without timeouts, the limit not leaving the floor in
+// between, agree (the RTT at the floor is stable), that RTT becomes the
+// no-load RTT and the capacity is forgotten,
+// as the floor rule does; heldAtFloor then reports true (no cut). Without
+// it, a partner whose latency rose while the limit was at the floor, or a
+// no-load RTT learned from a burst of near-instant answers (cached
+// responses, a fast error path), kept the limit at the floor for good
+// (FuzzAlgorithms, corpus entries capacity_floor_holds_back_every_cut and
+// setpoint_floor_*).
+func (c *Capacity) heldAtFloor(e epochSummary) bool {
+	if c.held == nil || e.truncated || c.held.truncated || !c.agree(e, *c.held) {
+		c.held = &e
+		return false
+	}
+	c.held = nil
+	c.noLoad, c.noLoadW, c.noLoadVar = e.mean, c.ep.n, e.se*e.se*c.ep.n
+	c.capacity = 0
+	c.cutFrom = nil
+	if c.sp != nil {
+		c.sp.est = 0
+	}
+	return true
+}
+
+// atTheFloor reports whether limit gives the permits of the controller's
+// floor (it applies the limit's integer part).
+func (c *Capacity) atTheFloor(limit float64) bool { return c.floor > 0 && math.Floor(limit) <= c.floor }
 
 // lowest is the limit at which a descent stops.
 func (c *Capacity) lowest() float64 { return math.Max(descentFloor, c.floor) }

@@ -33,66 +33,70 @@ func FuzzAlgorithms(f *testing.F) {
 	f.Add(uint8(2), uint8(1), uint8(64), []byte{1, 0, 0, 0, 0, 0, 0, 0, 64, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 64, 1})
 	f.Add(uint8(3), uint8(2), uint8(10), []byte{1, 0, 0, 0, 0, 0, 0, 0, 10, 0})
 	f.Add(uint8(4), uint8(1), uint8(40), []byte{0, 0, 0, 0, 0, 0, 0, 1, 40, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 40, 1})
-	f.Fuzz(func(t *testing.T, alg, lo, hi uint8, data []byte) {
-		names := adaptive.Names()
-		newAlg, _ := adaptive.ByName(names[int(alg)%len(names)])
-		minL := 1 + int(lo)%fuzzMaxLimit
-		maxL := minL + int(hi)%(fuzzMaxLimit-minL+1)
-		clock := testkit.NewVirtualClock(epoch)
-		sem, err := bulkhead.New("fuzzed", bulkhead.Config{MaxConcurrentCalls: maxL}, bulkhead.WithClock(clock))
-		if err != nil {
-			t.Fatal(err)
+	f.Fuzz(fuzzAlgorithm)
+}
+
+// fuzzAlgorithm is FuzzAlgorithms' target: the algorithm names()[alg],
+// Min and Max from lo and hi, the samples from data.
+func fuzzAlgorithm(t *testing.T, alg, lo, hi uint8, data []byte) {
+	names := adaptive.Names()
+	newAlg, _ := adaptive.ByName(names[int(alg)%len(names)])
+	minL := 1 + int(lo)%fuzzMaxLimit
+	maxL := minL + int(hi)%(fuzzMaxLimit-minL+1)
+	clock := testkit.NewVirtualClock(epoch)
+	sem, err := bulkhead.New("fuzzed", bulkhead.Config{MaxConcurrentCalls: maxL}, bulkhead.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := adaptive.New(sem, adaptive.Config{
+		Algorithm: newAlg, Min: minL, Max: maxL,
+		Window: adaptive.Window{MinDuration: 1, MaxDuration: 1, MinSamples: 1},
+	}, adaptive.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		if l := sem.Config().MaxConcurrentCalls; l < minL || l > maxL {
+			t.Fatalf("%s: limit %d outside [%d, %d]", when, l, minL, maxL)
 		}
-		b, err := adaptive.New(sem, adaptive.Config{
-			Algorithm: newAlg, Min: minL, Max: maxL,
-			Window: adaptive.Window{MinDuration: 1, MaxDuration: 1, MinSamples: 1},
-		}, adaptive.WithClock(clock))
-		if err != nil {
-			t.Fatal(err)
-		}
-		check := func(when string) {
-			if l := sem.Config().MaxConcurrentCalls; l < minL || l > maxL {
-				t.Fatalf("%s: limit %d outside [%d, %d]", when, l, minL, maxL)
+	}
+	// window makes k calls that each take rtt.
+	window := func(k int, rtt time.Duration, dropped bool) {
+		var calls []adaptive.Call
+		for range max(1, k) {
+			c, ok := b.TryAcquire()
+			if !ok {
+				break
 			}
+			calls = append(calls, c)
 		}
-		// window makes k calls that each take rtt.
-		window := func(k int, rtt time.Duration, dropped bool) {
-			var calls []adaptive.Call
-			for range max(1, k) {
-				c, ok := b.TryAcquire()
-				if !ok {
-					break
-				}
-				calls = append(calls, c)
+		clock.Advance(rtt)
+		var err error
+		if dropped {
+			err = context.DeadlineExceeded
+		}
+		for _, c := range calls {
+			c.Finish(err)
+		}
+	}
+	for n := 0; len(data) >= 10 && n < 64; n++ {
+		rtt := time.Duration(binary.LittleEndian.Uint64(data) & (1<<56 - 1))
+		window(int(data[8])%(maxL+1), rtt, data[9]&1 == 1)
+		check("sample")
+		data = data[10:]
+	}
+	if minL == maxL {
+		return
+	}
+	for range 2 { // two floors in a row: the limit must leave the floor
+		for i := 0; sem.Config().MaxConcurrentCalls == minL; i++ {
+			if i == recoveryBudget {
+				t.Fatalf("limit stuck at the floor %d after %d healthy windows (%+v)", minL, i, b.Stats())
 			}
-			clock.Advance(rtt)
-			var err error
-			if dropped {
-				err = context.DeadlineExceeded
-			}
-			for _, c := range calls {
-				c.Finish(err)
-			}
+			window(sem.Config().MaxConcurrentCalls, 100*time.Millisecond, false)
+			check("recovery")
 		}
-		for n := 0; len(data) >= 10 && n < 64; n++ {
-			rtt := time.Duration(binary.LittleEndian.Uint64(data) & (1<<56 - 1))
-			window(int(data[8])%(maxL+1), rtt, data[9]&1 == 1)
-			check("sample")
-			data = data[10:]
-		}
-		if minL == maxL {
-			return
-		}
-		for range 2 { // two floors in a row: the limit must leave the floor
-			for i := 0; sem.Config().MaxConcurrentCalls == minL; i++ {
-				if i == recoveryBudget {
-					t.Fatalf("limit stuck at the floor %d after %d healthy windows (%+v)", minL, i, b.Stats())
-				}
-				window(sem.Config().MaxConcurrentCalls, 100*time.Millisecond, false)
-				check("recovery")
-			}
-			window(1, 100*time.Millisecond, true) // one drop brings it back down, maybe
-		}
-		testkit.CheckPermits(t, b)
-	})
+		window(1, 100*time.Millisecond, true) // one drop brings it back down, maybe
+	}
+	testkit.CheckPermits(t, b)
 }

@@ -62,7 +62,10 @@ import (
 //     sample: the floor goal allows 1 s); a probe whose
 //     levels are all queued halves again. A probe that measures nothing
 //     takes its calls' mean RTT as an upper bound of S while none exists,
-//     and the next probe may come 1 s later.
+//     and as S when the controller's floor (Config.Min) held it above half
+//     the limit (it cannot go lower, so an older S cannot be checked, and
+//     read against a latency that rose, it showed a queue no cut could
+//     shorten), and the next probe may come 1 s later.
 //   - C: with S, C is fitted on the levels up to the limit in force (those
 //     above it are from before a cut); a rise that does not beat a flat
 //     line at S by 12 per-call variances is no queue. With 30 calls above
@@ -122,8 +125,9 @@ type Hinge struct {
 	probing   bool
 	probeAt   float64
 	probeLvl  int
-	probeN    int // calls granted since probeAt at probeLvl or below, finished
-	probeNext int // probeN at which the probe next tries to measure S
+	probeHeld bool // the controller's floor holds the probe above its level
+	probeN    int  // calls granted since probeAt at probeLvl or below, finished
+	probeNext int  // probeN at which the probe next tries to measure S
 	resume    float64
 
 	floor float64 // the controller's Min (setFloor); 0: 1
@@ -469,6 +473,7 @@ func (h *Hinge) startProbe(resume, base float64) {
 	// a probe below the controller's floor would be held at the floor and
 	// count no call
 	h.probeLvl = int(math.Max(math.Max(1, h.floor), math.Floor(hingeProbe*base)))
+	h.probeHeld = math.Floor(hingeProbe*base) < h.floor
 	h.want = float64(h.probeLvl)
 }
 
@@ -493,7 +498,13 @@ func (h *Hinge) endProbe() {
 				n += h.lv[k].n
 			}
 		}
-		if h.s == 0 && n > 0 {
+		// a probe the floor held above its level cannot go lower to check
+		// S: the RTT there is the lowest the bulkhead can see, so it
+		// replaces S
+		// (kept, an S from before a rise of the partner's latency read as
+		// a queue that no cut could shorten: the limit stayed at the
+		// floor, FuzzAlgorithms corpus entry hinge_floor_keeps_an_old_s)
+		if (h.s == 0 || h.probeHeld) && n > 0 {
 			h.s = sum / n
 		}
 		h.sAt = h.now - hingeStale + float64(time.Second)

@@ -45,6 +45,12 @@ import "math"
 //     with timeouts at a reached limit by Backoff (0.9) at least.
 //   - Capacity's floor rule holds: cuts that took 20 % off the limit
 //     without lowering the RTT are undone, and that RTT becomes the no-load
+//     RTT. So does its rule at the controller's floor (Config.Min): two
+//     epochs at the floor (the limit not leaving it in between) for which
+//     the set point asks for the floor or less while a queue shows, or
+//     while the limit is reached with the mean RTT above the no-load RTT's
+//     upper bound (no queue proved, no growth either), without timeouts
+//     and at an RTT that stayed within 10 %, make that RTT the no-load
 //     RTT.
 //
 // The no-load RTT is refined only by epochs with no queue whose calls in
@@ -166,6 +172,12 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 	next = math.Max(next, limit/2)
 	if e.truncated && saturated {
 		next = math.Min(next, limit*param(c.Backoff, 0.9, 0, 1))
+	}
+	// the rule at the controller's floor: a queue there that no cut can
+	// shorten, or a reached limit held there whose RTT is above the
+	// no-load RTT's upper bound, queue or not (no growth either)
+	if (shows || saturated && !unqueued) && c.atTheFloor(limit) && c.atTheFloor(next) && c.heldAtFloor(e) {
+		return c.restart(limit)
 	}
 	// the floor rule (see Update) checks the cuts from the limit before the
 	// first of them, until the limit is back above it
