@@ -149,23 +149,27 @@ type event struct {
 	seq  int
 }
 
-// events is a min-heap of events by (at, seq), typed so that pushing
-// allocates nothing once grown.
-type events []event
-
-func (q events) less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
+// before orders events by (at, seq).
+func (e event) before(f event) bool {
+	if e.at != f.at {
+		return e.at < f.at
 	}
-	return q[i].seq < q[j].seq
+	return e.seq < f.seq
 }
 
-func (q *events) push(e event) {
-	*q = append(*q, e)
+// events is the run's queue of events.
+type events = minHeap[event]
+
+// minHeap is a binary min-heap of T by before, typed so that pushing
+// allocates nothing once grown.
+type minHeap[T interface{ before(T) bool }] []T
+
+func (q *minHeap[T]) push(x T) {
+	*q = append(*q, x)
 	h := *q
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
-		if !h.less(i, parent) {
+		if !h[i].before(h[parent]) {
 			break
 		}
 		h[i], h[parent] = h[parent], h[i]
@@ -173,7 +177,7 @@ func (q *events) push(e event) {
 	}
 }
 
-func (q *events) pop() event {
+func (q *minHeap[T]) pop() T {
 	h := *q
 	top := h[0]
 	last := len(h) - 1
@@ -181,10 +185,10 @@ func (q *events) pop() event {
 	h = h[:last]
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h.less(l, m) {
+		if l < len(h) && h[l].before(h[m]) {
 			m = l
 		}
-		if r < len(h) && h.less(r, m) {
+		if r < len(h) && h[r].before(h[m]) {
 			m = r
 		}
 		if m == i {

@@ -19,52 +19,13 @@ type psCall struct {
 	call   int
 }
 
-// psHeap is a min-heap of psCalls by finish, then by call (the earlier
-// arrival first), so that the run does not depend on the heap's order.
-type psHeap []psCall
-
-func (h psHeap) less(i, j int) bool {
-	if h[i].finish != h[j].finish {
-		return h[i].finish < h[j].finish
+// before orders psCalls by finish, then by call (the earlier arrival
+// first), so that the run does not depend on the heap's order.
+func (c psCall) before(d psCall) bool {
+	if c.finish != d.finish {
+		return c.finish < d.finish
 	}
-	return h[i].call < h[j].call
-}
-
-func (h *psHeap) push(c psCall) {
-	*h = append(*h, c)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *psHeap) pop() psCall {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(s) && s.less(l, m) {
-			m = l
-		}
-		if r < len(s) && s.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	*h = s
-	return top
+	return c.call < d.call
 }
 
 // SimulatePS runs lim on the scenario with a processor-sharing partner
@@ -99,8 +60,8 @@ func SimulatePS(sc Scenario, name string, lim Limiter) Run {
 		ended bool // answered or given up: out of the partner
 	}
 	var calls []state
-	var finishing psHeap // the calls in the partner, ended ones removed lazily
-	n := 0               // calls in the partner
+	var finishing minHeap[psCall] // the calls in the partner, ended ones removed lazily
+	n := 0                        // calls in the partner
 	c := sc.segment(0).Capacity
 	v, last := 0.0, time.Duration(0) // V at the time last
 	gen := 0
