@@ -160,16 +160,16 @@ func (e event) before(f event) bool {
 // events is the run's queue of events.
 type events = minHeap[event]
 
-// minHeap is a binary min-heap of T by before, typed so that pushing
-// allocates nothing once grown.
-type minHeap[T interface{ before(T) bool }] []T
+// minHeap is a binary min-heap of T by less (the same at every call),
+// typed so that pushing allocates nothing once grown.
+type minHeap[T any] []T
 
-func (q *minHeap[T]) push(x T) {
+func (q *minHeap[T]) push(x T, less func(a, b T) bool) {
 	*q = append(*q, x)
 	h := *q
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
-		if !h[i].before(h[parent]) {
+		if !less(h[i], h[parent]) {
 			break
 		}
 		h[i], h[parent] = h[parent], h[i]
@@ -177,7 +177,7 @@ func (q *minHeap[T]) push(x T) {
 	}
 }
 
-func (q *minHeap[T]) pop() T {
+func (q *minHeap[T]) pop(less func(a, b T) bool) T {
 	h := *q
 	top := h[0]
 	last := len(h) - 1
@@ -185,10 +185,10 @@ func (q *minHeap[T]) pop() T {
 	h = h[:last]
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l].before(h[m]) {
+		if l < len(h) && less(h[l], h[m]) {
 			m = l
 		}
-		if r < len(h) && h[r].before(h[m]) {
+		if r < len(h) && less(h[r], h[m]) {
 			m = r
 		}
 		if m == i {
@@ -221,7 +221,7 @@ func Simulate(sc Scenario, name string, lim Limiter) Run {
 	seq := 0
 	push := func(at time.Duration, k eventKind, call int) {
 		seq++
-		q.push(event{at: at, kind: k, call: call, seq: seq})
+		q.push(event{at: at, kind: k, call: call, seq: seq}, event.before)
 	}
 	var calls []partnerCall
 	var waiting []int // FIFO inside the partner
@@ -255,7 +255,7 @@ func Simulate(sc Scenario, name string, lim Limiter) Run {
 		push(s.Until, evCapacity, -1)
 	}
 	for len(q) > 0 {
-		e := q.pop()
+		e := q.pop(event.before)
 		if e.at >= end {
 			break
 		}

@@ -53,7 +53,7 @@ func SimulatePS(sc Scenario, name string, lim Limiter) Run {
 	seq := 0
 	push := func(at time.Duration, k eventKind, call int) {
 		seq++
-		q.push(event{at: at, kind: k, call: call, seq: seq})
+		q.push(event{at: at, kind: k, call: call, seq: seq}, event.before)
 	}
 	type state struct {
 		token any
@@ -88,7 +88,7 @@ func SimulatePS(sc Scenario, name string, lim Limiter) Run {
 			if h := finishing[0]; !calls[h.call].ended {
 				return h, true
 			}
-			finishing.pop()
+			finishing.pop(psCall.before)
 		}
 		return psCall{}, false
 	}
@@ -112,7 +112,7 @@ func SimulatePS(sc Scenario, name string, lim Limiter) Run {
 		push(s.Until, evCapacity, -1)
 	}
 	for len(q) > 0 {
-		e := q.pop()
+		e := q.pop(event.before)
 		if e.at >= end {
 			break
 		}
@@ -132,7 +132,7 @@ func SimulatePS(sc Scenario, name string, lim Limiter) Run {
 			calls = append(calls, state{token: token})
 			run.Calls = append(run.Calls, Call{Sent: e.at})
 			push(e.at+deadline, evDeadline, i)
-			finishing.push(psCall{finish: v + float64(service), call: i})
+			finishing.push(psCall{finish: v + float64(service), call: i}, psCall.before)
 			n++
 			reschedule(e.at)
 		case evPSNext:
@@ -153,7 +153,7 @@ func SimulatePS(sc Scenario, name string, lim Limiter) Run {
 				if !ok || h.finish > v {
 					break
 				}
-				finishing.pop()
+				finishing.pop(psCall.before)
 				calls[h.call].ended = true
 				n--
 				run.Calls[h.call].Latency = e.at - run.Calls[h.call].Sent
