@@ -249,19 +249,19 @@ func TestDevPSTrace(t *testing.T) {
 // (flat on PS, bent at C on the queue), the calls given up, and C by
 // Little's law from the finish rate and S (finishes per second × S).
 type hingeLog struct {
-	h                *adaptive.Hinge
-	now, t0          time.Duration
-	from, lastLimit  float64
-	n, drops         int
-	sum, cnt         [4]float64
-	changes          int
-	lowLimit, hiLimt float64
+	h                   *adaptive.Hinge
+	now, t0             time.Duration
+	from                float64
+	n, drops            int
+	sum, cnt            [4]float64
+	changes             int
+	lowLimit, highLimit float64
 }
 
 func (l *hingeLog) Update(limit float64, s adaptive.Sample) float64 {
 	l.now += s.Elapsed
 	if l.cnt == [4]float64{} && l.n == 0 {
-		l.from, l.lowLimit, l.hiLimt = limit, limit, limit
+		l.from, l.lowLimit, l.highLimit = limit, limit, limit
 	}
 	l.n += s.N
 	l.drops += s.Drops
@@ -274,7 +274,7 @@ func (l *hingeLog) Update(limit float64, s adaptive.Sample) float64 {
 	if next != limit {
 		l.changes++
 	}
-	l.lowLimit, l.hiLimt = min(l.lowLimit, next), max(l.hiLimt, next)
+	l.lowLimit, l.highLimit = min(l.lowLimit, next), max(l.highLimit, next)
 	if l.now-l.t0 >= 250*time.Millisecond {
 		var qs strings.Builder
 		for q := range 4 {
@@ -286,8 +286,8 @@ func (l *hingeLog) Update(limit float64, s adaptive.Sample) float64 {
 		}
 		rate := float64(l.n) / (l.now - l.t0).Seconds()
 		fmt.Printf("%6.2fs limit %5.1f -> %5.1f (range %5.1f-%5.1f, %d changes) S %5.1fms C %5.1f  RTT ms by level quarter%s  given up %3d  Little rate×S %5.1f\n",
-			l.now.Seconds(), l.from, next, l.lowLimit, l.hiLimt, l.changes, l.h.NoLoadRTT()/1e6, l.h.EstimatedCapacity(), qs.String(), l.drops, rate*l.h.NoLoadRTT()/1e9)
-		*l = hingeLog{h: l.h, now: l.now, t0: l.now, from: next, lowLimit: next, hiLimt: next}
+			l.now.Seconds(), l.from, next, l.lowLimit, l.highLimit, l.changes, l.h.NoLoadRTT()/1e6, l.h.EstimatedCapacity(), qs.String(), l.drops, rate*l.h.NoLoadRTT()/1e9)
+		*l = hingeLog{h: l.h, now: l.now, t0: l.now, from: next, lowLimit: next, highLimit: next}
 		l.n = -1 // printed: the next sample opens the next epoch
 	}
 	if l.n < 0 {
