@@ -588,8 +588,11 @@ func runSemaphoreModel(t *testing.T, data []byte) {
 	// Wind down: cancel or release everything; nothing may be left.
 	for k, a := range acqs {
 		if a.Cancel() != m.cancel(k) {
-			t.Fatalf("wind-down: #%d.Cancel() disagrees with the model", k)
+			t.Fatalf("wind-down: #%d.Cancel() disagrees with the model; ops:\n%s", k, strings.Join(trace, "\n"))
 		}
+		// A cancel that grants hands the grants' callbacks to a fresh
+		// goroutine; their releases may decide the next acquisitions.
+		awaitCallbacks(t, m, ran, trace)
 	}
 	for m.metrics().InFlightCalls > 0 {
 		m.release(false, 1)
