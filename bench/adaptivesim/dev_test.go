@@ -37,85 +37,145 @@ type devStaticCell struct {
 	Static []Result
 }
 
-func TestDev(t *testing.T) {
-	if *devOnly == "" {
-		t.Skip()
+// devModel is the partner the dev harness simulates: the M/G/c queue of
+// the published matrix, or with -dev.ps the processor-sharing partner.
+func devModel() func(Scenario, string, Limiter) Run {
+	if *devPS {
+		return SimulatePS
 	}
-	only := regexp.MustCompile(*devOnly)
+	return Simulate
+}
+
+// devCellList returns the cells -dev.cells matches.
+func devCellList() []Cell {
 	cre := regexp.MustCompile(*devCells)
+	var cells []Cell
+	for _, c := range Cells() {
+		if cre.MatchString(c.String()) {
+			cells = append(cells, c)
+		}
+	}
+	return cells
+}
+
+// devStatic returns, by cell name, the best static limit of each cell on
+// devModel's partner and its results on seeds 1 to seeds: from the cache
+// (-dev.static, or -dev.psstatic with -dev.ps), where the cells missing
+// from it are swept first as the matrix sweeps them (RunMatrix).
+func devStatic(cells []Cell, seeds int) map[string]devStaticCell {
+	path := *devStaticFlag
+	if *devPS {
+		path = *devPSStatic
+	}
 	cache := map[string]devStaticCell{}
-	if b, err := os.ReadFile(*devStaticFlag); err == nil {
+	if b, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(b, &cache)
 	}
-	var cells []Cell
 	var missing []Cell
-	for _, c := range Cells() {
-		if !cre.MatchString(c.String()) {
-			continue
-		}
-		cells = append(cells, c)
-		if sc, ok := cache[c.String()]; !ok || len(sc.Static) < *devSeeds {
+	for _, c := range cells {
+		if sc, ok := cache[c.String()]; !ok || len(sc.Static) < seeds {
 			missing = append(missing, c)
 		}
 	}
-	if len(missing) > 0 {
-		res := RunMatrix(missing, nil, Options{Seeds: *devSeeds, StaticSeeds: 2, StaticGrid: staticGrid(3)})
-		for _, r := range res {
-			cache[r.Cell.String()] = devStaticCell{r.BestStatic, r.Static}
-		}
-		b, _ := json.Marshal(cache)
-		_ = os.MkdirAll(filepath.Dir(*devStaticFlag), 0o755)
-		_ = os.WriteFile(*devStaticFlag, b, 0o644)
+	if len(missing) == 0 {
+		return cache
 	}
+	start := time.Now()
+	for _, r := range RunMatrix(missing, nil, Options{Seeds: seeds, StaticSeeds: 2, StaticGrid: staticGrid(3), Model: devModel()}) {
+		cache[r.Cell.String()] = devStaticCell{r.BestStatic, r.Static}
+	}
+	b, _ := json.Marshal(cache)
+	_ = os.MkdirAll(filepath.Dir(path), 0o755)
+	_ = os.WriteFile(path, b, 0o644)
+	fmt.Printf("static sweep of %d cells: %v\n", len(missing), time.Since(start).Round(time.Second))
+	return cache
+}
+
+// TestDev prints, for the contenders -dev.only matches (with -dev.ps and
+// no -dev.only: psContenders) on the cells -dev.cells matches, the
+// matrix's summary table, each contender's runs (cell × seed) meeting each
+// goal, and its worst seed for goodput and for p99, with its cell;
+// -dev.cell adds each contender's cell table.
+func TestDev(t *testing.T) {
+	sel := *devOnly
+	if sel == "" && *devPS {
+		sel = psContenders
+	}
+	if sel == "" {
+		t.Skip()
+	}
+	only := regexp.MustCompile(sel)
+	cells := devCellList()
+	static := devStatic(cells, *devSeeds)
 	var cs []Contender
 	for _, c := range devContenders() {
 		if only.MatchString(c.Name) {
 			cs = append(cs, c)
 		}
 	}
-	out := make([]CellResult, len(cells))
-	var jobs []func()
-	for i, c := range cells {
-		st := cache[c.String()]
-		out[i] = CellResult{Cell: c, BestStatic: st.Best, Static: st.Static[:*devSeeds], Runs: map[string][]Result{}}
-		p99 := c.Partner.UnloadedP99()
-		for _, ct := range cs {
-			res := make([]Result, *devSeeds)
-			out[i].Runs[ct.Name] = res
-			for s := range *devSeeds {
-				jobs = append(jobs, func() {
-					sc := c.Scenario(uint64(s + 1))
-					res[s] = Measure(sc, Simulate(sc, ct.Name, ct.New(sc)), c.Band(), p99)
-				})
-			}
-		}
+	start := time.Now()
+	out := RunMatrix(cells, cs, Options{Seeds: *devSeeds, Bubble: bubble(t), Model: devModel()})
+	for i := range out {
+		st := static[out[i].Cell.String()]
+		out[i].BestStatic, out[i].Static = st.Best, st.Static[:*devSeeds]
 	}
-	parallel(jobs)
-	var ns []string
+	fmt.Printf("%d cells × %d seeds (processor sharing: %v), %d contenders: %v\n", len(cells), *devSeeds, *devPS, len(cs), time.Since(start).Round(time.Second))
+	ns := []string{"static"}
 	for _, c := range cs {
 		ns = append(ns, c.Name)
 	}
 	fmt.Println(SummaryTable(out, ns))
 	for _, n := range ns {
-		// runs (cell × seed) meeting each goal, a finer count than
-		// the cells
-		var conv, all, good, p99 int
-		for _, cr := range out {
-			for k, r := range cr.Runs[n] {
-				g := Check(r, cr.Static[k])
-				conv += b2i(g.Converge)
-				all += b2i(g.All())
-				good += b2i(g.Goodput)
-				p99 += b2i(g.P99)
-			}
-		}
-		fmt.Printf("%s: runs (cell × seed) meeting every goal %d, convergence %d, goodput %d, p99 %d\n", n, all, conv, good, p99)
+		devRunCounts(out, n)
 	}
 	if *devCellT {
 		for _, n := range ns {
 			fmt.Println(n)
 			fmt.Println(strings.TrimSpace(CellTable(out, n)))
 		}
+	}
+}
+
+// devRunCounts prints contender n's runs (cell × seed) meeting each goal,
+// a finer count than the cells, and its worst seeds for goodput and p99.
+func devRunCounts(out []CellResult, n string) {
+	var all, conv, good, p99 int
+	type worst struct {
+		cell  string
+		seed  int
+		v     float64 // the figure it is worst at
+		good  float64 // goodput over the best static limit's
+		r     Result
+		goals Goals
+	}
+	wg, wp := worst{v: 10}, worst{v: -1}
+	for _, cr := range out {
+		rs := cr.Runs[n]
+		if n == "static" {
+			rs = cr.Static
+		}
+		for k, r := range rs {
+			g := Check(r, cr.Static[k])
+			conv += b2i(g.Converge)
+			all += b2i(g.All())
+			good += b2i(g.Goodput)
+			p99 += b2i(g.P99)
+			x := r.Goodput / cr.Static[k].Goodput
+			if x < wg.v {
+				wg = worst{cr.Cell.String(), k + 1, x, x, r, g}
+			}
+			if r.P99 > wp.v {
+				wp = worst{cr.Cell.String(), k + 1, r.P99, x, r, g}
+			}
+		}
+	}
+	fmt.Printf("%s: runs (cell × seed) meeting every goal %d, convergence %d, goodput %d, p99 %d\n", n, all, conv, good, p99)
+	for _, w := range []struct {
+		what string
+		w    worst
+	}{{"goodput", wg}, {"p99", wp}} {
+		fmt.Printf("  worst %s: %s, seed %d: goodput %.2fx p99 %.2fx converge %v floor %v missed %q\n", w.what, w.w.cell, w.w.seed,
+			w.w.good, w.w.r.P99, w.w.r.Converge, w.w.r.AtFloor, missed(w.w.goals))
 	}
 }
 
@@ -137,7 +197,7 @@ func TestDevTrace(t *testing.T) {
 	p99 := c.Partner.UnloadedP99()
 	if *devSweep {
 		for _, n := range staticGrid(3) {
-			r := Measure(sc, Simulate(sc, "static", NewStatic(n)), c.Band(), p99)
+			r := Measure(sc, devModel()(sc, "static", NewStatic(n)), c.Band(), p99)
 			fmt.Printf("static %3d: goodput %.1f p99 %.2f rejected %d\n", n, r.Goodput, r.P99, r.Rejected)
 		}
 	}
@@ -146,7 +206,7 @@ func TestDevTrace(t *testing.T) {
 		if !only.MatchString(ct.Name) || ct.Bubble {
 			continue
 		}
-		run := Simulate(sc, ct.Name, ct.New(sc))
+		run := devModel()(sc, ct.Name, ct.New(sc))
 		r := Measure(sc, run, c.Band(), p99)
 		fmt.Printf("%s: goodput %.1f p99 %.2f conv %v rejected %d/%d floor %v\n", ct.Name, r.Goodput, r.P99, r.Converge, r.RejectedUnderload, r.Rejected, r.AtFloor)
 		avg := movingAverage(run.Limits, 100)
@@ -199,7 +259,7 @@ func TestDevLog(t *testing.T) {
 	}
 	a = NewAdaptive(adaptive.Config{Algorithm: func() adaptive.Algorithm { return la }}, api, sc.Initial)
 	fmt.Println("mean service", sc.Partner.Mean())
-	Simulate(sc, "x", a)
+	devModel()(sc, "x", a)
 }
 
 var devAll = flag.Bool("dev.all", false, "TestDevLog: every window")
@@ -213,17 +273,12 @@ func TestDevBand(t *testing.T) {
 		t.Skip()
 	}
 	cre := regexp.MustCompile(*devCells)
-	cache := map[string]devStaticCell{}
-	b, _ := os.ReadFile(*devStaticFlag)
-	_ = json.Unmarshal(b, &cache)
+	cache := devStatic(devCellList(), *devSeeds)
 	for _, c := range Cells() {
 		if !cre.MatchString(c.String()) {
 			continue
 		}
-		st, ok := cache[c.String()]
-		if !ok {
-			t.Fatalf("no static for %s", c)
-		}
+		st := cache[c.String()]
 		p99 := c.Partner.UnloadedP99()
 		var line strings.Builder
 		fmt.Fprintf(&line, "%-45s best %3d:", c, st.Best)
@@ -234,7 +289,7 @@ func TestDevBand(t *testing.T) {
 			for s := range *devSeeds {
 				jobs = append(jobs, func() {
 					sc := c.Scenario(uint64(s + 1))
-					res[s] = Measure(sc, Simulate(sc, "static", NewStatic(n)), c.Band(), p99)
+					res[s] = Measure(sc, devModel()(sc, "static", NewStatic(n)), c.Band(), p99)
 				})
 			}
 			parallel(jobs)
@@ -255,9 +310,7 @@ func TestDevOracle(t *testing.T) {
 		t.Skip()
 	}
 	cre := regexp.MustCompile(*devCells)
-	cache := map[string]devStaticCell{}
-	b, _ := os.ReadFile(*devStaticFlag)
-	_ = json.Unmarshal(b, &cache)
+	cache := devStatic(devCellList(), *devSeeds)
 	var ks []float64
 	for _, s := range strings.Split(*devOracle, ",") {
 		var k float64
@@ -268,10 +321,7 @@ func TestDevOracle(t *testing.T) {
 		if !cre.MatchString(c.String()) || c.Start > 1 {
 			continue
 		}
-		st, ok := cache[c.String()]
-		if !ok {
-			t.Fatalf("no static for %s", c)
-		}
+		st := cache[c.String()]
 		p99 := c.Partner.UnloadedP99()
 		var line strings.Builder
 		fmt.Fprintf(&line, "%-40s best %3d:", strings.TrimSuffix(c.String(), ", start C/5"), st.Best)
@@ -283,7 +333,7 @@ func TestDevOracle(t *testing.T) {
 			for s := range *devSeeds {
 				jobs = append(jobs, func() {
 					sc := c.Scenario(uint64(s + 1))
-					res[s] = Measure(sc, Simulate(sc, "oracle", NewOracle(sc, k)), c.Band(), p99)
+					res[s] = Measure(sc, devModel()(sc, "oracle", NewOracle(sc, k)), c.Band(), p99)
 				})
 			}
 			parallel(jobs)
@@ -306,9 +356,7 @@ func TestDevScan(t *testing.T) {
 		t.Skip()
 	}
 	cre := regexp.MustCompile(*devCells)
-	cache := map[string]devStaticCell{}
-	b, _ := os.ReadFile(*devStaticFlag)
-	_ = json.Unmarshal(b, &cache)
+	cache := devStatic(devCellList(), *devSeeds)
 	ct := devContender()
 	type miss struct {
 		cell string
@@ -328,7 +376,7 @@ func TestDevScan(t *testing.T) {
 		for s := range *devSeeds {
 			jobs = append(jobs, func() {
 				sc := c.Scenario(uint64(s + 1))
-				r := Measure(sc, Simulate(sc, ct.Name, ct.New(sc)), c.Band(), p99)
+				r := Measure(sc, devModel()(sc, ct.Name, ct.New(sc)), c.Band(), p99)
 				g := Check(r, st.Static[s])
 				if strings.Contains(missed(g), *devScan) {
 					mu.Lock()
@@ -373,7 +421,7 @@ func TestDevExc(t *testing.T) {
 		for s := range *devSeeds {
 			jobs = append(jobs, func() {
 				sc := c.Scenario(uint64(s + 1))
-				run := Simulate(sc, ct.Name, ct.New(sc))
+				run := devModel()(sc, ct.Name, ct.New(sc))
 				avg := movingAverage(run.Limits, int(time.Second/sc.Trace))
 				hi[s], lo[s] = 0, 10
 				mean := sc.Partner.Mean()

@@ -45,7 +45,7 @@ func (c psCall) before(d psCall) bool {
 // Simulate's for the same seed, and a run is deterministic.
 //
 // It is a development model: the matrix and its goals are measured with
-// Simulate; the dev harness (TestDevPS) measures the contenders on it.
+// Simulate; the dev harness (TestDev -dev.ps) measures the contenders on it.
 func SimulatePS(sc Scenario, name string, lim Limiter) Run {
 	rng := rand.New(rand.NewPCG(sc.Seed, 0xadab7))
 	run := Run{Name: name}

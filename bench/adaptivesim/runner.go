@@ -53,6 +53,17 @@ type Options struct {
 	// Trace names the cells (Cell.String) whose run of seed 1 is kept,
 	// limits only, for every contender.
 	Trace map[string]bool
+	// Model is the partner every run simulates: Simulate (the M/G/c queue
+	// of the published matrix) when nil, or SimulatePS.
+	Model func(sc Scenario, name string, lim Limiter) Run
+}
+
+// simulate runs lim on sc with o's partner model.
+func (o Options) simulate(sc Scenario, name string, lim Limiter) Run {
+	if o.Model != nil {
+		return o.Model(sc, name, lim)
+	}
+	return Simulate(sc, name, lim)
 }
 
 // RunMatrix runs contenders on every cell and seed, on GOMAXPROCS
@@ -74,7 +85,7 @@ func RunMatrix(cells []Cell, contenders []Contender, o Options) []CellResult {
 			for s := range o.StaticSeeds {
 				jobs = append(jobs, func() {
 					sc := c.Scenario(uint64(s + 1))
-					sweeps[i][g][s] = Measure(sc, Simulate(sc, "static", NewStatic(n)), c.Band(), p99[i])
+					sweeps[i][g][s] = Measure(sc, o.simulate(sc, "static", NewStatic(n)), c.Band(), p99[i])
 				})
 			}
 		}
@@ -85,7 +96,7 @@ func RunMatrix(cells []Cell, contenders []Contender, o Options) []CellResult {
 				jobs = append(jobs, func() {
 					sc := c.Scenario(uint64(s + 1))
 					var run Run
-					sim := func() { run = Simulate(sc, ct.Name, ct.New(sc)) }
+					sim := func() { run = o.simulate(sc, ct.Name, ct.New(sc)) }
 					if ct.Bubble {
 						o.Bubble(sim)
 					} else {
@@ -124,7 +135,7 @@ func RunMatrix(cells []Cell, contenders []Contender, o Options) []CellResult {
 		for s := range o.Seeds {
 			jobs = append(jobs, func() {
 				sc := c.Scenario(uint64(s + 1))
-				run := Simulate(sc, "static", NewStatic(n))
+				run := o.simulate(sc, "static", NewStatic(n))
 				out[i].Static[s] = Measure(sc, run, c.Band(), p99[i])
 				if s == 0 && o.Trace[c.String()] {
 					mu.Lock()

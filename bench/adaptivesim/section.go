@@ -278,7 +278,7 @@ Every partner above queues calls in order: a call granted as the k-th in flight 
 others. A server that runs every request at once and shares its CPUs among them behaves otherwise:
 with n > C calls in, each progresses at C/n, so every call slows down together. The dev harness
 runs the same cells, seeds, goals and contenders on such a partner (a call given up leaves it and
-frees its share; measured on 2026-12-05 with cd bench && go test ./adaptivesim -run '^TestDevPS$'
+frees its share; measured on 2026-12-05 with cd bench && go test ./adaptivesim -run '^TestDev$'
 -dev.ps -dev.seeds 20 -v, not part of the published matrix). Runs meeting every goal, of 1,800, on
 the processor-sharing partner (on the queue): capacity 200 (199), worst goodput 0.78× (0.63×), the
 limit's 1 s average at a median 1.30 × C (1.26 × C) in the overloaded steady state; setpoint 274
