@@ -21,10 +21,18 @@ import (
 // ended (cancelled, or past its deadline), it fails at once, sending
 // nothing, with an error that wraps ctx.Err() and is not a *StoreError;
 // if ctx ends during the round trip, the error wraps ctx.Err() as well,
-// and Redis may or may not have taken the change. It panics if ctx is nil.
+// and Redis may or may not have taken the change. Once the Store is
+// closed, or the bulkhead evicted from its Registry, ChangeConfig fails
+// with an error matching ErrClosed and sends nothing (an evicted
+// bulkhead's keys are left to expire; change the limit through the
+// Registry's bulkhead of that name); a ChangeConfig racing Close may or may
+// not have sent the change. It panics if ctx is nil.
 func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
 	if ctx == nil {
 		panic("redis: ChangeConfig called with a nil context")
+	}
+	if err := b.closedErr(); err != nil {
+		return err
 	}
 	if err := cfg.validateFor(b.name); err != nil {
 		return err
@@ -56,6 +64,24 @@ func (b *Bulkhead) ChangeConfig(ctx context.Context, cfg Config) error {
 		b.limitChanged()
 	}
 	s.kick()
+	return nil
+}
+
+// closedErr returns the error of a call on a closed Store's bulkhead, or
+// on one evicted from its Registry, and nil while the bulkhead is live.
+func (b *Bulkhead) closedErr() error {
+	if b.s.closed.Load() {
+		return b.errs().closed
+	}
+	b.mu.Lock()
+	closed, retired := b.closed, b.retired
+	b.mu.Unlock()
+	switch {
+	case closed:
+		return b.errs().closed
+	case retired:
+		return b.errs().evicted
+	}
 	return nil
 }
 

@@ -3,10 +3,12 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rxbulkhead/bulkhead"
+	rxredis "github.com/rxbulkhead/bulkhead/contrib/redis"
 )
 
 // One ChangeConfig, in this process, changes the limit of every replica:
@@ -112,5 +114,48 @@ func TestChangeConfigRefusesChangesToPerProcessFieldsWithAConfigError(t *testing
 	}
 	if b.Config().MaxConcurrentCalls != 2 {
 		t.Errorf("a refused change changed the limit to %d", b.Config().MaxConcurrentCalls)
+	}
+}
+
+// After Store.Close the caller's client is still open, so a ChangeConfig
+// could still write the fleet limit (and re-create a config key nobody
+// renews): it fails with ErrClosed instead and sends nothing.
+func TestChangeConfigAfterCloseFailsWithErrClosedAndSendsNothing(t *testing.T) {
+	srv := sharedServer(t)
+	cfg := fastStore()
+	cfg.KeyPrefix = prefixFor(t)
+	c := srv.client(t) // the test's own commands
+	sc := srv.client(t)
+	touches := &keyTouches{sub: "{closed}"}
+	sc.AddHook(touches)
+	flushKeys(t, c, cfg.KeyPrefix)
+	s, err := rxredis.NewStore(sc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rxredis.NewBulkhead(s, "closed", fleetConfig(2, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	raised := b.Config()
+	raised.MaxConcurrentCalls = 3
+	if err := b.ChangeConfig(ctx, raised); err != nil {
+		t.Fatalf("ChangeConfig before Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := touches.n.Load()
+	raised.MaxConcurrentCalls = 5
+	err = b.ChangeConfig(ctx, raised)
+	if !errors.Is(err, rxredis.ErrClosed) || !strings.Contains(err.Error(), `"closed"`) {
+		t.Errorf("ChangeConfig after Close: %v, want an error naming the bulkhead and matching ErrClosed", err)
+	}
+	if n := touches.n.Load() - before; n != 0 {
+		t.Errorf("ChangeConfig after Close sent %d commands naming the bulkhead's keys", n)
+	}
+	if b.Config().MaxConcurrentCalls != 3 {
+		t.Errorf("Config().MaxConcurrentCalls = %d after a refused change, want 3", b.Config().MaxConcurrentCalls)
 	}
 }

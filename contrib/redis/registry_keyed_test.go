@@ -127,6 +127,11 @@ func TestAnEvictedFleetBulkheadStopsAndItsKeysExpireInRedis(t *testing.T) {
 		t.Errorf("Permit.Name %q, want tenant", second.Name())
 	}
 	second.Release()
+	all := reg.All() // a handle kept past the eviction (All does not pin)
+	if len(all) != 1 || all[0].Name() != "tenant" {
+		t.Fatalf("All() = %v, want the tenant's bulkhead", all)
+	}
+	held := all[0]
 
 	advanceUntil(t, clock, 500*time.Millisecond, 10, "eviction", func() bool { return reg.Stats().Evictions == 1 })
 	mu.Lock()
@@ -148,6 +153,13 @@ func TestAnEvictedFleetBulkheadStopsAndItsKeysExpireInRedis(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // the eviction's own flush, if any
 	before := touches.n.Load()
+	// A change through the evicted handle would write a config key that
+	// nobody renews: it is refused, naming the eviction, and sends nothing.
+	raised := held.Config()
+	raised.MaxConcurrentCalls = 3
+	if err := held.ChangeConfig(ctx, raised); !errors.Is(err, rxredis.ErrClosed) || !strings.Contains(err.Error(), "evicted") {
+		t.Errorf("ChangeConfig on the evicted bulkhead: %v, want an error matching ErrClosed that says it was evicted", err)
+	}
 	eventually(t, 5*time.Second, "every key of the evicted bulkhead expired", func() bool {
 		return c.Exists(ctx, keys...).Val() == 0
 	})
