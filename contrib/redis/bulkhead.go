@@ -235,11 +235,11 @@ func (b *Bulkhead) acquire(typed bool) *Permit {
 	p.n = b.s.nextID.Add(1)
 	p.queuedAt, p.queued = b.sinceEpoch(), true
 	if b.cfg.MaxWaitDuration > 0 {
-		p.deadline = addSaturating(p.queuedAt, b.cfg.MaxWaitDuration)
+		p.at = addSaturating(p.queuedAt, b.cfg.MaxWaitDuration)
 	}
 	b.linkQueueLocked(p)
-	if p.deadline > 0 && b.timer == nil {
-		b.armTimerLocked(p.deadline)
+	if p.deadline() > 0 && b.timer == nil {
+		b.armTimerLocked(p.deadline())
 	}
 	b.mu.Unlock()
 	b.s.kick()
@@ -333,9 +333,9 @@ func (b *Bulkhead) giveBack(p *Permit, finished bool) {
 	if finished && b.pub.Active() {
 		e := b.event(bulkhead.CallFinished, 0, 0)
 		if identified {
-			// Grant to finish, on the Store's Clock (p.grantedAt is set
+			// Grant to finish, on the Store's Clock (p.grantedAt() is set
 			// once, under mu, when the grant is decided).
-			e.CallDuration = max(0, e.Time.Sub(b.epoch)-p.grantedAt)
+			e.CallDuration = max(0, e.Time.Sub(b.epoch)-p.grantedAt())
 		}
 		b.pub.Publish(e)
 	}

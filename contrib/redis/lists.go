@@ -44,7 +44,7 @@ func (b *Bulkhead) unlinkQueueLocked(p *Permit) {
 
 func (b *Bulkhead) linkHeldLocked(p *Permit) {
 	p.state = stHeld
-	p.grantedAt = b.sinceEpoch()
+	p.at = b.sinceEpoch() // grantedAt
 	p.prev, p.next = b.htail, nil
 	if b.htail != nil {
 		b.htail.next = p

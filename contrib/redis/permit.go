@@ -42,21 +42,34 @@ type Permit struct {
 	// b.epoch, on the Store's Clock), for Event.Wait; written before the
 	// Permit is linked in the queue, read by whoever decides it.
 	queuedAt time.Duration
-	queued   bool // queuedAt is set: the call was not decided at once
 	// Fields below are guarded by b.mu.
-	n         uint64        // id number: the lease and ticket id is b.s.id(n)
-	seq       int64         // the ticket number while waiting, the fencing token once held
-	deadline  time.Duration // offset from b.epoch; zero: the call may not wait
-	grantedAt time.Duration // stHeld: when the grant was decided (offset from b.epoch), for the call's duration
-	prev      *Permit       // in the queue or in the held list
-	next      *Permit
-	local     *bulkhead.Acquisition // stLocal: the FailOver acquisition
-	state     permitState
-	inFlight  bool // sent in the round trip under way
-	isLocal   bool // stHeld: holds a FailOver permit, no lease
-	lost      bool // stHeld: the lease expired in Redis and could not be restored
-	typed     bool // made by Acquire: given back only by Finish or Release (immutable)
+	n   uint64 // id number: the lease and ticket id is b.s.id(n)
+	seq int64  // the ticket number while waiting, the fencing token once held
+	// at is an offset from b.epoch, one field for two times that never
+	// overlap (a Permit leaves the queue before it is held), which keeps a
+	// waiting call's Permit in the 96-byte size class: in the queue
+	// (stWaiting), the deadline (deadline, zero: the call may not wait);
+	// held (stHeld), when the grant was decided (grantedAt), for the
+	// call's duration.
+	at       time.Duration
+	prev     *Permit // in the queue or in the held list
+	next     *Permit
+	local    *bulkhead.Acquisition // stLocal: the FailOver acquisition
+	state    permitState
+	queued   bool // queuedAt is set: the call was not decided at once (written before the Permit is linked)
+	inFlight bool // sent in the round trip under way
+	isLocal  bool // stHeld: holds a FailOver permit, no lease
+	lost     bool // stHeld: the lease expired in Redis and could not be restored
+	typed    bool // made by Acquire: given back only by Finish or Release (immutable)
 }
+
+// deadline is when a waiting call times out (offset from b.epoch; zero:
+// it may not wait). Only for a Permit in the queue.
+func (p *Permit) deadline() time.Duration { return p.at }
+
+// grantedAt is when a held call's grant was decided (offset from
+// b.epoch). Only for a Permit that is held.
+func (p *Permit) grantedAt() time.Duration { return p.at }
 
 // Lease is the grant of one permit: its id in Redis and its fencing token.
 // Tokens are unique and increase with every grant of a bulkhead, across the

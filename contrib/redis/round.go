@@ -63,7 +63,7 @@ func (b *Bulkhead) collect() (w *work, gone bool) {
 			kinds = append(kinds, 'w')
 		case p.seq == 0 && fresh < maxNewPerRound:
 			fresh++
-			if p.deadline > 0 {
+			if p.deadline() > 0 {
 				kinds = append(kinds, 'n')
 			} else {
 				kinds = append(kinds, 't')

@@ -39,7 +39,7 @@ func (b *Bulkhead) onTimer(gen uint64) {
 	now := b.sinceEpoch()
 	var expired []*Permit
 	kick := false
-	for p := b.qhead; p != nil && p.deadline <= now; p = b.qhead {
+	for p := b.qhead; p != nil && p.deadline() <= now; p = b.qhead {
 		b.unlinkQueueLocked(p)
 		p.state = stDone
 		if p.seq > 0 && !p.inFlight {
@@ -49,7 +49,7 @@ func (b *Bulkhead) onTimer(gen uint64) {
 		expired = append(expired, p)
 	}
 	if b.qhead != nil {
-		b.armTimerLocked(b.qhead.deadline)
+		b.armTimerLocked(b.qhead.deadline())
 	}
 	b.mu.Unlock()
 	if kick {
