@@ -43,21 +43,22 @@ import "math"
 //     but it is never lowered unless a queue shows, never while the limit is
 //     not reached unless a queue is proved, by at most half per epoch, and
 //     with timeouts at a reached limit by Backoff (0.9) at least.
-//   - The zone: at a reached limit where no queue shows but the mean RTT
-//     is above the no-load RTT's upper bound, the set point neither grows
-//     nor cuts, and below about 100 permits Target × the estimate rounds
-//     down to the same limit; with a no-load RTT that is a few per cent
-//     too low (the partner slowed down), the limit held there for good.
-//     After 16 epochs in a row in the zone at one limit, agreeing within
-//     10 %, the set point probes one permit above. When the RTT at the
-//     probe rose by less than a quarter of the calls in flight's rise and
-//     did not fall (two standard errors of both epochs counted against
-//     it), the RTT does not follow the limit: it becomes the no-load RTT,
-//     and the estimate is at least the calls in flight. Otherwise a queue
-//     follows the limit: the probe is undone (without counting as a cut
-//     for the floor rule), and the next one waits twice as many epochs
-//     (up to 64). At the set point itself (the limit a few per cent above
-//     C) the RTT often sits in the zone; those probes find the queue.
+//   - Probes: at a reached limit that this rule set neither grows nor
+//     cuts (the limit keeps its permits), without timeouts and with the
+//     mean RTT above the no-load RTT's upper bound, the set point cannot
+//     tell a queue from a no-load RTT that is a few per cent too low (the
+//     partner slowed down): by Little's law both give the same rate, and
+//     below about 100 permits Target × the estimate rounds down to the
+//     same limit, which held for good. After 16 such epochs in a row at
+//     one limit, agreeing within 10 %, the set point probes one permit
+//     above. When the RTT at the probe rose by less than a quarter of the
+//     calls in flight's rise and did not fall (two standard errors of both
+//     epochs counted against it), the RTT does not follow the limit: it
+//     becomes the no-load RTT, and the estimate is at least the calls in
+//     flight. Otherwise a queue follows the limit: the probe is undone
+//     (not a cut for the floor rule), and the next one waits twice as many
+//     epochs (up to 64). At the set point itself (the limit a few per
+//     cent above C) such probes find the queue.
 //   - Capacity's floor rule holds: cuts that took 20 % off the limit
 //     without lowering the RTT are undone, and that RTT becomes the no-load
 //     RTT. So does its rule at the controller's floor (Config.Min): two
@@ -100,9 +101,9 @@ type setPointState struct {
 	est    float64 // the estimate of C; 0: none yet
 	step   float64 // the last growth step with no queue; 0: none in a row
 	on     bool    // the set point decides (see ready)
-	// zone is the first of the epochs in a row at a reached limit whose
-	// RTT is within Tolerance but above the no-load RTT's upper bound
-	// (nil: none), zoneN how many, wait how many a probe needs (0:
+	// zone is the first of the epochs in a row at a reached limit that
+	// neither grows nor is cut, with the RTT above the no-load RTT's upper
+	// bound (nil: none), zoneN how many, wait how many a probe needs (0:
 	// setPointProbe), probe the epoch before a probe in progress (nil:
 	// none)
 	zone  *epochSummary
@@ -190,15 +191,6 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 	} else {
 		sp.step = 0
 	}
-	if saturated && !shows && !unqueued && !undo {
-		// the zone: no queue shows, no growth either; probe above
-		if sp.inZone(limit, e, c) {
-			sp.probe = &e
-			next = math.Max(next, math.Floor(limit)+1)
-		}
-	} else {
-		sp.zone, sp.zoneN = nil, 0
-	}
 	if !saturated && !shows && e.mean <= sHi {
 		next = math.Max(next, setPointRoom*float64(e.inFlight))
 	}
@@ -208,6 +200,16 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 	if undo {
 		next = math.Min(next, sp.probe.limit)
 		sp.probe = nil
+	}
+	if saturated && !e.truncated && !unqueued && !undo && math.Floor(next) == math.Floor(limit) {
+		// no growth, no cut: a queue or a no-load RTT a little low; probe
+		// above (see SetPoint)
+		if sp.inZone(limit, e, c) {
+			sp.probe = &e
+			next = math.Floor(limit) + 1
+		}
+	} else {
+		sp.zone, sp.zoneN = nil, 0
 	}
 	next = math.Max(next, limit/2)
 	if e.truncated && saturated {
@@ -232,10 +234,10 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 	return c.change(next)
 }
 
-// inZone counts epoch e at limit, in the zone (a reached limit, no queue
-// shown, the mean RTT above the no-load RTT's upper bound), and reports
-// whether it is time for a probe: sp.wait epochs in a row at limit that
-// agree within 10 % (see Capacity.agree).
+// inZone counts epoch e at limit, one that neither grows nor cuts a
+// reached limit (see SetPoint, Probes), and reports whether it is time for
+// a probe: sp.wait such epochs in a row at limit that agree within 10 %
+// (see Capacity.agree).
 func (sp *setPointState) inZone(limit float64, e epochSummary, c *Capacity) bool {
 	if sp.zone == nil || math.Floor(sp.zone.limit) != math.Floor(limit) || !c.agree(e, *sp.zone) {
 		sp.zone, sp.zoneN = &e, 0
