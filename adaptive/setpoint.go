@@ -43,6 +43,22 @@ import "math"
 //     but it is never lowered unless a queue shows, never while the limit is
 //     not reached unless a queue is proved, by at most half per epoch, and
 //     with timeouts at a reached limit by Backoff (0.9) at least.
+//   - Probes: at a reached limit that this rule set neither grows nor
+//     cuts (the limit keeps its permits), without timeouts and with the
+//     mean RTT above the no-load RTT's upper bound, the set point cannot
+//     tell a queue from a no-load RTT that is a few per cent too low (the
+//     partner slowed down): by Little's law both give the same rate, and
+//     below about 100 permits Target × the estimate rounds down to the
+//     same limit, which held for good. After 16 such epochs in a row at
+//     one limit, agreeing within 10 %, the set point probes one permit
+//     above. When the RTT at the probe rose by less than a quarter of the
+//     calls in flight's rise and did not fall (two standard errors of both
+//     epochs counted against it), the RTT does not follow the limit: it
+//     becomes the no-load RTT, and the estimate is at least the calls in
+//     flight. Otherwise a queue follows the limit: the probe is undone
+//     (not a cut for the floor rule), and the next one waits twice as many
+//     epochs (up to 64). At the set point itself (the limit a few per
+//     cent above C) such probes find the queue.
 //   - Capacity's floor rule holds: cuts that took 20 % off the limit
 //     without lowering the RTT are undone, and that RTT becomes the no-load
 //     RTT. So does its rule at the controller's floor (Config.Min): two
@@ -75,6 +91,8 @@ const (
 	setPointStep   = 0.1  // the first growth step with no queue
 	setPointRoom   = 2    // room below a limit not reached, × calls in flight
 	setPointKeep   = 0.8  // epochs within this × the estimate refine the no-load RTT
+	setPointProbe  = 16   // epochs in a row in the zone (see probe) before a probe
+	setPointWaits  = 64   // the most epochs a probe waits after probes found queues
 )
 
 // setPointState is what SetPoint keeps beside Capacity's state.
@@ -83,6 +101,15 @@ type setPointState struct {
 	est    float64 // the estimate of C; 0: none yet
 	step   float64 // the last growth step with no queue; 0: none in a row
 	on     bool    // the set point decides (see ready)
+	// zone is the first of the epochs in a row at a reached limit that
+	// neither grows nor is cut, with the RTT above the no-load RTT's upper
+	// bound (nil: none), zoneN how many, wait how many a probe needs (0:
+	// setPointProbe), probe the epoch before a probe in progress (nil:
+	// none)
+	zone  *epochSummary
+	zoneN int
+	wait  int
+	probe *epochSummary
 }
 
 // Update implements Algorithm.
@@ -127,6 +154,7 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 	if sp.est == 0 {
 		sp.est = c.capacity
 	}
+	undo := c.probed(limit, e, saturated)
 	inFlight := float64(min(e.inFlight, int(limit)))
 	seS := math.Sqrt(c.noLoadMeanVar())
 	err := math.Hypot(e.se, seS)
@@ -169,6 +197,20 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 	if !shows || !saturated && !proven {
 		next = math.Max(next, limit)
 	}
+	if undo {
+		next = math.Min(next, sp.probe.limit)
+		sp.probe = nil
+	}
+	if saturated && !e.truncated && !unqueued && !undo && math.Floor(next) == math.Floor(limit) {
+		// no growth, no cut: a queue or a no-load RTT a little low; probe
+		// above (see SetPoint)
+		if sp.inZone(limit, e, c) {
+			sp.probe = &e
+			next = math.Floor(limit) + 1
+		}
+	} else {
+		sp.zone, sp.zoneN = nil, 0
+	}
 	next = math.Max(next, limit/2)
 	if e.truncated && saturated {
 		next = math.Min(next, limit*param(c.Backoff, 0.9, 0, 1))
@@ -181,7 +223,7 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 	}
 	// the floor rule (see Update) checks the cuts from the limit before the
 	// first of them, until the limit is back above it
-	if next < limit && c.cutFrom == nil {
+	if next < limit && c.cutFrom == nil && !undo {
 		from := e
 		from.mean = math.Max(e.mean, rttNanos(s))
 		c.cutFrom = &from
@@ -190,4 +232,52 @@ func (c *Capacity) setPoint(limit float64, e epochSummary, s Sample, z, tol floa
 		c.cutFrom = nil
 	}
 	return c.change(next)
+}
+
+// inZone counts epoch e at limit, one that neither grows nor cuts a
+// reached limit (see SetPoint, Probes), and reports whether it is time for
+// a probe: sp.wait such epochs in a row at limit that agree within 10 %
+// (see Capacity.agree).
+func (sp *setPointState) inZone(limit float64, e epochSummary, c *Capacity) bool {
+	if sp.zone == nil || math.Floor(sp.zone.limit) != math.Floor(limit) || !c.agree(e, *sp.zone) {
+		sp.zone, sp.zoneN = &e, 0
+	}
+	sp.zoneN++
+	if sp.zoneN < max(sp.wait, setPointProbe) {
+		return false
+	}
+	sp.zone, sp.zoneN = nil, 0
+	return true
+}
+
+// probed decides epoch e at limit after a probe (see SetPoint) and
+// reports whether the probe is to be undone. The probe raised the calls
+// in flight by a ratio; a queue raises the RTT in proportion. When the
+// RTT rose by less than a quarter of that (with the errors of both
+// epochs), the RTT did not follow the limit: it is the no-load RTT (and
+// the partner served these calls in flight without a queue). Otherwise
+// it followed: a queue, the probe is undone and the next one waits twice
+// as long. A probe the limit did not follow (the controller's Max or a
+// cut), or an epoch not reached or with timeouts, shows neither.
+func (c *Capacity) probed(limit float64, e epochSummary, saturated bool) bool {
+	sp := c.sp
+	p := sp.probe
+	if p == nil {
+		return false
+	}
+	if math.Floor(limit) <= math.Floor(p.limit) || !saturated || e.truncated || p.inFlight == 0 {
+		sp.probe = nil
+		return false
+	}
+	rise := float64(min(e.inFlight, int(limit)))/float64(p.inFlight) - 1
+	err := 2 * math.Hypot(e.se, p.se)
+	if rise > 0 && e.mean+err <= p.mean*(1+rise/4) && e.mean+err >= p.mean {
+		sp.probe = nil
+		sp.wait = 0
+		c.noLoad, c.noLoadW, c.noLoadVar = e.mean, c.ep.n, e.se*e.se*c.ep.n
+		sp.est = math.Max(sp.est, float64(min(e.inFlight, int(limit))))
+		return false
+	}
+	sp.wait = min(2*max(sp.wait, setPointProbe), setPointWaits)
+	return true
 }
