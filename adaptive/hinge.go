@@ -94,7 +94,7 @@ import (
 // whose calls all slow down together when it is overloaded (processor
 // sharing: every call in at once, sharing the CPUs), the levels' RTTs stay
 // flat and it sees no queue: on ExampleNew's partner, whose C drops from
-// 40 to 8, it holds 52 permits where Capacity goes from 40 to 8; on the
+// 40 to 8, it holds 59 permits where Capacity goes from 40 to 8; on the
 // matrix's cells with such a partner it meets every goal in 198 runs (322
 // on the queue) and its p99 goal in 513 (1,706), where Capacity meets
 // every goal in 200 (199; docs/benchmarks.md). That is why it is not the
@@ -111,9 +111,12 @@ type Hinge struct {
 	// means 1.1; values not above 1 are replaced by 1.1.
 	Target float64
 
-	now   float64 // ns: the sum of the samples' Elapsed
-	want  float64 // the limit asked for; 0 before the first sample
-	s     float64 // the no-load RTT (ns); 0: not measured yet
+	now  float64 // ns: the sum of the samples' Elapsed
+	want float64 // the limit asked for; 0 before the first sample
+	s    float64 // the no-load RTT (ns); 0: not measured yet
+	// sRef is the S a probe last gave (0: none yet): outside probes S
+	// rises to at most hingeCreep × it
+	sRef  float64
 	sAt   float64 // when s was last measured
 	est   float64 // the estimated C; 0: none yet
 	t0    float64 // the start of the epoch
@@ -121,6 +124,9 @@ type Hinge struct {
 	cutAt float64 // the last cut on calls given up
 	// reached: a sample of this epoch reached the limit in force
 	reached bool
+	// gentle: the limit was last set from a fitted C, so its next growth
+	// is by hingeGentle
+	gentle bool
 
 	probing   bool
 	probeAt   float64
@@ -129,6 +135,9 @@ type Hinge struct {
 	probeN    int  // calls granted since probeAt at probeLvl or below, finished
 	probeNext int  // probeN at which the probe next tries to measure S
 	resume    float64
+	// the answered calls granted since probeAt at probeLvl or below:
+	// count, Σ RTT, Σ RTT² (ns, ns²)
+	inN, inSum, inSq float64
 
 	floor float64 // the controller's Min (setFloor); 0: 1
 
@@ -158,6 +167,9 @@ const (
 	hingeProbeN   = 20                              // calls a probe waits for
 	hingeProbeMax = float64(800 * time.Millisecond) // ended at a sample: rarely past 1 s
 	hingeGrow     = 1.5
+	hingeGentle   = 1.15 // the first growth after a limit set from a fitted C
+	hingeCreep    = 1.15 // outside probes S rises to at most this × a probe's
+	hingeBoundSE  = 2    // standard errors above a probe's mean RTT: S's bound
 	hingeGrowN    = 5
 	hingeAbove    = 30 // calls above the fitted C an estimate needs
 	hingeJump     = 0.25
@@ -188,7 +200,7 @@ func (h *Hinge) Update(limit float64, s Sample) float64 {
 			h.endProbe()
 		} else if h.probeN >= h.probeNext {
 			h.probeNext = h.probeN + 5
-			if h.measure(h.levels()) {
+			if h.measure(h.levels(), true) {
 				h.endProbe()
 			}
 		}
@@ -245,6 +257,9 @@ func (h *Hinge) record(limit float64, s Sample) {
 	l.sq += answered*rtt*rtt + max(answered-1, 0)*dev*dev
 	if h.probing && sent >= h.probeAt && level <= h.probeLvl {
 		h.probeN += n - drops
+		h.inN += answered
+		h.inSum += answered * rtt
+		h.inSq += answered*rtt*rtt + max(answered-1, 0)*dev*dev
 	}
 }
 
@@ -386,20 +401,28 @@ func (h *Hinge) fit(ks []int) (c, above float64, top int) {
 	return c, above, top
 }
 
-// measure takes S from the levels if they show it.
-func (h *Hinge) measure(ks []int) bool {
+// measure takes S from the levels if they show it. Outside a probe
+// (probe false) an S above hingeCreep × the last probe's is not taken: on
+// a partner that shares its capacity among the calls in, the levels' flat
+// part is S × the calls in / C, not S.
+func (h *Hinge) measure(ks []int, probe bool) bool {
 	s, _, gain := h.jointFit(ks)
-	if gain >= hingeGain && s > 0 {
-		h.s, h.sAt = s, h.now
-		return true
+	if gain < hingeGain || s <= 0 {
+		return false
 	}
-	return false
+	if probe {
+		h.sRef = s
+	} else if h.sRef > 0 && s > hingeCreep*h.sRef {
+		return false
+	}
+	h.s, h.sAt = s, h.now
+	return true
 }
 
 // decide ends an epoch at limit, the limit in force.
 func (h *Hinge) decide(limit float64) {
 	ks := h.levels()
-	h.measure(ks)
+	h.measure(ks, false)
 	reached := h.reached
 	target := h.target()
 	// a limit held below the one asked for (the ceiling, Smoothing) grows
@@ -439,8 +462,14 @@ func (h *Hinge) decide(limit float64) {
 				h.est += 0.5 * (c - h.est)
 			}
 			h.want = math.Max(1, target*h.est)
+			h.gentle = true
 		case reached && above == 0 && top > 0 && h.lv[top].n >= hingeGrowN:
-			h.want = math.Max(h.want*hingeGrow, h.want+1)
+			grow := hingeGrow
+			if h.gentle {
+				// just set from a fitted C: a step, not a leap
+				grow, h.gentle = hingeGentle, false
+			}
+			h.want = math.Max(h.want*grow, h.want+1)
 		}
 		if above == 0 && !reached && top > 0 {
 			// no queue in sight, limit not reached: room for bursts
@@ -470,6 +499,7 @@ func (h *Hinge) epoch() {
 // resume.
 func (h *Hinge) startProbe(resume, base float64) {
 	h.probing, h.probeAt, h.probeN, h.probeNext, h.resume = true, h.now, 0, hingeProbeN, resume
+	h.inN, h.inSum, h.inSq = 0, 0, 0
 	// a probe below the controller's floor would be held at the floor and
 	// count no call
 	h.probeLvl = int(math.Max(math.Max(1, h.floor), math.Floor(hingeProbe*base)))
@@ -480,12 +510,22 @@ func (h *Hinge) startProbe(resume, base float64) {
 func (h *Hinge) endProbe() {
 	h.probing = false
 	ks := h.levels()
-	if !h.measure(ks) && float64(h.probeLvl) > math.Max(1, h.floor) && len(ks) >= 2 {
+	if !h.measure(ks, true) && float64(h.probeLvl) > math.Max(1, h.floor) && len(ks) >= 2 {
 		// every level queued (the best knee at the lowest level, the
 		// highest at least 1.5 × it): C is below the probe's level
 		if _, c, _ := h.jointFit(ks); c <= float64(ks[0])+0.25 && ks[len(ks)-1] >= 3*ks[0]/2 {
 			h.startProbe(h.resume, float64(h.probeLvl))
 			return
+		}
+	}
+	if h.s > 0 && h.sAt < h.probeAt && h.inN >= hingeProbeN {
+		// not measured: the probe's own calls, which answered at its
+		// level or below, bound S from above (their mean + hingeBoundSE
+		// standard errors); an S above that bound is taken down to it
+		m := h.inSum / h.inN
+		bound := m + hingeBoundSE*math.Sqrt(math.Max(0, h.inSq/h.inN-m*m)/h.inN)
+		if bound < h.s {
+			h.s, h.sRef = bound, bound
 		}
 	}
 	if h.s == 0 || h.sAt < h.probeAt {
