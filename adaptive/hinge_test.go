@@ -244,14 +244,14 @@ func TestHingeSurvivesHostileSamples(t *testing.T) {
 // Hinge's doc says why it is not the default: on a partner whose calls all
 // slow down together (ExampleNew's: every call of a window takes
 // 100 ms × max(n, C)/C), the levels' RTTs are flat, so it sees no queue
-// and holds 52 permits once C drops from 40 to 8, where Capacity follows C.
+// and holds 59 permits once C drops from 40 to 8, where Capacity follows C.
 func TestHingesDocSaysWhatItDoesOnAProcessorSharingPartner(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		cfg       adaptive.Config
 		at40, at8 int
 	}{
-		{"hinge", hingeConfig(&adaptive.Hinge{}), 52, 52},
+		{"hinge", hingeConfig(&adaptive.Hinge{}), 59, 59},
 		{"capacity", adaptive.Config{}, 40, 8},
 	} {
 		c.cfg.Min, c.cfg.Max = 2, 200

@@ -282,9 +282,17 @@ frees its share; measured on 2026-12-05 with cd bench && go test ./adaptivesim -
 -dev.ps -dev.seeds 20 -v, not part of the published matrix). Runs meeting every goal, of 1,800, on
 the processor-sharing partner (on the queue): capacity 200 (199), worst goodput 0.78× (0.63×), the
 limit's 1 s average at a median 1.30 × C (1.26 × C) in the overloaded steady state; setpoint 274
-(282); hinge 198 (322), its p99 goal met in 513 runs (1,706), the limit at a median 2.44 × C and
-10 × C at the 90th percentile; AIMD per call 200 (200); the oracle 1,568 (1,568). Capacity and
-SetPoint estimate C from the RTT of a whole epoch (Little's law), which does not care how the
-partner orders its calls; Hinge reads C from the RTT per level, which is flat on such a partner, so
-its S creeps up with the shared RTT and it sees no queue. That is why it is not the default.
+(282); hinge 198 (384), its p99 goal met in 926 runs (1,790), worst goodput 0.71× (0.77×), the
+limit at a median 1.50 × C and 6.97 × C at the 90th percentile (cd bench && go test ./adaptivesim
+-run '^TestDevRatio$' -dev.ratio -dev.ps -dev.only '^hinge$' -dev.seeds 20 -v); AIMD per call 200
+(200); the oracle 1,568 (1,568). Capacity and SetPoint estimate C from the RTT of a whole epoch
+(Little's law), which does not care how the partner orders its calls; Hinge reads C from the RTT
+per level, which is flat on such a partner, at S × the calls in / C, so it sees no queue. Three
+rules keep it nearer C there: outside probes S may rise to 1.15 × the last probe's S at most (it
+crept up with the shared RTT), a probe that measures nothing lowers S to its own calls' mean RTT +
+2 standard errors, and the first growth after a limit set from a fitted C is 15 % (not 50 %).
+Before them it met its p99 goal in 513 runs on this partner, worst goodput 0.63×, the limit at a
+median 2.47 × C and 9.87 × C at the 90th percentile, and every goal in 322 runs on the queue (worst
+p99 3.14×, 1.86× now). Runs meeting every goal on this partner stay at 198 (convergence met in
+202 runs, 200 before). That is why it is not the default.
 `
