@@ -162,6 +162,9 @@ type Hinge struct {
 	inN, inSum, inSq float64
 
 	floor float64 // the controller's Min (setFloor); 0: 1
+	// floorAt is when the limit in force went to the floor, max(1,
+	// floor) (-1: it is above it); dropAt the last call given up
+	floorAt, dropAt float64
 
 	lv []hingeLevel // by level; lv[0] unused
 	ks []int        // scratch: the levels of a fit
@@ -188,6 +191,7 @@ const (
 	hingeProbe    = 0.5                             // a probe's limit, × the limit
 	hingeProbeN   = 20                              // calls a probe waits for
 	hingeProbeMax = float64(800 * time.Millisecond) // ended at a sample: rarely past 1 s
+	hingeFloorMax = float64(700 * time.Millisecond) // at the floor; ended at a sample
 	hingeGrow     = 1.5
 	hingeGentle   = 1.15 // the first growth after a limit set from a fitted C
 	hingeCreep    = 1.15 // outside probes S rises to at most this × a probe's
@@ -211,12 +215,30 @@ func (h *Hinge) Update(limit float64, s Sample) float64 {
 	}
 	limit = math.Min(limit, math.MaxInt32)
 	if h.want == 0 {
-		h.want, h.cutAt = limit, math.Inf(-1)
+		h.want, h.cutAt, h.floorAt, h.dropAt = limit, math.Inf(-1), -1, math.Inf(-1)
 	}
+	prev := h.now
 	if e := float64(s.Elapsed); e > 0 {
 		h.now += e
 	}
 	h.record(limit, s)
+	if s.Dropped || s.Drops > 0 {
+		h.dropAt = h.now
+	}
+	if lo := math.Max(1, h.floor); limit > lo {
+		h.floorAt = -1
+	} else if h.floorAt < 0 {
+		h.floorAt = prev // it went there after the previous sample
+	} else if h.now-h.floorAt >= hingeFloorMax && h.dropAt < h.floorAt {
+		// no cut shortens a queue at the floor: a healthy partner is
+		// not held there (a probe there ends); the next decision is an
+		// epoch later, above the floor
+		if h.probing {
+			h.endProbe()
+		}
+		h.want = math.Max(h.want, lo+1)
+		h.floorAt, h.t0, h.reached = h.now, h.now, false
+	}
 	if h.probing {
 		if h.now-h.probeAt >= hingeProbeMax {
 			h.endProbe()
