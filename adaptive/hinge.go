@@ -88,6 +88,13 @@ import (
 //     past Target × C, not a leap that the next fit cuts back.
 //   - Five calls given up in an epoch (granted since the last such cut)
 //     cut the limit to Target × the fitted C, or by 30 % at least.
+//   - Floor: a limit in force at the controller's floor (max(1,
+//     Config.Min)) for 0.7 s, with no call given up since it got there,
+//     leaves it: a probe there ends, the limit asked for is at least the
+//     floor + 1, and the next decision is an epoch later. No cut shortens
+//     a queue at the floor, so one that shows there comes from a wrong S
+//     (the floor goal allows 1 s there; the rule acts at a sample, so
+//     0.7 s leaves room for the next one).
 //
 // With windowed samples (PerCall off) a window counts as N calls at its
 // InFlight level (its calls given up as Drops calls there): it runs, but
@@ -97,9 +104,11 @@ import (
 // and does exactly as typed calls on the 20 seeds of the matrix (every
 // goal in 384 runs, worst goodput 0.77×, worst p99 1.86×), but one given
 // back with a bare FinishCall is matched with the oldest grant and meets
-// every goal in 274 runs, with a worst goodput of 0.31×, and on the
-// two-kind (bimodal) partner at half load it stays up to 2 s at the
-// controller's floor (the floor goal allows 1 s). Probes stay at or above
+// every goal in 274 runs, with a worst goodput of 0.33×: on the two-kind
+// (bimodal) partner the matched RTTs rise with the level where no queue
+// is, S is taken at about half the true one and the fits cut C to 1 or 2.
+// Without the floor rule it stayed there up to 2 s (at half load; the
+// floor goal allows 1 s); with it, 0.9 s at most. Probes stay at or above
 // the controller's floor (Config.Min).
 //
 // It reads the capacity from calls queued in order inside the partner (the
