@@ -88,6 +88,13 @@ import (
 //     past Target × C, not a leap that the next fit cuts back.
 //   - Five calls given up in an epoch (granted since the last such cut)
 //     cut the limit to Target × the fitted C, or by 30 % at least.
+//   - Floor: a limit in force at the controller's floor (max(1,
+//     Config.Min)) for 0.7 s, with no call given up since it got there,
+//     leaves it: a probe there ends, the limit asked for is at least the
+//     floor + 1, and the next decision is an epoch later. No cut shortens
+//     a queue at the floor, so one that shows there comes from a wrong S
+//     (the floor goal allows 1 s there; the rule acts at a sample, so
+//     0.7 s leaves room for the next one).
 //
 // With windowed samples (PerCall off) a window counts as N calls at its
 // InFlight level (its calls given up as Drops calls there): it runs, but
@@ -97,9 +104,11 @@ import (
 // and does exactly as typed calls on the 20 seeds of the matrix (every
 // goal in 384 runs, worst goodput 0.77×, worst p99 1.86×), but one given
 // back with a bare FinishCall is matched with the oldest grant and meets
-// every goal in 274 runs, with a worst goodput of 0.31×, and on the
-// two-kind (bimodal) partner at half load it stays up to 2 s at the
-// controller's floor (the floor goal allows 1 s). Probes stay at or above
+// every goal in 274 runs, with a worst goodput of 0.33×: on the two-kind
+// (bimodal) partner the matched RTTs rise with the level where no queue
+// is, S is taken at about half the true one and the fits cut C to 1 or 2.
+// Without the floor rule it stayed there up to 2 s (at half load; the
+// floor goal allows 1 s); with it, 0.9 s at most. Probes stay at or above
 // the controller's floor (Config.Min).
 //
 // It reads the capacity from calls queued in order inside the partner (the
@@ -162,6 +171,9 @@ type Hinge struct {
 	inN, inSum, inSq float64
 
 	floor float64 // the controller's Min (setFloor); 0: 1
+	// floorAt is when the limit in force went to the floor, max(1,
+	// floor) (-1: it is above it); dropAt the last call given up
+	floorAt, dropAt float64
 
 	lv []hingeLevel // by level; lv[0] unused
 	ks []int        // scratch: the levels of a fit
@@ -188,6 +200,7 @@ const (
 	hingeProbe    = 0.5                             // a probe's limit, × the limit
 	hingeProbeN   = 20                              // calls a probe waits for
 	hingeProbeMax = float64(800 * time.Millisecond) // ended at a sample: rarely past 1 s
+	hingeFloorMax = float64(700 * time.Millisecond) // at the floor; ended at a sample
 	hingeGrow     = 1.5
 	hingeGentle   = 1.15 // the first growth after a limit set from a fitted C
 	hingeCreep    = 1.15 // outside probes S rises to at most this × a probe's
@@ -211,12 +224,30 @@ func (h *Hinge) Update(limit float64, s Sample) float64 {
 	}
 	limit = math.Min(limit, math.MaxInt32)
 	if h.want == 0 {
-		h.want, h.cutAt = limit, math.Inf(-1)
+		h.want, h.cutAt, h.floorAt, h.dropAt = limit, math.Inf(-1), -1, math.Inf(-1)
 	}
+	prev := h.now
 	if e := float64(s.Elapsed); e > 0 {
 		h.now += e
 	}
 	h.record(limit, s)
+	if s.Dropped || s.Drops > 0 {
+		h.dropAt = h.now
+	}
+	if lo := math.Max(1, h.floor); limit > lo {
+		h.floorAt = -1
+	} else if h.floorAt < 0 {
+		h.floorAt = prev // it went there after the previous sample
+	} else if h.now-h.floorAt >= hingeFloorMax && h.dropAt < h.floorAt {
+		// no cut shortens a queue at the floor: a healthy partner is
+		// not held there (a probe there ends); the next decision is an
+		// epoch later, above the floor
+		if h.probing {
+			h.endProbe()
+		}
+		h.want = math.Max(h.want, lo+1)
+		h.floorAt, h.t0, h.reached = h.now, h.now, false
+	}
 	if h.probing {
 		if h.now-h.probeAt >= hingeProbeMax {
 			h.endProbe()
