@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -26,7 +27,8 @@ func designFigure(t *testing.T, re *regexp.Regexp) float64 {
 // idle bulkhead against the code: the Semaphore struct's size exactly (it
 // is what a bulkhead that was never full costs: its wait state is
 // allocated at its first wait), and the heap a registry of 500 of them
-// takes, measured as BenchmarkRegistry500Partners does, within 5 %. It
+// takes, measured as BenchmarkRegistry500Partners does (the median of
+// five), within 5 %. It
 // failed when design.md still said 112 bytes and "under 100 KB" for a
 // 120-byte struct and a 120 KiB registry.
 func TestDesignMdSaysWhatAnIdleBulkheadCosts(t *testing.T) {
@@ -46,18 +48,26 @@ func TestDesignMdSaysWhatAnIdleBulkheadCosts(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	before := heap()
-	r, err := NewRegistry(Config{MaxConcurrentCalls: 20, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 500 {
-		if _, err := r.Get(fmt.Sprintf("partner-%03d", i)); err != nil {
+	// HeapAlloc is the whole process's: a goroutine another test left
+	// behind (a timer's, a delivery's) allocating meanwhile adds to one
+	// measurement (126 KiB once in make test), so the median of five.
+	var kibs []float64
+	for range 5 {
+		before := heap()
+		r, err := NewRegistry(Config{MaxConcurrentCalls: 20, MaxWaitDuration: 50 * time.Millisecond, MaxQueuedCalls: 100})
+		if err != nil {
 			t.Fatal(err)
 		}
+		for i := range 500 {
+			if _, err := r.Get(fmt.Sprintf("partner-%03d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kibs = append(kibs, float64(heap()-before)/1024)
+		runtime.KeepAlive(r)
 	}
-	got := float64(heap()-before) / 1024
-	runtime.KeepAlive(r)
+	slices.Sort(kibs)
+	got := kibs[len(kibs)/2]
 	t.Logf("Semaphore: %d B; a registry of 500: %.1f KiB (design.md: %g B, about %g KiB)", unsafe.Sizeof(Semaphore{}), got, size, kib)
 	if d := got - kib; d > 0.05*kib || d < -0.05*kib {
 		t.Errorf("a registry of 500 idle bulkheads takes %.1f KiB, design.md says about %g KiB (±5 %%)", got, kib)
