@@ -185,15 +185,23 @@ var (
 	devSweep = flag.Bool("dev.sweep", false, "TestDevTrace: static sweep")
 )
 
-func TestDevTrace(t *testing.T) {
+// devTraceCell returns the cell -dev.trace names and its scenario of seed
+// -dev.seed; it skips the test without -dev.trace and fails it on a name
+// that is no cell.
+func devTraceCell(t *testing.T) (Cell, Scenario) {
+	t.Helper()
 	if *devTrace == "" {
 		t.Skip()
 	}
 	c, ok := cellNamed(*devTrace)
 	if !ok {
-		t.Fatal("no cell")
+		t.Fatalf("-dev.trace %q names no cell", *devTrace)
 	}
-	sc := c.Scenario(uint64(*devSeed))
+	return c, c.Scenario(uint64(*devSeed))
+}
+
+func TestDevTrace(t *testing.T) {
+	c, sc := devTraceCell(t)
 	p99 := c.Partner.UnloadedP99()
 	if *devSweep {
 		for _, n := range staticGrid(3) {
@@ -243,11 +251,7 @@ func (l *logAlg) Update(limit float64, s adaptive.Sample) float64 {
 }
 
 func TestDevLog(t *testing.T) {
-	if *devTrace == "" {
-		t.Skip()
-	}
-	c, _ := cellNamed(*devTrace)
-	sc := c.Scenario(uint64(*devSeed))
+	_, sc := devTraceCell(t)
 	var a *Adaptive
 	la := &logAlg{c: &adaptive.Capacity{}, clock: func() time.Duration { return a.clock.Now().Sub(epoch) }}
 	if strings.Contains(*devOnly, "setpoint") {

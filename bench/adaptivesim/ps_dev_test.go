@@ -93,14 +93,7 @@ func (l *hingeLog) Update(limit float64, s adaptive.Sample) float64 {
 //
 //	cd bench && go test ./adaptivesim -run '^TestDevHingeLog$' -dev.trace 'σ 0.3, load 1.5×, step, start C/5' -dev.ps -v
 func TestDevHingeLog(t *testing.T) {
-	if *devTrace == "" {
-		t.Skip()
-	}
-	c, ok := cellNamed(*devTrace)
-	if !ok {
-		t.Fatal("no cell")
-	}
-	sc := c.Scenario(uint64(*devSeed))
+	c, sc := devTraceCell(t)
 	cfg := hingeConfig
 	cfg.Algorithm = func() adaptive.Algorithm { return &hingeLog{h: &adaptive.Hinge{}} }
 	sim := devModel()
