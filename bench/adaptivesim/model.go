@@ -201,107 +201,70 @@ func (q *minHeap[T]) pop(less func(a, b T) bool) T {
 	return top
 }
 
-// partnerCall is the run's state of one admitted call.
-type partnerCall struct {
-	service time.Duration
-	token   any
-	ended   bool // answered or given up, as the client sees it
-	started bool // in service at the partner
-}
-
 // Simulate runs lim on the scenario: an M/G/c partner whose C servers take
 // the calls of a FIFO queue, a caller that gives up after its deadline
 // (the partner then drops the call if it is still queued; a call in
 // service runs to its end and holds its server). Arrivals and service
 // times depend on the seed only, so every contender sees the same traffic.
 func Simulate(sc Scenario, name string, lim Limiter) Run {
-	rng := rand.New(rand.NewPCG(sc.Seed, 0xadab7))
-	run := Run{Name: name}
-	var q events
-	seq := 0
-	push := func(at time.Duration, k eventKind, call int) {
-		seq++
-		q.push(event{at: at, kind: k, call: call, seq: seq}, event.before)
-	}
-	var calls []partnerCall
-	var waiting []int // FIFO inside the partner
-	busy := 0
-	end := sc.End()
+	return simulate(sc, name, lim, &queuePartner{sc: sc})
+}
 
-	nextArrival := func(now time.Duration) time.Duration {
-		rate := sc.segment(now).Rate
-		return now + time.Duration(rng.ExpFloat64()/rate*float64(time.Second))
-	}
-	start := func(now time.Duration, i int) {
-		busy++
-		calls[i].started = true
-		push(now+calls[i].service, evServed, i)
-	}
-	// admitWaiting starts queued calls while the partner has room,
-	// dropping those whose caller gave up.
-	admitWaiting := func(now time.Duration) {
-		c := sc.segment(now).Capacity
-		for len(waiting) > 0 && busy < c {
-			i := waiting[0]
-			waiting = waiting[1:]
-			if !calls[i].ended {
-				start(now, i)
-			}
+// queuePartner is Simulate's M/G/c partner: busy of its C servers in
+// service, the other calls admitted waiting in FIFO order. A call whose
+// caller gave up is dropped when it reaches the head of the queue; in
+// service it runs to its end (evServed) and holds its server.
+type queuePartner struct {
+	sc      Scenario
+	busy    int
+	waiting []queuedCall
+}
+
+// queuedCall is a call admitted to the partner and its service time.
+type queuedCall struct {
+	call    int
+	service time.Duration
+}
+
+func (p *queuePartner) start(l *simLoop, now time.Duration, c queuedCall) {
+	p.busy++
+	l.push(now+c.service, evServed, c.call)
+}
+
+// admitWaiting starts queued calls while the partner has room,
+// dropping those whose caller gave up.
+func (p *queuePartner) admitWaiting(l *simLoop, now time.Duration) {
+	c := p.sc.segment(now).Capacity
+	for len(p.waiting) > 0 && p.busy < c {
+		w := p.waiting[0]
+		p.waiting = p.waiting[1:]
+		if !l.calls[w.call].ended {
+			p.start(l, now, w)
 		}
 	}
-	push(nextArrival(0), evArrival, -1)
-	push(0, evTrace, -1)
-	for _, s := range sc.Segments {
-		push(s.Until, evCapacity, -1)
+}
+
+func (p *queuePartner) admit(l *simLoop, now time.Duration, i int, service time.Duration) {
+	c := queuedCall{call: i, service: service}
+	if p.busy < p.sc.segment(now).Capacity {
+		p.start(l, now, c)
+	} else {
+		p.waiting = append(p.waiting, c)
 	}
-	for len(q) > 0 {
-		e := q.pop(event.before)
-		if e.at >= end {
-			break
-		}
-		lim.Advance(e.at)
-		switch e.kind {
-		case evArrival:
-			service, deadline := sc.Partner.draw(rng)
-			push(nextArrival(e.at), evArrival, -1)
-			token, ok := lim.Try()
-			if !ok {
-				run.Calls = append(run.Calls, Call{Sent: e.at, Rejected: true})
-				calls = append(calls, partnerCall{ended: true})
-				continue
-			}
-			i := len(calls)
-			calls = append(calls, partnerCall{service: service, token: token})
-			run.Calls = append(run.Calls, Call{Sent: e.at})
-			push(e.at+deadline, evDeadline, i)
-			if busy < sc.segment(e.at).Capacity {
-				start(e.at, i)
-			} else {
-				waiting = append(waiting, i)
-			}
-		case evServed:
-			busy--
-			c := &calls[e.call]
-			if !c.ended {
-				c.ended = true
-				run.Calls[e.call].Latency = e.at - run.Calls[e.call].Sent
-				lim.Done(c.token, false)
-			}
-			admitWaiting(e.at)
-		case evDeadline:
-			c := &calls[e.call]
-			if !c.ended {
-				c.ended = true
-				run.Calls[e.call].Latency = e.at - run.Calls[e.call].Sent
-				run.Calls[e.call].TimedOut = true
-				lim.Done(c.token, true)
-			}
-		case evCapacity:
-			admitWaiting(e.at)
-		case evTrace:
-			run.Limits = append(run.Limits, lim.Limit())
-			push(e.at+sc.Trace, evTrace, -1)
-		}
-	}
-	return run
+}
+
+// gaveUp leaves the call where it is: dropped when it reaches the head of
+// the queue, or running to its end in service.
+func (p *queuePartner) gaveUp(*simLoop, time.Duration, int) {}
+
+func (p *queuePartner) capacityChanged(l *simLoop, now time.Duration) {
+	p.admitWaiting(l, now)
+}
+
+// fired serves evServed: the call frees its server, is answered unless its
+// caller gave up, and the queue moves.
+func (p *queuePartner) fired(l *simLoop, e event) {
+	p.busy--
+	l.answered(e.at, e.call)
+	p.admitWaiting(l, e.at)
 }

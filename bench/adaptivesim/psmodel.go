@@ -2,7 +2,6 @@ package adaptivesim
 
 import (
 	"math"
-	"math/rand/v2"
 	"time"
 )
 
@@ -47,139 +46,103 @@ func (c psCall) before(d psCall) bool {
 // It is a development model: the matrix and its goals are measured with
 // Simulate; the dev harness (TestDev -dev.ps) measures the contenders on it.
 func SimulatePS(sc Scenario, name string, lim Limiter) Run {
-	rng := rand.New(rand.NewPCG(sc.Seed, 0xadab7))
-	run := Run{Name: name}
-	var q events
-	seq := 0
-	push := func(at time.Duration, k eventKind, call int) {
-		seq++
-		q.push(event{at: at, kind: k, call: call, seq: seq}, event.before)
-	}
-	type state struct {
-		token any
-		ended bool // answered or given up: out of the partner
-	}
-	var calls []state
-	var finishing minHeap[psCall] // the calls in the partner, ended ones removed lazily
-	n := 0                        // calls in the partner
-	c := sc.segment(0).Capacity
-	v, last := 0.0, time.Duration(0) // V at the time last
-	gen := 0
-	end := sc.End()
+	return simulate(sc, name, lim, &psPartner{sc: sc, c: sc.segment(0).Capacity})
+}
 
-	rate := func() float64 {
-		if n <= c {
-			return 1
+// psPartner is SimulatePS's partner: n calls sharing c servers, V at the
+// time last, and the calls by the V at which they finish (ended ones, given
+// up, removed lazily). gen stamps the evPSNext in force.
+type psPartner struct {
+	sc        Scenario
+	finishing minHeap[psCall]
+	n, c      int
+	v         float64
+	last      time.Duration
+	gen       int
+}
+
+func (p *psPartner) rate() float64 {
+	if p.n <= p.c {
+		return 1
+	}
+	return float64(p.c) / float64(p.n)
+}
+
+// advance moves V to now at the rate of the n calls and the capacity in
+// force since last.
+func (p *psPartner) advance(now time.Duration) {
+	if p.n > 0 {
+		p.v += float64(now-p.last) * p.rate()
+	}
+	p.last = now
+}
+
+// top drops ended calls from the top of the heap; ok is false when no call
+// is in the partner.
+func (p *psPartner) top(l *simLoop) (psCall, bool) {
+	for len(p.finishing) > 0 {
+		if h := p.finishing[0]; !l.calls[h.call].ended {
+			return h, true
 		}
-		return float64(c) / float64(n)
+		p.finishing.pop(psCall.before)
 	}
-	// advance moves V to now at the rate of the n calls and the capacity
-	// in force since last.
-	advance := func(now time.Duration) {
-		if n > 0 {
-			v += float64(now-last) * rate()
-		}
-		last = now
+	return psCall{}, false
+}
+
+// reschedule replaces the next completion after n or C changed.
+func (p *psPartner) reschedule(l *simLoop, now time.Duration) {
+	p.gen++
+	h, ok := p.top(l)
+	if !ok {
+		return
 	}
-	// top drops ended calls from the top of the heap; ok is false when
-	// no call is in the partner.
-	top := func() (psCall, bool) {
-		for len(finishing) > 0 {
-			if h := finishing[0]; !calls[h.call].ended {
-				return h, true
-			}
-			finishing.pop(psCall.before)
-		}
-		return psCall{}, false
+	wait := time.Duration(math.Ceil(math.Max(0, h.finish-p.v) / p.rate()))
+	l.push(now+wait, evPSNext, p.gen)
+}
+
+func (p *psPartner) admit(l *simLoop, now time.Duration, i int, service time.Duration) {
+	p.advance(now)
+	p.finishing.push(psCall{finish: p.v + float64(service), call: i}, psCall.before)
+	p.n++
+	p.reschedule(l, now)
+}
+
+// gaveUp takes the call out of the partner, freeing its share; it is
+// dropped from the heap lazily.
+func (p *psPartner) gaveUp(l *simLoop, now time.Duration, _ int) {
+	p.advance(now)
+	p.n--
+	p.reschedule(l, now)
+}
+
+func (p *psPartner) capacityChanged(l *simLoop, now time.Duration) {
+	p.advance(now)
+	p.c = p.sc.segment(now).Capacity
+	p.reschedule(l, now)
+}
+
+// fired serves evPSNext: unless stale (n or C changed since), the calls
+// finishing at the current V are answered.
+func (p *psPartner) fired(l *simLoop, e event) {
+	if e.call != p.gen {
+		return
 	}
-	// reschedule replaces the next completion after n or C changed.
-	reschedule := func(now time.Duration) {
-		gen++
-		h, ok := top()
-		if !ok {
-			return
-		}
-		wait := time.Duration(math.Ceil(math.Max(0, h.finish-v) / rate()))
-		push(now+wait, evPSNext, gen)
+	p.advance(e.at)
+	h, ok := p.top(l)
+	if !ok {
+		return
 	}
-	nextArrival := func(now time.Duration) time.Duration {
-		rate := sc.segment(now).Rate
-		return now + time.Duration(rng.ExpFloat64()/rate*float64(time.Second))
-	}
-	push(nextArrival(0), evArrival, -1)
-	push(0, evTrace, -1)
-	for _, s := range sc.Segments {
-		push(s.Until, evCapacity, -1)
-	}
-	for len(q) > 0 {
-		e := q.pop(event.before)
-		if e.at >= end {
+	// The event was computed for h to finish now: V reaches h.finish (up
+	// to rounding) and every call finishing there too finishes now.
+	p.v = math.Max(p.v, h.finish)
+	for {
+		h, ok := p.top(l)
+		if !ok || h.finish > p.v {
 			break
 		}
-		lim.Advance(e.at)
-		switch e.kind {
-		case evArrival:
-			service, deadline := sc.Partner.draw(rng)
-			push(nextArrival(e.at), evArrival, -1)
-			token, ok := lim.Try()
-			if !ok {
-				run.Calls = append(run.Calls, Call{Sent: e.at, Rejected: true})
-				calls = append(calls, state{ended: true})
-				continue
-			}
-			advance(e.at)
-			i := len(calls)
-			calls = append(calls, state{token: token})
-			run.Calls = append(run.Calls, Call{Sent: e.at})
-			push(e.at+deadline, evDeadline, i)
-			finishing.push(psCall{finish: v + float64(service), call: i}, psCall.before)
-			n++
-			reschedule(e.at)
-		case evPSNext:
-			if e.call != gen {
-				continue // stale: n or C changed since
-			}
-			advance(e.at)
-			h, ok := top()
-			if !ok {
-				continue
-			}
-			// The event was computed for h to finish now: V reaches
-			// h.finish (up to rounding) and every call finishing there
-			// too finishes now.
-			v = math.Max(v, h.finish)
-			for {
-				h, ok := top()
-				if !ok || h.finish > v {
-					break
-				}
-				finishing.pop(psCall.before)
-				calls[h.call].ended = true
-				n--
-				run.Calls[h.call].Latency = e.at - run.Calls[h.call].Sent
-				lim.Done(calls[h.call].token, false)
-			}
-			reschedule(e.at)
-		case evDeadline:
-			st := &calls[e.call]
-			if st.ended {
-				continue
-			}
-			advance(e.at)
-			st.ended = true // leaves the partner; dropped from the heap lazily
-			n--
-			run.Calls[e.call].Latency = e.at - run.Calls[e.call].Sent
-			run.Calls[e.call].TimedOut = true
-			lim.Done(st.token, true)
-			reschedule(e.at)
-		case evCapacity:
-			advance(e.at)
-			c = sc.segment(e.at).Capacity
-			reschedule(e.at)
-		case evTrace:
-			run.Limits = append(run.Limits, lim.Limit())
-			push(e.at+sc.Trace, evTrace, -1)
-		}
+		p.finishing.pop(psCall.before)
+		p.n--
+		l.answered(e.at, h.call)
 	}
-	return run
+	p.reschedule(l, e.at)
 }
