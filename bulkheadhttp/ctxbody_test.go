@@ -118,6 +118,13 @@ func TestStressTransportBodyCloseRacingContextEndReleasesOnce(t *testing.T) {
 		// the permit, bounded.
 		awaitInFlight(t, bh, 0)
 	}
+	// A Semaphore gives the permit back before it publishes CallFinished,
+	// so the last call's event may still be on its way: wait for it,
+	// bounded (a second one for any call would show as more than calls).
+	deadline := time.Now().Add(waitTimeout)
+	for done.Load() < calls && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
 	if got := done.Load(); got != calls {
 		t.Errorf("CallFinished published %d times for %d calls", got, calls)
 	}
