@@ -30,15 +30,24 @@ func stallingPartner(t *testing.T) string {
 	return srv.URL
 }
 
+// waitUntil polls cond every 100 µs until it holds or waitTimeout has
+// passed, and reports whether it held.
+func waitUntil(cond func() bool) bool {
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return true
+}
+
 // awaitInFlight waits, with a bound, until bh has n calls in flight.
 func awaitInFlight(t *testing.T, bh *bulkhead.Semaphore, n int) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for bh.Metrics().InFlightCalls != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("bulkhead %s: %d calls in flight, want %d", bh.Name(), bh.Metrics().InFlightCalls, n)
-		}
-		time.Sleep(100 * time.Microsecond)
+	if !waitUntil(func() bool { return bh.Metrics().InFlightCalls == n }) {
+		t.Fatalf("bulkhead %s: %d calls in flight, want %d", bh.Name(), bh.Metrics().InFlightCalls, n)
 	}
 }
 
@@ -121,10 +130,7 @@ func TestStressTransportBodyCloseRacingContextEndReleasesOnce(t *testing.T) {
 	// A Semaphore gives the permit back before it publishes CallFinished,
 	// so the last call's event may still be on its way: wait for it,
 	// bounded (a second one for any call would show as more than calls).
-	deadline := time.Now().Add(waitTimeout)
-	for done.Load() < calls && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
+	waitUntil(func() bool { return done.Load() >= calls })
 	if got := done.Load(); got != calls {
 		t.Errorf("CallFinished published %d times for %d calls", got, calls)
 	}
